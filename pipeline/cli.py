@@ -1,0 +1,116 @@
+"""The ``vramlab`` command line. Sub-commands keep their flags and JSON keys stable: other tools call them.
+
+``size``  memory report for a config.json, a spec file or a bundled registry id (``--json`` for machines);
+``run``   the main job (see ``pipeline/run.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sizing_core import SizingError, size_model
+from sizing_core.parameters import checkpoint_facts
+from sizing_core.report import DEFAULT_CONTEXTS
+
+from .models import load_model
+from .tables import print_size_report
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def _contexts(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--contexts takes comma-separated token counts, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"--contexts needs positive token counts, got {text!r}")
+    return values
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _read_json(path: str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise CliError(f"{what} not found: {path}") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CliError(f"{what} {path} is not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{what} {path} must hold a JSON object")
+    return data
+
+
+def cmd_size(args: argparse.Namespace) -> int:
+    quant = _read_json(args.quant_config, "quant config") if args.quant_config else None
+    arch = load_model(args.model, quant_config=quant)
+    checkpoint = None
+    if args.safetensors:
+        try:
+            checkpoint = checkpoint_facts(_read_json(args.safetensors, "safetensors metadata"), args.safetensors)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    report = size_model(arch, args.tensor_parallel, args.contexts, checkpoint)
+    if args.json:
+        print(json.dumps(report.model_dump(mode="json"), indent=1))
+    else:
+        print_size_report(report)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .run import run_main_job
+
+    return run_main_job(data_dir=args.data_dir)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vramlab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    size = sub.add_parser("size", help="memory needed by a model: weights per format, KV cache, recurrent state")
+    size.add_argument("model", metavar="CONFIG_OR_SPEC", help="config.json path, spec file path or registry id")
+    size.add_argument("--quant-config", metavar="FILE", help="ModelOpt hf_quant_config.json for the checkpoint")
+    size.add_argument("--safetensors", metavar="FILE",
+                      help="model.safetensors.index.json or Hub model-info JSON with a 'safetensors' block")
+    size.add_argument("--tensor-parallel", type=_positive, default=1, metavar="N")
+    size.add_argument("--contexts", type=_contexts, default=DEFAULT_CONTEXTS, metavar="N,N,...")
+    size.add_argument("--json", action="store_true", help="print one JSON object")
+    size.set_defaults(func=cmd_size)
+
+    run = sub.add_parser("run", help="run the main job once")
+    run.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except (CliError, SizingError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"vramlab: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

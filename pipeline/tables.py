@@ -1,0 +1,33 @@
+"""Readable terminal tables (rich) for the CLI's non-JSON output."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sizing_core import SizingReport
+
+
+def print_size_report(report: SizingReport, console: Console | None = None) -> None:
+    console = console or Console()
+    counts = report.parameter_counts
+    kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
+    console.print(f"[bold]{report.model}[/bold] ({report.model_type}): {report.parameters:,.2f}B parameters, "
+                  f"{report.active_parameters:,.2f}B active (from {counts.used}); {report.layers['total']} layers: "
+                  f"{kinds}; native format {report.native_format} ({report.native_source})")
+    weights = Table(title="Weights (GiB)")
+    weights.add_column("format")
+    weights.add_column("GiB", justify="right")
+    for fmt, value in report.weights_gib.items():
+        weights.add_row(fmt, f"{value:,.2f}")
+    console.print(weights)
+    kv = Table(title=f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
+    for col in ("context", "bf16", "fp8"):
+        kv.add_column(col, justify="right")
+    for row in report.kv_cache_gib_per_request:
+        note = "" if row.within_max_context else " (above max context)"
+        kv.add_row(f"{row.context:,}{note}", f"{row.bf16:.3f}", f"{row.fp8:.3f}")
+    console.print(kv)
+    per_token = ", ".join(f"{k} {v:,}" for k, v in report.kv_cache_bytes_per_token.items())
+    console.print(f"KV bytes per token: {per_token}; recurrent state per request: "
+                  f"{report.recurrent_state_gib_per_request:.4f} GiB")

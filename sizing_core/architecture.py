@@ -1,0 +1,99 @@
+"""The typed architecture every sizing computation starts from (built from a config.json or a manual spec)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .layers import DecoderLayer
+from .tensors import Role, Tensor, matrix, vector
+
+
+class QuantScheme(BaseModel):
+    """How a checkpoint's own (``native``) weights are stored, read from its quantization config.
+
+    ``weight_format`` applies to linear weights, ``expert_format`` (when set) to routed experts instead; modules
+    matching ``exclude`` (glob, or ``re:`` regular expression, as the configs write them) stay in ``dtype``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str  # "quantization_config", "hf_quant_config.json", "torch_dtype", "spec"
+    weight_format: str
+    expert_format: str | None = None
+    group_size: int | None = None
+    block_size: tuple[int, int] | None = None
+    exclude: tuple[str, ...] = ()
+    experts_only: bool = False  # only routed experts are quantized (gpt-oss style MXFP4)
+    kv_cache_dtype: str | None = None  # what the checkpoint recommends for the KV cache
+
+
+class DeclaredParameters(BaseModel):
+    """Parameter counts stated by a source other than config arithmetic (a spec, safetensors metadata)."""
+
+    total: int = Field(gt=0)
+    active: int | None = Field(default=None, gt=0)
+    source: str
+
+
+class Architecture(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    model: str  # repo id or registry id, used in every error and report
+    model_type: str
+    hidden_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    layers: tuple[DecoderLayer, ...]
+    mtp_layers: tuple[DecoderLayer, ...] = ()  # multi-token-prediction heads: in the checkpoint, not served
+    vision_parameters: int = 0  # vision tower + projector, estimated from vision_config
+    extra_parameters: int = 0  # small architecture-specific blocks (hyper-connections, per-layer embeddings)
+    max_context: int | None = None
+    dtype_bytes: float = 2  # the checkpoint's unquantized dtype
+    native: QuantScheme
+    declared: DeclaredParameters | None = None
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @cached_property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Every served weight group: embeddings, decoder layers, final norm, LM head (once if tied), vision."""
+        h = self.hidden_size
+        out: list[Tensor] = [matrix("model", "embed_tokens", Role.TOKEN_EMBD, self.vocab_size, h, None)]
+        for i, layer in enumerate(self.layers):
+            out += layer.tensors(f"model.layers.{i}", h, i)
+        out.append(vector("model", "norm", h, None))
+        if not self.tie_word_embeddings:
+            out.append(Tensor("lm_head", Role.OUTPUT, self.vocab_size, h))
+        if self.vision_parameters:
+            out.append(Tensor("model.visual", Role.VISION, self.vision_parameters, 1))
+        if self.extra_parameters:
+            out.append(Tensor("model.extra", Role.NORM, self.extra_parameters, 1))
+        return tuple(out)
+
+    @cached_property
+    def mtp_tensors(self) -> tuple[Tensor, ...]:
+        h = self.hidden_size
+        out: list[Tensor] = []
+        for j, layer in enumerate(self.mtp_layers):
+            i = self.num_layers + j
+            out += layer.tensors(f"model.layers.{i}", h, i)
+            out.append(matrix(f"model.layers.{i}", "eh_proj", Role.ATTN_OTHER, h, 2 * h, i))
+            out.append(vector(f"model.layers.{i}", "enorm_hnorm", 2 * h, i))
+        return tuple(out)
+
+    def mixer_counts(self) -> dict[str, int]:
+        """Decoder layers per mixer kind (``none`` for MLP-only layers)."""
+        return dict(Counter(layer.mixer.kind if layer.mixer else "none" for layer in self.layers))
+
+    def mlp_counts(self) -> dict[str, int]:
+        return dict(Counter(layer.mlp.kind if layer.mlp else "none" for layer in self.layers))
+
+    def attention_layers(self) -> list[int]:
+        """Indices of layers whose mixer keeps a per-token cache (llama.cpp's attn_v counter runs over these)."""
+        kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention"}
+        return [i for i, layer in enumerate(self.layers) if layer.mixer and layer.mixer.kind in kinds]

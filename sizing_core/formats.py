@@ -1,0 +1,224 @@
+"""Weight formats: bits per element for every tensor group, never one global bits-per-weight.
+
+GGUF block sizes are exact (llama.cpp ``ggml/src/ggml-common.h``); the named mixes follow llama.cpp's
+``llama_tensor_get_type`` promotion rules (``src/llama-quant.cpp``) for the tensors we model. Non-GGUF formats
+quantize linear weights only: embeddings, LM head, routers, norms and convolutions stay BF16, as the published
+FP8/NVFP4/MXFP4/AWQ checkpoints do. The vision tower stays BF16 in every format (llama.cpp keeps it in a separate
+mmproj file, vLLM leaves it unquantized). See ``docs/sizing.md`` for sources.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .architecture import Architecture, QuantScheme
+from .errors import UnknownFormatError
+from .tensors import Role, Tensor
+
+#: ggml block types: (elements per block, bytes per block).
+GGML_TYPES: dict[str, tuple[int, int]] = {
+    "F32": (1, 4), "F16": (1, 2), "BF16": (1, 2),
+    "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
+    "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210),
+    "IQ4_XS": (256, 136), "IQ4_NL": (32, 18), "MXFP4": (32, 17),
+}
+#: llama.cpp ``tensor_type_fallback``: used when a row length is not a multiple of the block size.
+GGML_FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
+                 "IQ4_XS": "IQ4_NL"}
+
+
+def ggml_bpw(ggml_type: str) -> float:
+    elements, nbytes = GGML_TYPES[ggml_type]
+    return 8 * nbytes / elements
+
+
+#: GGUF mixes: base type per file type.
+GGUF_MIXES = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q4_k_m": "Q4_K", "iq4_xs": "IQ4_XS",
+              "q3_k_m": "Q3_K", "q2_k": "Q2_K"}
+
+#: Non-GGUF formats: bits per element of a quantized linear weight, with the scale overhead included.
+#: fp8_block: 1 fp32 scale per 128x128 block; int8: W8 with one fp32 scale per output row (added per tensor);
+#: nvfp4: FP4 E2M1 + one FP8 E4M3 scale per 16; mxfp4: FP4 + one E8M0 scale per 32;
+#: awq_int4: 4-bit + fp16 scale + 4-bit zero per group of 128; int4: symmetric, fp16 scale per group.
+LINEAR_BITS = {
+    "bf16": 16.0, "fp16": 16.0, "fp32": 32.0,
+    "fp8": 8.0, "fp8_block": 8.0 + 32 / (128 * 128), "int8": 8.0,
+    "nvfp4": 4.0 + 8 / 16, "mxfp4": 4.0 + 8 / 32, "awq_int4": 4.0 + (16 + 4) / 128,
+}
+
+#: The format names the CLI and exports use (plus ``native``).
+WEIGHT_FORMATS = ("bf16", "fp16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "iq4_xs", "q3_k_m", "q2_k",
+                  "nvfp4", "mxfp4", "awq_int4")
+
+
+@dataclass(frozen=True)
+class _MixContext:
+    n_layers: int
+    attn_v_index: dict[int, int]  # layer -> position among layers with an attn_v-like tensor
+    n_attn_v: int
+    n_expert: int
+    gqa_ratio: int
+    seventy_b: bool
+    tied: bool  # tied embeddings: token_embd doubles as output and gets output's type
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    """llama.cpp ``use_more_bits``: first and last eighth of layers, and every third layer in between."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _mix_context(arch: Architecture) -> _MixContext:
+    attn = arch.attention_layers()
+    experts, ratio = 0, 1
+    for layer in arch.layers:
+        if layer.mlp is not None and layer.mlp.kind == "moe":
+            experts = layer.mlp.num_experts
+        m = layer.mixer
+        if m is not None and hasattr(m, "num_kv_heads"):
+            ratio = max(ratio, m.num_heads // m.num_kv_heads)
+    return _MixContext(arch.num_layers, {layer: k for k, layer in enumerate(attn)}, len(attn), experts, ratio,
+                       arch.num_layers == 80 and ratio == 8, arch.tie_word_embeddings)
+
+
+_ATTN_V_ROLES = {Role.ATTN_V, Role.ATTN_KV_B}
+
+
+def gguf_type(mix: str, t: Tensor, ctx: _MixContext) -> str:
+    """The ggml type llama.cpp gives tensor ``t`` in file type ``mix`` (before the row-length fallback)."""
+    base = GGUF_MIXES[mix]
+    if t.role in (Role.NORM, Role.SSM_CONV, Role.ROUTER):
+        return "F32"
+    if t.role == Role.VISION:
+        return "F16"
+    if mix == "q8_0":
+        return "Q8_0"
+    if t.role == Role.OUTPUT or (t.role == Role.TOKEN_EMBD and ctx.tied):
+        return "Q6_K"
+    if t.role == Role.TOKEN_EMBD:
+        return base
+    i, n = (t.layer or 0), ctx.n_layers
+    if t.role in _ATTN_V_ROLES:
+        k = ctx.attn_v_index.get(i, 0)
+        new = base
+        if mix == "q2_k":
+            new = "Q4_K" if ctx.gqa_ratio >= 4 else "Q3_K"
+        elif mix == "q3_k_m":
+            new = "Q5_K" if k < 2 else "Q4_K"
+        elif mix == "iq4_xs" and ctx.gqa_ratio >= 4:
+            new = "Q5_K"
+        elif mix in ("q4_k_m", "q5_k_m") and _use_more_bits(k, ctx.n_attn_v):
+            new = "Q6_K"
+        if ctx.seventy_b and new in ("Q3_K", "Q4_K"):
+            new = "Q5_K"
+        return "Q8_0" if ctx.n_expert == 8 else new
+    if t.role == Role.ATTN_K and ctx.n_expert == 8:
+        return "Q8_0"
+    if t.role == Role.ATTN_QKV:
+        return {"q2_k": "Q4_K", "q3_k_m": "Q4_K", "q4_k_m": "Q5_K", "q5_k_m": "Q6_K"}.get(mix, base)
+    if t.role in (Role.FFN_DOWN, Role.FFN_DOWN_EXPS, Role.FFN_DOWN_SHEXP):
+        if mix == "q2_k":
+            return "Q3_K"
+        if mix == "q3_k_m":
+            return "Q5_K" if i < n // 16 else "Q4_K"
+        if mix in ("q4_k_m", "q5_k_m") and _use_more_bits(i, n):
+            return "Q6_K"
+        if mix == "iq4_xs" and i < n // 8:
+            return "Q5_K"
+        return base
+    if t.role == Role.ATTN_OUTPUT:
+        if ctx.n_expert == 8 and mix in ("q2_k", "q3_k_m", "q4_k_m", "iq4_xs"):
+            return "Q5_K"
+        if ctx.n_expert != 8:
+            return {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(mix, base)
+    return base
+
+
+def _gguf_bits(mix: str, t: Tensor, ctx: _MixContext) -> float:
+    kind = gguf_type(mix, t, ctx)
+    block = GGML_TYPES[kind][0]
+    if t.cols % block and kind in GGML_FALLBACK:
+        kind = GGML_FALLBACK[kind]
+        if t.cols % GGML_TYPES[kind][0]:
+            kind = "F16"
+    return ggml_bpw(kind)
+
+
+@lru_cache(maxsize=4096)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    """Exclusion patterns as configs write them: ``re:<regex>`` or a glob; multimodal prefixes normalised."""
+    if pattern.startswith("re:"):
+        return re.compile(pattern[3:])
+    return re.compile(fnmatch.translate(_normalise(pattern)))
+
+
+def _normalise(name: str) -> str:
+    for prefix in ("model.language_model.", "language_model.model.", "language_model."):
+        if name.startswith(prefix):
+            return "model." + name[len(prefix):]
+    return name
+
+
+def is_excluded(name: str, patterns: tuple[str, ...]) -> bool:
+    """True when ``name`` or one of its parent modules matches a pattern (``model.layers.*.self_attn`` keeps
+    ``model.layers.3.self_attn.q_proj`` unquantized; ``model.layers.0.mlp.gate`` does not match ``gate_proj``)."""
+    parts = name.split(".")
+    prefixes = [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    for raw in patterns:
+        pat = _pattern(raw)
+        if raw.startswith("re:"):
+            if pat.fullmatch(name) or pat.match(name):
+                return True
+        elif any(pat.fullmatch(p) for p in prefixes):
+            return True
+    return False
+
+
+def _scheme_bits(scheme: QuantScheme, t: Tensor, unquantized: float) -> float:
+    if not t.is_linear or is_excluded(t.name, scheme.exclude):
+        return unquantized
+    if scheme.experts_only and not t.is_routed_expert:
+        return unquantized
+    fmt = scheme.expert_format if (t.is_routed_expert and scheme.expert_format) else scheme.weight_format
+    if fmt == "int4":
+        return 4.0 + 16 / (scheme.group_size or 128)
+    if fmt == "int8":
+        return 8.0 + 32 / t.cols
+    if fmt == "awq_int4" and scheme.group_size:
+        return 4.0 + (16 + 4) / scheme.group_size
+    return LINEAR_BITS[fmt]
+
+
+#: What each non-GGUF target format leaves in BF16 besides non-linear tensors: the LM head always.
+_DEFAULT_EXCLUDE = ("lm_head",)
+
+
+def format_scheme(fmt: str) -> QuantScheme:
+    """The scheme a non-GGUF format applies when quantizing a BF16 checkpoint ourselves."""
+    return QuantScheme(source="format", weight_format=fmt, exclude=_DEFAULT_EXCLUDE)
+
+
+def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None = None) -> list[float]:
+    """Bits per element for each tensor of ``arch`` in ``fmt`` (a name of WEIGHT_FORMATS or ``native``)."""
+    tensors = arch.tensors if tensors is None else tensors
+    unquantized = arch.dtype_bytes * 8
+    if fmt in GGUF_MIXES:
+        ctx = _mix_context(arch)
+        return [_gguf_bits(fmt, t, ctx) for t in tensors]
+    if fmt == "native":
+        scheme = arch.native
+        if scheme.weight_format in ("bf16", "fp16", "fp32"):
+            return [LINEAR_BITS[scheme.weight_format]] * len(tensors)
+        return [16.0 if t.role == Role.VISION else _scheme_bits(scheme, t, unquantized) for t in tensors]
+    if fmt in ("bf16", "fp16"):
+        return [16.0] * len(tensors)
+    if fmt not in LINEAR_BITS:
+        raise UnknownFormatError(f"unknown weight format {fmt!r} (known: {', '.join(WEIGHT_FORMATS)}, native)")
+    scheme = format_scheme(fmt)
+    return [_scheme_bits(scheme, t, 16.0) for t in tensors]
+
+
+def weight_bytes(arch: Architecture, fmt: str) -> float:
+    return sum(t.numel * b / 8 for t, b in zip(arch.tensors, tensor_bits(arch, fmt), strict=True))

@@ -1,0 +1,93 @@
+"""Parameter counts from config arithmetic, alongside counts declared by a spec or safetensors metadata."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from .architecture import Architecture
+from .tensors import Role
+
+
+class CheckpointFacts(BaseModel):
+    """What a checkpoint's safetensors metadata states: the Hub API's ``safetensors`` block (parameter counts
+    per dtype and their total) and/or ``model.safetensors.index.json`` (``metadata.total_size`` in bytes)."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel)
+
+    parameters_by_dtype: dict[str, int] | None = None
+    parameter_total: int | None = None
+    total_bytes: int | None = None
+    source: str
+
+
+def checkpoint_facts(data: dict[str, Any], source: str) -> CheckpointFacts:
+    """Read either metadata shape; ``ValueError`` naming the field when neither is present or usable."""
+    by_dtype = total = nbytes = None
+    st = data.get("safetensors")
+    if isinstance(st, dict):
+        params = st.get("parameters")
+        if params is not None:
+            if not isinstance(params, dict) or not all(isinstance(v, int) and v >= 0 for v in params.values()):
+                raise ValueError(f"{source}: field 'safetensors.parameters' must map dtype to a count")
+            by_dtype = dict(params)
+        total = st.get("total") if isinstance(st.get("total"), int) else (sum(by_dtype.values()) if by_dtype else None)
+    meta = data.get("metadata")
+    if isinstance(meta, dict) and meta.get("total_size") is not None:
+        nbytes = meta["total_size"]
+        if not isinstance(nbytes, int) or nbytes <= 0:
+            raise ValueError(f"{source}: field 'metadata.total_size' must be a positive integer")
+    if total is None and nbytes is None:
+        raise ValueError(f"{source}: neither 'safetensors.parameters' nor 'metadata.total_size' present")
+    return CheckpointFacts(parameters_by_dtype=by_dtype, parameter_total=total, total_bytes=nbytes, source=source)
+
+
+class ParameterCounts(BaseModel):
+    """``total``/``active`` are what sizing reports; ``used`` says where they came from.
+
+    Tied embeddings are counted once. MTP heads (shipped in the checkpoint, not served by default) and the
+    vision tower are reported separately; ``total`` includes the vision tower (it is loaded to serve images)
+    and excludes MTP heads.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel)
+
+    total: int
+    active: int
+    embedding: int  # input embeddings + untied LM head
+    non_embedding: int
+    vision: int
+    mtp: int
+    config_total: int
+    config_active: int
+    declared_total: int | None = None
+    declared_active: int | None = None
+    used: Literal["config", "spec", "safetensors"] = "config"
+    declared_source: str | None = None
+    safetensors_total: int | None = None  # as stored: includes MTP heads, duplicated tied heads, packed FP4
+    checkpoint_bytes: int | None = None
+
+
+def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = None) -> ParameterCounts:
+    """Config arithmetic always; a spec's declared counts replace it for ``total``/``active``. Safetensors
+    counts are reported beside it, not used: they include tensors that are not served (see the fields)."""
+    total = sum(t.numel for t in arch.tensors)
+    inactive = sum(layer.inactive_params(arch.hidden_size) for layer in arch.layers)
+    embedding = sum(t.numel for t in arch.tensors if t.role in (Role.TOKEN_EMBD, Role.OUTPUT))
+    vision = sum(t.numel for t in arch.tensors if t.role == Role.VISION)
+    mtp = sum(t.numel for t in arch.mtp_tensors)
+    counts = ParameterCounts(total=total, active=total - inactive, embedding=embedding,
+                             non_embedding=total - embedding, vision=vision, mtp=mtp, config_total=total,
+                             config_active=total - inactive)
+    if arch.declared is not None:
+        d = arch.declared
+        used = "safetensors" if d.source.startswith("safetensors") else "spec"
+        counts = counts.model_copy(update=dict(
+            total=d.total, active=d.active or counts.active, non_embedding=d.total - embedding,
+            declared_total=d.total, declared_active=d.active, used=used, declared_source=d.source))
+    if checkpoint is not None:
+        counts = counts.model_copy(update=dict(safetensors_total=checkpoint.parameter_total,
+                                               checkpoint_bytes=checkpoint.total_bytes))
+    return counts
