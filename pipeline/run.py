@@ -6,6 +6,7 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -19,7 +20,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CONFIGS = Path(__file__).resolve().parent / "replay" / "hub" / "configs"
 
 
-def data_dir(override: str | None = None) -> Path:
+def resolve_data_dir(override: str | None = None) -> Path:
+    """``override``, else ``$VRAMLAB_DATA_DIR``, else ``data/`` at the repository root."""
     return Path(override or os.environ.get("VRAMLAB_DATA_DIR") or REPO_ROOT / "data")
 
 
@@ -28,31 +30,41 @@ def bundled_models() -> list[str]:
     return registry_ids() + configs
 
 
-def run_main_job(data_dir: str | None = None) -> int:
-    out_dir = globals()["data_dir"](data_dir) / "reports"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    console = Console()
-    table = Table(title="Bundled models: parameters and weights (GiB)")
-    for col in ("model", "params (B)", "active (B)", "bf16", "native", "q4_k_m", "KV B/token bf16"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+def size_bundled_models() -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Size every bundled model; a model that fails is recorded with its reason and the others continue."""
     reports, failures = [], {}
     for ref in bundled_models():
         name = Path(ref).stem if ref.endswith(".json") else ref
         try:
-            report = size_model(load_model(ref))
+            reports.append(size_model(load_model(ref)).model_dump(mode="json") | {"model": name})
         except (SizingError, KeyError) as exc:
             failures[name] = str(exc)
-            continue
-        reports.append(report.model_dump(mode="json") | {"model": name})
-        w = report.weights_gib
-        table.add_row(name, f"{report.parameters:,.2f}", f"{report.active_parameters:,.2f}", f"{w['bf16']:,.2f}",
-                      f"{w['native']:,.2f}", f"{w['q4_k_m']:,.2f}", f"{report.kv_cache_bytes_per_token['bf16']:,}")
-    console.print(table)
+    return reports, failures
+
+
+def write_sizing_report(data_dir: Path, reports: list[dict[str, Any]], failures: dict[str, str]) -> Path:
+    out_dir = data_dir / "reports"
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "sizing.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"generated_at": datetime.now(UTC).isoformat(), "models": reports,
                                "failures": failures}, indent=1))
-    tmp.replace(path)
+    tmp.replace(path)  # readers never see a half-written report
+    return path
+
+
+def run_main_job(data_dir: str | None = None) -> int:
+    reports, failures = size_bundled_models()
+    path = write_sizing_report(resolve_data_dir(data_dir), reports, failures)
+    console = Console()
+    table = Table(title="Bundled models: parameters and weights (GiB)")
+    for col in ("model", "params (B)", "active (B)", "bf16", "native", "q4_k_m", "KV B/token bf16"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for r in reports:
+        w = r["weightsGiB"]
+        table.add_row(r["model"], f"{r['parameters']:,.2f}", f"{r['activeParameters']:,.2f}", f"{w['bf16']:,.2f}",
+                      f"{w['native']:,.2f}", f"{w['q4_k_m']:,.2f}", f"{r['kvCacheBytesPerToken']['bf16']:,}")
+    console.print(table)
     console.print(f"wrote {len(reports)} reports to {path}" + (f"; {len(failures)} failed" if failures else ""))
     for name, why in failures.items():
         console.print(f"[red]failed[/red] {name}: {why}")

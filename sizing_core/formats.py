@@ -23,7 +23,9 @@ GGML_TYPES: dict[str, tuple[int, int]] = {
     "F32": (1, 4), "F16": (1, 2), "BF16": (1, 2),
     "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
     "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210),
-    "IQ4_XS": (256, 136), "IQ4_NL": (32, 18), "MXFP4": (32, 17),
+    "IQ4_XS": (256, 136), "IQ4_NL": (32, 18), "IQ3_S": (256, 110), "IQ3_XXS": (256, 98), "IQ2_S": (256, 82),
+    "IQ2_XS": (256, 74), "IQ2_XXS": (256, 66), "IQ1_M": (256, 56), "IQ1_S": (256, 50), "TQ1_0": (256, 54),
+    "TQ2_0": (256, 66), "MXFP4": (32, 17), "NVFP4": (64, 36),
 }
 #: llama.cpp ``tensor_type_fallback``: used when a row length is not a multiple of the block size.
 GGML_FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
@@ -70,7 +72,7 @@ def _use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-def _mix_context(arch: Architecture) -> _MixContext:
+def mix_context(arch: Architecture) -> _MixContext:
     attn = arch.attention_layers()
     experts, ratio = 0, 1
     for layer in arch.layers:
@@ -205,7 +207,7 @@ def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None
     tensors = arch.tensors if tensors is None else tensors
     unquantized = arch.dtype_bytes * 8
     if fmt in GGUF_MIXES:
-        ctx = _mix_context(arch)
+        ctx = mix_context(arch)
         return [_gguf_bits(fmt, t, ctx) for t in tensors]
     if fmt == "native":
         scheme = arch.native

@@ -286,7 +286,8 @@ def _kimi_linear(c: Fields) -> Layers:
     kda = KimiDeltaAttention(num_heads=lin.int("num_heads"), head_dim=lin.int("head_dim"),
                              conv_kernel=lin.int("short_conv_kernel_size"))
     mla = _mla(c)
-    return [DecoderLayer(mixer=mla if i in full else kda, mlp=_mlp(c, i, n)) for i in range(n)], []
+    # Kimi Linear's MoE gate carries an e_score_correction_bias per expert (sigmoid routing, as DeepSeek-V3).
+    return [DecoderLayer(mixer=mla if i in full else kda, mlp=_mlp(c, i, n, router_bias=True)) for i in range(n)], []
 
 
 def _nemotron_h(c: Fields) -> Layers:
