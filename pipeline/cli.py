@@ -14,11 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from sizing_core import SizingError, size_model
+from sizing_core.engines import default_engine, get_engine
+from sizing_core.errors import UnknownFormatError
+from sizing_core.formats import WEIGHT_FORMATS
+from sizing_core.gpus import get_gpu
+from sizing_core.launch import launch_command
 from sizing_core.parameters import checkpoint_facts
+from sizing_core.placement import fewest_gpus
 from sizing_core.report import DEFAULT_CONTEXTS
+from sizing_core.throughput import estimate
 
-from .models import load_model
-from .tables import print_size_report
+from .models import load_model, model_repo
+from .tables import print_fit, print_size_report
 
 
 class CliError(Exception):
@@ -74,6 +81,45 @@ def cmd_size(args: argparse.Namespace) -> int:
     return 0
 
 
+def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
+               engine_id: str | None = None, kv_cache_dtype: str = "bf16") -> dict[str, Any]:
+    """The ``vramlab fit --json`` object (keys are a contract: see docs/cli.md)."""
+    if fmt not in (*WEIGHT_FORMATS, "native"):
+        raise UnknownFormatError(f"unknown format {fmt!r} (known: {', '.join(WEIGHT_FORMATS)}, native)")
+    arch = load_model(model)
+    gpu = get_gpu(gpu_id)
+    engine = get_engine(engine_id) if engine_id else default_engine(gpu)
+    placement = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
+    plan = placement.plan
+    throughput = estimate(arch, gpu, engine, placement) if plan else None
+    launch = launch_command(placement, model_repo(model, arch)) if plan else None
+    memory = None
+    if plan is not None:
+        largest = plan.largest_stage
+        memory = largest.model_dump(mode="json", exclude={"stage", "layers"}) | {
+            "usable": plan.usable_gib, "headroom": plan.headroom_gib, "stage": largest.stage}
+    return {
+        "model": arch.model, "gpu": gpu.id, "gpuName": gpu.name, "engine": engine.id, "format": fmt,
+        "weightFormat": placement.weight_format, "context": context, "concurrency": concurrency,
+        "kvCacheDtype": kv_cache_dtype, "gpus": placement.gpus, "fits": placement.fits,
+        "nativeSupport": placement.native_support, "supportNote": placement.support_note,
+        "reason": placement.reason, "usableMemoryRule": engine.usable_rule, "gpuMemory": gpu.memory_source,
+        "plan": plan.model_dump(mode="json") if plan else None, "memoryPerGpuGiB": memory,
+        "throughput": throughput.model_dump(mode="json") if throughput else None,
+        "launch": launch.model_dump(mode="json") if launch else None,
+    }
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    result = fit_result(args.model, args.gpu, args.format, args.context, args.concurrency, args.engine,
+                        args.kv_cache_dtype)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print_fit(result)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .run import run_main_job
 
@@ -93,6 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--contexts", type=_contexts, default=DEFAULT_CONTEXTS, metavar="N,N,...")
     size.add_argument("--json", action="store_true", help="print one JSON object")
     size.set_defaults(func=cmd_size)
+
+    fit = sub.add_parser("fit", help="fewest GPUs for a model: plan, per-GPU memory, speed, launch command")
+    fit.add_argument("model", metavar="MODEL", help="registry id or config.json path")
+    fit.add_argument("--gpu", required=True, help="GPU id from the catalog (e.g. h100, rtx-4090, mac-m5-max-128)")
+    fit.add_argument("--format", required=True, metavar="FMT", help="weight format (bf16, fp8, q4_k_m, ..., native)")
+    fit.add_argument("--context", type=_positive, default=8192, metavar="N", help="tokens per request (8192)")
+    fit.add_argument("--concurrency", type=_positive, default=1, metavar="K", help="requests at once (1)")
+    fit.add_argument("--engine", default=None, metavar="E",
+                     help="vllm, sglang, llama.cpp, mlx (default: vLLM on data-centre GPUs, llama.cpp elsewhere)")
+    fit.add_argument("--kv-cache-dtype", default="bf16", metavar="T", help="bf16, fp16, fp8, q8_0, q4_0 (bf16)")
+    fit.add_argument("--json", action="store_true", help="print one JSON object")
+    fit.set_defaults(func=cmd_fit)
 
     run = sub.add_parser("run", help="run the main job once")
     run.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")

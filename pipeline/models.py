@@ -17,6 +17,16 @@ def _sidecar(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def model_repo(ref: str, arch: Architecture) -> str:
+    """The Hugging Face repo id to put in launch commands: the spec's ``repo``, else ``org__name`` file stems
+    read back as ``org/name``, else the model name."""
+    if ref in registry_ids():
+        spec = load_registered(ref)[0]
+        return spec.repo or spec.id
+    name = arch.model
+    return name.replace("__", "/", 1) if "__" in name else name
+
+
 def load_model(ref: str, quant_config: dict[str, Any] | None = None) -> Architecture:
     """``ref`` is a file path or a registry id. Raises ConfigError / KeyError with a message naming it."""
     path = Path(ref)

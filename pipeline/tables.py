@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -31,3 +33,27 @@ def print_size_report(report: SizingReport, console: Console | None = None) -> N
     per_token = ", ".join(f"{k} {v:,}" for k, v in report.kv_cache_bytes_per_token.items())
     console.print(f"KV bytes per token: {per_token}; recurrent state per request: "
                   f"{report.recurrent_state_gib_per_request:.4f} GiB")
+
+
+def print_fit(result: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    head = f"[bold]{result['model']}[/bold] on {result['gpuName']} with {result['engine']}, {result['format']}"
+    if not result["fits"]:
+        console.print(f"{head}: [red]no deployment[/red] ({result['reason']})")
+        return
+    plan, mem, speed = result["plan"], result["memoryPerGpuGiB"], result["throughput"]
+    console.print(f"{head}: [green]{result['gpus']} GPU(s)[/green], TP {plan['tensorParallel']} x PP "
+                  f"{plan['pipelineParallel']} on {plan['nodes']} machine(s); "
+                  f"{'native' if result['nativeSupport'] else 'not native'} ({result['supportNote']})")
+    table = Table(title=f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
+    for col in ("weights", "KV cache", "state", "activations", "overhead", "total", "headroom"):
+        table.add_column(col, justify="right")
+    table.add_row(*(f"{mem[k]:.2f}" for k in ("weights", "kvCache", "recurrentState", "activations",
+                                               "engineOverhead", "total", "headroom")))
+    console.print(table)
+    def fmt(v: float | None, unit: str) -> str:
+        return "n/a" if v is None else f"{v:,.1f} {unit}"
+    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s')}, prefill {fmt(speed['prefillTokensPerS'], 'tok/s')}, "
+                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
+                  f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
+    console.print(f"[dim]{result['launch']['note']}[/dim]\n{result['launch']['command']}")

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from .architecture import Architecture
+from .schema import CamelModel
 from .tensors import Role
 
 
-class CheckpointFacts(BaseModel):
+class CheckpointFacts(CamelModel):
     """What a checkpoint's safetensors metadata states: the Hub API's ``safetensors`` block (parameter counts
     per dtype and their total) and/or ``model.safetensors.index.json`` (``metadata.total_size`` in bytes)."""
-
-    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel)
 
     parameters_by_dtype: dict[str, int] | None = None
     parameter_total: int | None = None
@@ -44,15 +40,13 @@ def checkpoint_facts(data: dict[str, Any], source: str) -> CheckpointFacts:
     return CheckpointFacts(parameters_by_dtype=by_dtype, parameter_total=total, total_bytes=nbytes, source=source)
 
 
-class ParameterCounts(BaseModel):
+class ParameterCounts(CamelModel):
     """``total``/``active`` are what sizing reports; ``used`` says where they came from.
 
     Tied embeddings are counted once. MTP heads (shipped in the checkpoint, not served by default) and the
     vision tower are reported separately; ``total`` includes the vision tower (it is loaded to serve images)
     and excludes MTP heads.
     """
-
-    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel)
 
     total: int
     active: int

@@ -6,32 +6,26 @@ state GiB to 4, parameters in billions).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from .architecture import Architecture
 from .formats import WEIGHT_FORMATS, weight_bytes
 from .kv_cache import kv_bytes_per_request, kv_bytes_per_token, state_bytes_per_request
 from .parameters import CheckpointFacts, ParameterCounts, count_parameters
+from .schema import CamelModel
 from .units import GIB
 
 DEFAULT_CONTEXTS = (8192, 32768, 131072, 1048576)
 
 
-class _Camel(BaseModel):
-    """JSON keys in camelCase, as seed 004 writes them; Python attributes stay snake_case."""
-
-    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel)
-
-
-class KVRow(_Camel):
+class KVRow(CamelModel):
     context: int
     bf16: float
     fp8: float
     within_max_context: bool
 
 
-class SizingReport(_Camel):
+class SizingReport(CamelModel):
 
     model: str
     model_type: str

@@ -1,0 +1,183 @@
+"""Inference engines: how much of a GPU each may use, which formats it runs where, how it parallelises.
+
+Sources (see ``docs/placement.md``): vLLM ``gpu_memory_utilization`` (0.9 of the driver-reported total, then the
+profile run's activation peak, CUDA graphs and non-torch memory come out of it); SGLang ``mem_fraction_static``;
+llama.cpp's compute buffer; vLLM's quantization hardware matrix (FP8 W8A8 on Ada/Hopper/Blackwell/CDNA3+, FP8 and
+NVFP4 weight-only through Marlin on older NVIDIA GPUs, NVFP4 native only on Blackwell, MXFP4 native on Blackwell
+and CDNA4).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .architecture import Architecture
+from .errors import SizingError
+from .formats import GGUF_MIXES
+from .gpus import GPU
+from .units import GIB
+
+EngineId = Literal["vllm", "sglang", "llama.cpp", "mlx"]
+
+
+class UnknownEngineError(SizingError):
+    pass
+
+
+class Support(BaseModel):
+    """Whether ``engine`` runs a weight format on a GPU, natively or through a fallback kernel."""
+
+    model_config = ConfigDict(frozen=True)
+
+    runs: bool
+    native: bool
+    note: str
+
+
+class Engine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: EngineId
+    name: str
+    memory_fraction: float  # share of the GPU's memory the engine takes for itself
+    fixed_overhead_gib: float  # per GPU: CUDA context, CUDA graphs, NCCL / Metal buffers
+    tensor_parallel: bool  # splits attention heads across GPUs of one machine
+    splits_layers: bool  # pipeline / layer split across GPUs and machines
+    usable_rule: str
+
+    def activation_bytes(self, arch: Architecture, tp: int) -> float:
+        """Per-GPU working memory besides weights and cache.
+
+        vLLM/SGLang: the profile run pushes ``max_num_batched_tokens`` (8,192) through the model; its peak is
+        a few hidden-sized bf16 buffers per token plus the widest MLP intermediate split over TP, and the
+        logits of ``max_num_seqs`` (256) sampled sequences.
+        llama.cpp: the compute buffer, dominated by ``n_ubatch`` (512) rows of f32 logits and hidden states.
+        """
+        h, vocab = arch.hidden_size, arch.vocab_size
+        if self.id in ("vllm", "sglang"):
+            widest = max((_mlp_width(layer) for layer in arch.layers), default=0)
+            return 8192 * (8 * h + 2 * widest / tp) * 2 + 256 * vocab * 4  # + fp32 logits of 256 sequences
+        return 512 * (vocab + 8 * h) * 4
+
+    def usable_bytes(self, gpu: GPU) -> float:
+        """Memory for weights, cache, state and activations on one GPU."""
+        return gpu.memory_bytes * self.memory_fraction - self.fixed_overhead_gib * GIB
+
+    def supports(self, gpu: GPU, fmt: str, arch: Architecture | None = None) -> Support:
+        return _support(self, gpu, fmt, arch)
+
+
+def _mlp_width(layer) -> int:  # type: ignore[no-untyped-def]
+    mlp = layer.mlp
+    if mlp is None or mlp.kind == "linear":
+        return 0
+    if mlp.kind == "dense":
+        return mlp.intermediate
+    return max(mlp.expert_intermediate * mlp.top_k, mlp.shared_intermediate, mlp.dense_intermediate)
+
+
+ENGINES: dict[str, Engine] = {
+    "vllm": Engine(id="vllm", name="vLLM", memory_fraction=0.9, fixed_overhead_gib=1.0, tensor_parallel=True,
+                   splits_layers=True,
+                   usable_rule="0.9 x driver-reported memory (gpu_memory_utilization), minus 1 GiB for CUDA "
+                               "context/graphs/NCCL and the profile run's activation peak"),
+    "sglang": Engine(id="sglang", name="SGLang", memory_fraction=0.88, fixed_overhead_gib=1.0, tensor_parallel=True,
+                     splits_layers=True,
+                     usable_rule="0.88 x driver-reported memory (mem_fraction_static), minus 1 GiB for CUDA "
+                                 "context/graphs and the activation peak"),
+    "llama.cpp": Engine(id="llama.cpp", name="llama.cpp", memory_fraction=1.0, fixed_overhead_gib=0.3,
+                        tensor_parallel=False, splits_layers=True,
+                        usable_rule="device memory (unified: the GPU's default share) minus 0.3 GiB context and "
+                                    "the compute buffer (n_ubatch 512 rows of logits and activations)"),
+    "mlx": Engine(id="mlx", name="MLX", memory_fraction=1.0, fixed_overhead_gib=0.5, tensor_parallel=False,
+                  splits_layers=True,
+                  usable_rule="Metal wired-memory limit (about 75% of RAM by default) minus 0.5 GiB"),
+}
+
+
+def get_engine(engine_id: str) -> Engine:
+    key = engine_id.lower().replace("llamacpp", "llama.cpp").replace("llama-cpp", "llama.cpp")
+    if key in ("ollama",):
+        key = "llama.cpp"
+    try:
+        return ENGINES[key]
+    except KeyError:
+        raise UnknownEngineError(f"unknown engine {engine_id!r} (known: {', '.join(ENGINES)}, ollama)") from None
+
+
+def default_engine(gpu: GPU) -> Engine:
+    """The seed's scenario: vLLM on data-centre GPUs, llama.cpp elsewhere."""
+    return ENGINES["vllm"] if gpu.kind == "datacenter" else ENGINES["llama.cpp"]
+
+
+def effective_format(arch: Architecture, fmt: str) -> str:
+    """``native`` resolved to the format the checkpoint stores (e.g. ``fp8_block`` -> ``fp8``)."""
+    if fmt != "native":
+        return fmt
+    native = arch.native.weight_format
+    return {"fp8_block": "fp8", "int4": "awq_int4", "fp32": "bf16"}.get(native, native)
+
+
+def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> Support:
+    if fmt == "native":
+        if arch is None:
+            raise SizingError("the native format needs the model's architecture")
+        if engine.id in ("llama.cpp", "mlx") and arch.native.weight_format not in ("bf16", "fp16", "fp32", "mxfp4"):
+            return Support(runs=False, native=False,
+                           note=f"{engine.name} cannot load the {arch.native.weight_format} checkpoint; "
+                                "it needs a GGUF/MLX conversion")
+        fmt = effective_format(arch, fmt)
+    if engine.id == "mlx":
+        if gpu.kind != "apple":
+            return Support(runs=False, native=False, note="MLX runs on Apple silicon only")
+        ok = fmt in ("bf16", "fp16", "q8_0", "mxfp4")
+        return Support(runs=ok, native=ok, note="MLX" if ok else f"MLX has no {fmt} format")
+    if engine.id == "llama.cpp":
+        if gpu.kind == "datacenter" and not (gpu.is_nvidia or gpu.vendor == "AMD"):
+            return Support(runs=False, native=False, note=f"llama.cpp has no backend for {gpu.vendor} accelerators")
+        if fmt in GGUF_MIXES or fmt in ("bf16", "fp16"):
+            return Support(runs=True, native=True, note="GGUF")
+        if fmt == "mxfp4":
+            native = bool(gpu.supports_mxfp4)
+            return Support(runs=True, native=native, note="GGUF MXFP4" + ("" if native else " (dequantizing kernels)"))
+        return Support(runs=False, native=False, note=f"llama.cpp has no {fmt} weights; use a GGUF type such as q8_0")
+    # vLLM / SGLang
+    if gpu.kind in ("apple", "unified") and not gpu.is_nvidia:
+        return Support(runs=False, native=False, note=f"{engine.name} does not run on {gpu.name}")
+    if fmt in GGUF_MIXES:
+        return Support(runs=False, native=False, note=f"{engine.name} serves GGUF only experimentally; use llama.cpp")
+    if fmt in ("bf16", "fp16"):
+        return Support(runs=True, native=True, note="16-bit")
+    if not (gpu.is_nvidia or gpu.is_amd_instinct):
+        ok = fmt == "fp8" and bool(gpu.supports_fp8)
+        return Support(runs=ok, native=ok, note=f"{gpu.vendor} backend: BF16/FP8 only")
+    cc = gpu.compute_capability or 0.0
+    moe = arch is not None and any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+    if fmt == "fp8":
+        if gpu.supports_fp8:
+            return Support(runs=True, native=True, note="FP8 W8A8")
+        if gpu.is_nvidia and cc >= 8.0 and not moe:
+            return Support(runs=True, native=False, note="FP8 weight-only (W8A16) through FP8-Marlin")
+        return Support(runs=False, native=False,
+                       note="FP8 MoE needs compute capability >= 8.9" if moe else "no FP8 kernels for this GPU")
+    if fmt == "int8":
+        return Support(runs=True, native=True, note="INT8 W8A8")
+    if fmt == "awq_int4":
+        if gpu.is_nvidia:
+            return Support(runs=True, native=True, note="AWQ/GPTQ int4 (Marlin)")
+        return Support(runs=False, native=False, note="AWQ kernels are NVIDIA-only in vLLM's hardware matrix")
+    if fmt == "nvfp4":
+        if gpu.supports_nvfp4:
+            return Support(runs=True, native=True, note="NVFP4 on Blackwell FP4 tensor cores")
+        if gpu.is_nvidia and cc >= 8.0:
+            return Support(runs=True, native=False, note="no FP4 tensor cores: weight-only NVFP4 through Marlin")
+        return Support(runs=False, native=False, note="NVFP4 needs an NVIDIA GPU")
+    if fmt == "mxfp4":
+        if gpu.supports_mxfp4:
+            return Support(runs=True, native=True, note="MXFP4 on FP4 tensor cores")
+        if gpu.is_nvidia and cc >= 8.0 or gpu.is_amd_instinct:
+            return Support(runs=True, native=False, note="weight-only MXFP4 (Triton/Marlin kernels)")
+        return Support(runs=False, native=False, note="no MXFP4 kernels for this GPU")
+    return Support(runs=False, native=False, note=f"{engine.name} has no {fmt} support")

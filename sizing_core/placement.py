@@ -1,0 +1,271 @@
+"""Fewest GPUs: the smallest deployment an engine could really run, with its parallelism plan.
+
+Rules (``docs/placement.md``):
+- vLLM/SGLang split attention heads with tensor parallelism inside one machine (TP must divide every
+  attention kind's head count, and KV heads must divide TP or be divided by it) and split layers with pipeline
+  parallelism; across machines TP takes the whole machine and PP = number of machines (vLLM's guidance).
+- llama.cpp and MLX split layers over any number of devices, across machines through RPC.
+- Layers are assigned to pipeline stages contiguously; stages may be uneven. The largest stage, not the
+  average, decides whether a plan fits. The embedding sits on the first stage, the LM head on the last.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .architecture import Architecture
+from .engines import Engine, Support, effective_format
+from .errors import SizingError
+from .formats import tensor_bits
+from .gpus import GPU
+from .kv_cache import cache_bytes
+from .layers import (
+    CompressedSparseAttention,
+    FullAttention,
+    GatedDeltaNet,
+    KimiDeltaAttention,
+    Mamba2,
+    MLAAttention,
+)
+from .schema import CamelModel
+from .units import GIB
+
+MAX_GPUS = 128
+
+
+class ContextTooLongError(SizingError):
+    pass
+
+
+class StageMemory(CamelModel):
+    """One pipeline stage on one of its GPUs (GiB)."""
+
+    stage: int
+    layers: tuple[int, int]  # first and last decoder layer, inclusive
+    weights: float
+    kv_cache: float
+    recurrent_state: float
+    activations: float
+    engine_overhead: float
+    total: float
+
+
+class Plan(CamelModel):
+    gpus: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    nodes: int
+    gpus_per_node: int
+    layers_per_stage: tuple[int, ...]
+    stages: tuple[StageMemory, ...]
+    usable_gib: float  # per GPU, after the engine's share
+    headroom_gib: float  # usable minus the largest stage
+
+    @property
+    def largest_stage(self) -> StageMemory:
+        return max(self.stages, key=lambda s: s.total)
+
+
+class Placement(CamelModel):
+    gpu: str
+    engine: str
+    format: str  # as asked
+    weight_format: str  # what is stored (native resolved)
+    context: int
+    concurrency: int
+    kv_cache_dtype: str
+    fits: bool
+    gpus: int | None
+    native_support: bool
+    support_note: str
+    plan: Plan | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class _Loads:
+    """Bytes per decoder layer (weights) and outside the layers, for one format."""
+
+    layer_weights: tuple[float, ...]
+    first_extra: float  # embedding, vision tower
+    last_extra: float  # final norm, LM head (or a tied copy of the embedding)
+    tied_copy: float  # the embedding again, on the last stage, when tied and PP > 1
+
+
+def _weight_loads(arch: Architecture, fmt: str) -> _Loads:
+    bits = tensor_bits(arch, fmt)
+    per_layer = [0.0] * arch.num_layers
+    first = last = tied = 0.0
+    for t, b in zip(arch.tensors, bits, strict=True):
+        nbytes = t.numel * b / 8
+        if t.layer is not None:
+            per_layer[t.layer] += nbytes
+        elif t.role in ("output",) or t.name == "model.norm":
+            last += nbytes
+        else:
+            first += nbytes
+            if t.role == "token_embd" and arch.tie_word_embeddings:
+                tied = nbytes
+    return _Loads(tuple(per_layer), first, last, tied)
+
+
+def valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
+    """vLLM's rule: TP divides the attention heads of every layer kind; GQA KV heads divide TP or vice versa."""
+    for layer in arch.layers:
+        m = layer.mixer
+        if isinstance(m, FullAttention):
+            if m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads):
+                return False
+        elif isinstance(m, MLAAttention | CompressedSparseAttention | KimiDeltaAttention | Mamba2):
+            if m.num_heads % tp:
+                return False
+        elif isinstance(m, GatedDeltaNet) and (m.num_v_heads % tp or m.num_k_heads % tp):
+            return False
+    return True
+
+
+def _cache_per_layer(arch: Architecture, context: int, concurrency: int, kv_dtype: str, tp: int) -> tuple[list, list]:
+    b = cache_bytes(kv_dtype)
+    kv, state = [], []
+    for layer in arch.layers:
+        m = layer.mixer
+        kv.append(0.0 if m is None else m.kv_bytes_per_request(context, b, tp) * concurrency)
+        state.append(0.0 if m is None else m.state_bytes(tp) * concurrency)
+    return kv, state
+
+
+def _stage_bounds(loads: list[float], first: float, last: float, pp: int, cap: float) -> list[int] | None:
+    """Greedy contiguous split of layers into at most ``pp`` stages of at most ``cap`` bytes each.
+    Returns stage sizes (layers per stage), or None when it cannot be done."""
+    sizes, current, count = [], first, 0
+    n = len(loads)
+    for i, load in enumerate(loads):
+        tail = last if i == n - 1 else 0.0
+        if count and current + load + tail > cap:
+            sizes.append(count)
+            current, count = 0.0, 0
+        current += load + tail
+        count += 1
+        if current > cap:
+            return None
+    sizes.append(count)
+    if len(sizes) > pp:
+        return None
+    while len(sizes) < pp:  # split the largest stage further so every GPU holds at least one layer
+        k = max(range(len(sizes)), key=lambda j: sizes[j])
+        if sizes[k] < 2:
+            return None
+        sizes[k:k + 1] = [sizes[k] - sizes[k] // 2, sizes[k] // 2]
+    return sizes
+
+
+def _balanced(loads: list[float], first: float, last: float, pp: int) -> list[int] | None:
+    """Stage sizes that minimise the largest stage (binary search on the cap over the greedy split)."""
+    if pp > len(loads):
+        return None
+    lo = max(max(loads), first + loads[0], loads[-1] + last)
+    hi = sum(loads) + first + last
+    best = _stage_bounds(loads, first, last, pp, hi)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        sizes = _stage_bounds(loads, first, last, pp, mid)
+        if sizes is not None:
+            best, hi = sizes, mid
+        else:
+            lo = mid
+        if hi - lo < 1024:
+            break
+    return best
+
+
+def _candidate_plans(arch: Architecture, gpu: GPU, engine: Engine, n: int) -> list[tuple[int, int]]:
+    """(TP, PP) pairs with TP x PP = n that the engine could run, largest TP first."""
+    node = gpu.node_size
+    if n > arch.num_layers * node:
+        return []
+    if not engine.tensor_parallel:
+        return [(1, n)] if n <= arch.num_layers else []
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= node and valid_tensor_parallel(arch, t)]
+    if n <= node:
+        pairs = [(t, n // t) for t in tps if n % t == 0]
+    else:  # across machines: TP inside each machine, PP over machines
+        t = max(tps)
+        pairs = [(t, n // t)] if n % t == 0 and n // t >= 2 else []
+    return sorted((p for p in pairs if p[1] <= arch.num_layers), key=lambda p: -p[0])
+
+
+def _plan(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads, tp: int, pp: int, context: int,
+          concurrency: int, kv_dtype: str) -> Plan | None:
+    kv, state = _cache_per_layer(arch, context, concurrency, kv_dtype, tp)
+    layer_bytes = [w / tp + k + s for w, k, s in zip(loads.layer_weights, kv, state, strict=True)]
+    first = loads.first_extra / tp
+    last = (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
+    activations = engine.activation_bytes(arch, tp)
+    usable = engine.usable_bytes(gpu)
+    budget = usable - activations
+    if budget <= 0:
+        return None
+    sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
+    if sizes is None:
+        return None
+    sizes = _balanced(layer_bytes, first, last, pp) or sizes
+    stages, start = [], 0
+    overhead = engine.fixed_overhead_gib * GIB
+    for k, size in enumerate(sizes):
+        idx = range(start, start + size)
+        w = sum(loads.layer_weights[i] for i in idx) / tp + (first if k == 0 else 0.0) + (last if k == pp - 1 else 0.0)
+        kvb, st = sum(kv[i] for i in idx), sum(state[i] for i in idx)
+        total = w + kvb + st + activations + overhead
+        stages.append(StageMemory(stage=k, layers=(start, start + size - 1), weights=w / GIB, kv_cache=kvb / GIB,
+                                  recurrent_state=st / GIB, activations=activations / GIB,
+                                  engine_overhead=overhead / GIB, total=total / GIB))
+        start += size
+    largest = max(s.total for s in stages)
+    per_node = max(1, gpu.node_size // tp) * tp
+    return Plan(gpus=tp * pp, tensor_parallel=tp, pipeline_parallel=pp, nodes=math.ceil(tp * pp / per_node),
+                gpus_per_node=gpu.node_size, layers_per_stage=tuple(sizes), stages=tuple(stages),
+                usable_gib=(usable + overhead) / GIB, headroom_gib=(usable + overhead) / GIB - largest)
+
+
+def check_context(arch: Architecture, context: int) -> None:
+    if context <= 0:
+        raise ContextTooLongError(f"context must be a positive token count, got {context}")
+    if arch.max_context is not None and context > arch.max_context:
+        raise ContextTooLongError(f"{arch.model}: context {context:,} is above the model's maximum "
+                                  f"{arch.max_context:,} (max_position_embeddings)")
+
+
+def fewest_gpus(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
+                kv_cache_dtype: str = "bf16", max_gpus: int = MAX_GPUS) -> Placement:
+    """The smallest GPU count (and its plan) that holds the weights, the cache of ``concurrency`` requests of
+    ``context`` tokens, the recurrent state and the engine's working memory, or ``gpus=None`` with the reason."""
+    check_context(arch, context)
+    if concurrency < 1:
+        raise SizingError(f"concurrency must be >= 1, got {concurrency}")
+    cache_bytes(kv_cache_dtype)  # validates the name
+    support: Support = engine.supports(gpu, fmt, arch)
+    stored = effective_format(arch, fmt) if fmt == "native" else fmt
+    common = dict(gpu=gpu.id, engine=engine.id, format=fmt, weight_format=stored, context=context,
+                  concurrency=concurrency, kv_cache_dtype=kv_cache_dtype, native_support=support.native,
+                  support_note=support.note)
+    if not support.runs:
+        return Placement(fits=False, gpus=None, plan=None, reason=support.note, **common)
+    loads = _weight_loads(arch, fmt)
+    for n in range(1, max_gpus + 1):
+        for tp, pp in _candidate_plans(arch, gpu, engine, n):
+            plan = _plan(arch, gpu, engine, loads, tp, pp, context, concurrency, kv_cache_dtype)
+            if plan is not None:
+                return Placement(fits=True, gpus=n, plan=plan, **common)
+    return Placement(fits=False, gpus=None, plan=None,
+                     reason=f"needs more than {max_gpus} GPUs under {engine.name}'s parallelism rules", **common)
+
+
+def plan_for(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int = 8192,
+             concurrency: int = 1, kv_cache_dtype: str = "bf16") -> Plan | None:
+    """Memory of one given (TP, PP) deployment, or None when it does not fit; raises when TP is invalid."""
+    if engine.tensor_parallel and not valid_tensor_parallel(arch, tp):
+        raise SizingError(f"{arch.model}: tensor-parallel size {tp} does not divide the attention heads")
+    if not engine.tensor_parallel and tp != 1:
+        raise SizingError(f"{engine.name} splits layers, not heads: tensor-parallel size must be 1")
+    return _plan(arch, gpu, engine, _weight_loads(arch, fmt), tp, pp, context, concurrency, kv_cache_dtype)

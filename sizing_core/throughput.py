@@ -1,0 +1,164 @@
+"""First-order speed estimates for a plan: decode is bandwidth-bound, prefill compute-bound.
+
+- Decode step time = bytes read per step / (memory bandwidth x efficiency), summed over pipeline stages (one
+  request passes every stage in turn). Bytes per step = the weights a step touches (dense: all; MoE: shared parts
+  plus the expected distinct experts E(1-(1-k/E)^B) for a batch of B) + every sequence's KV cache and state.
+- Prefill time = FLOPs / (peak dense tensor FLOPS x MFU x TP). FLOPs = 2 x active parameters per token plus
+  causal attention 2 x T^2 x heads x (d_k + d_v) per attention layer.
+- Efficiency constants are calibrated against published measurements (``docs/placement.md``): bandwidth 0.6 of
+  peak on discrete GPUs (NVIDIA NIM: Llama-3.3-70B FP8 on 2xH100 decodes at 18.6 ms/token, 0.57 of the
+  roofline), 0.75 on unified memory (Apple 70-85%, Strix Halo 84% measured); MFU 0.5 for prefill; tensor
+  parallelism loses 5% per doubling to its all-reduces (TP 2: 0.95, TP 8: 0.85).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .architecture import Architecture
+from .engines import Engine
+from .formats import tensor_bits
+from .gpus import GPU
+from .kv_cache import cache_bytes
+from .layers import FullAttention, MLAAttention, MoE
+from .placement import Placement, Plan
+from .schema import CamelModel
+from .units import GB
+
+DISCRETE_BANDWIDTH_EFFICIENCY = 0.6
+UNIFIED_BANDWIDTH_EFFICIENCY = 0.75
+PREFILL_MFU = 0.5
+TTFT_PROMPT = 4096
+
+
+class Throughput(CamelModel):
+    decode_tokens_per_s: float | None  # one request at the placement's context
+    prefill_tokens_per_s: float | None
+    ttft_ms: float | None  # for a TTFT_PROMPT-token prompt
+    ttft_prompt_tokens: int = TTFT_PROMPT
+    batch: int
+    aggregate_tokens_per_s: float | None  # decode, all ``batch`` requests together
+    max_concurrent_requests: int  # at the placement's context, on this plan
+    bandwidth_efficiency: float
+    mfu: float
+    notes: str
+
+
+def _bandwidth(gpu: GPU) -> float | None:
+    if gpu.bandwidth_gbs is None:
+        return None
+    eff = UNIFIED_BANDWIDTH_EFFICIENCY if gpu.kind in ("apple", "unified") else DISCRETE_BANDWIDTH_EFFICIENCY
+    return gpu.bandwidth_gbs * GB * eff
+
+
+def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
+    """Dense tensor FLOPS for the format's compute type. GeForce headline rates use FP16 accumulate; the FP32
+    accumulation engines use runs at half that (``shared/reference/gpus/NOTES.md``)."""
+    tflops = None
+    if native and weight_format in ("nvfp4", "mxfp4") and gpu.fp4_tflops_dense:
+        tflops = gpu.fp4_tflops_dense
+    elif native and weight_format in ("fp8", "int8", "nvfp4", "mxfp4") and gpu.fp8_tflops_dense:
+        tflops = gpu.fp8_tflops_dense
+    elif gpu.fp16_tflops_dense:
+        tflops = gpu.fp16_tflops_dense
+    if tflops is None:
+        return None
+    if gpu.kind == "consumer" and gpu.vendor == "NVIDIA":
+        tflops /= 2
+    return tflops * 1e12
+
+
+def tp_efficiency(tp: int) -> float:
+    return 1 - 0.05 * math.log2(tp)
+
+
+def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
+    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together)."""
+    bits = tensor_bits(arch, fmt)
+    total = 0.0
+    for t, b in zip(arch.tensors, bits, strict=True):
+        nbytes = t.numel * b / 8
+        if t.is_routed_expert and t.layer is not None:
+            mlp = arch.layers[t.layer].mlp
+            assert isinstance(mlp, MoE)
+            e, k = mlp.num_experts, mlp.top_k
+            nbytes *= (e * (1 - (1 - k / e) ** batch)) / e
+        if t.role == "token_embd":
+            nbytes = batch * t.cols * b / 8  # a lookup reads one row per sequence
+        total += nbytes
+    return total
+
+
+def _attention_flops_per_token(arch: Architecture, context: int) -> float:
+    """Causal attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens."""
+    flops = 0.0
+    for layer in arch.layers:
+        m = layer.mixer
+        if isinstance(m, FullAttention):
+            span = m.cached_tokens(context) / 2
+            flops += 2 * span * m.num_heads * (m.head_dim + m.vdim)
+        elif isinstance(m, MLAAttention):
+            flops += 2 * (context / 2) * m.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return flops
+
+
+def _active_params(arch: Architecture) -> float:
+    total = sum(t.numel for t in arch.tensors if t.role != "token_embd")
+    return total - sum(layer.inactive_params(arch.hidden_size) for layer in arch.layers)
+
+
+def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement, batch: int | None = None) -> Throughput:
+    plan: Plan | None = placement.plan
+    batch = batch or placement.concurrency
+    bandwidth = _bandwidth(gpu)
+    eff = UNIFIED_BANDWIDTH_EFFICIENCY if gpu.kind in ("apple", "unified") else DISCRETE_BANDWIDTH_EFFICIENCY
+    notes = []
+    if plan is None:
+        return Throughput(decode_tokens_per_s=None, prefill_tokens_per_s=None, ttft_ms=None, batch=batch,
+                          aggregate_tokens_per_s=None, max_concurrent_requests=0, bandwidth_efficiency=eff,
+                          mfu=PREFILL_MFU, notes="no deployment")
+    tp = plan.tensor_parallel
+    if bandwidth:
+        bandwidth *= tp_efficiency(tp)
+    fmt = placement.format
+    context = placement.context
+    per_request_cache = _cache_bytes_per_request(arch, context, placement.kv_cache_dtype, tp)  # per TP rank, all stages
+    decode = aggregate = None
+    if bandwidth:
+        one = _step_bytes(arch, fmt, 1) / tp + per_request_cache
+        decode = bandwidth / one
+        many = _step_bytes(arch, fmt, batch) / tp + batch * per_request_cache
+        aggregate = batch * bandwidth / many
+    else:
+        notes.append("no bandwidth figure for this GPU")
+    flops = peak_flops(gpu, placement.weight_format, placement.native_support)
+    prefill = ttft = None
+    if flops:
+        per_token = 2 * _active_params(arch) + _attention_flops_per_token(arch, TTFT_PROMPT)
+        prefill = flops * PREFILL_MFU * tp * tp_efficiency(tp) / per_token
+        ttft = TTFT_PROMPT / prefill * 1000
+    else:
+        notes.append("no tensor-FLOPS figure for this GPU")
+    if plan.pipeline_parallel > 1:
+        notes.append("pipeline stages run one after another for a single request; no micro-batch overlap assumed")
+    return Throughput(decode_tokens_per_s=decode, prefill_tokens_per_s=prefill, ttft_ms=ttft, batch=batch,
+                      aggregate_tokens_per_s=aggregate, max_concurrent_requests=max_concurrency(plan, placement),
+                      bandwidth_efficiency=eff, mfu=PREFILL_MFU, notes="; ".join(notes))
+
+
+def _cache_bytes_per_request(arch: Architecture, context: int, kv_dtype: str, tp: int) -> float:
+    b = cache_bytes(kv_dtype)
+    return sum(layer.mixer.kv_bytes_per_request(context, b, tp) + layer.mixer.state_bytes(tp)
+               for layer in arch.layers if layer.mixer is not None)
+
+
+def max_concurrency(plan: Plan, placement: Placement) -> int:
+    """Requests of ``context`` tokens the plan holds at once: each stage's free memory over what one request
+    costs on that stage; the tightest stage decides."""
+    best = math.inf
+    for stage in plan.stages:
+        per_request = (stage.kv_cache + stage.recurrent_state) / placement.concurrency
+        free = plan.usable_gib - (stage.total - stage.kv_cache - stage.recurrent_state)
+        if per_request > 0:
+            best = min(best, free / per_request)
+    return int(best) if best != math.inf else 0
