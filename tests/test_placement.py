@@ -121,3 +121,18 @@ def test_fewest_gpu_count_is_minimal() -> None:
     assert plan_for(a, get_gpu("rtx-4090"), LLAMA_CPP, "q4_k_m", tp=1, pp=n - 1) is None
     # Layer split over n cards: weights / n + per-card buffers must be under 24 GiB, so n >= ceil(39.6 / ~23).
     assert n >= math.ceil(weight_bytes(a, "q4_k_m") / (24 * GIB))
+
+
+def test_catalog_row_validation_fails_loudly() -> None:
+    from importlib import resources
+
+    from sizing_core.gpus import parse_catalog
+
+    text = (resources.files("sizing_core") / "data" / "gpus.csv").read_text()
+    header, first, *rest = text.splitlines()
+    broken = first.replace(",consumer,12,", ",consumer,-12,")  # rtx-3060-12gb with a negative memory size
+    assert broken != first
+    with pytest.raises(SizingError, match=r"line 2 \(rtx-3060-12gb\): field 'memory_gb'"):
+        parse_catalog("\n".join([header, broken, *rest]))
+    with pytest.raises(SizingError, match="duplicate GPU id"):
+        parse_catalog("\n".join([header, first, first]))
