@@ -120,6 +120,75 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sources_list(args: argparse.Namespace) -> int:
+    from .prices import live_mode
+    from .run import resolve_data_dir
+    from .sources import CURRENCY_SOURCE, PRICE_SOURCES
+    from .sources.landing import read_log
+    from .tables import print_sources
+
+    last = {}
+    for entry in read_log(resolve_data_dir(args.data_dir)):
+        last[entry.source] = entry
+    rows = []
+    for source in [*PRICE_SOURCES.values(), CURRENCY_SOURCE]:
+        entry = last.get(source.name)
+        rows.append({"source": source.name, "provider": source.provider, "auth": source.auth,
+                     "configured": source.configured(), "unit": source.unit, "endpoint": source.endpoint,
+                     "last_fetch": entry.started_at.isoformat() if entry else None,
+                     "last_outcome": entry.outcome if entry else None})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print_sources(rows, live=live_mode())
+    return 0
+
+
+def cmd_sources_parse(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from .prices import latest_rates
+    from .run import resolve_data_dir
+    from .sources import get_source
+    from .sources.base import RawPart, RawPayload
+    from .sources.fx import parse_ecb
+    from .sources.landing import load_landed
+
+    source = get_source(args.source)
+    paths = [Path(f) for f in args.files]
+    for path in paths:
+        if not path.is_file():
+            raise CliError(f"payload file not found: {path}")
+    if len(paths) == 1 and paths[0].name.endswith(".json") and _is_landing_meta(paths[0]):
+        raw = load_landed(paths[0])
+    else:
+        observed = datetime.fromisoformat(args.observed_at) if args.observed_at else \
+            datetime.fromtimestamp(paths[0].stat().st_mtime, UTC)
+        parts = tuple(RawPart(url=f"file://{p.resolve()}", status=200, body=p.read_bytes()) for p in paths)
+        raw = RawPayload(source=source.name, fetched_at=observed, parts=parts)
+    rates = parse_ecb(Path(args.rates).read_bytes()) if args.rates else latest_rates(resolve_data_dir(args.data_dir))
+    try:
+        result = source.parse(raw, rates)
+    except Exception as exc:  # noqa: BLE001 - any parser failure is one clear line
+        raise CliError(f"{source.name}: cannot parse {', '.join(map(str, paths))}: {exc}") from None
+    offers = [o.model_dump(mode="json") for o in result.offers]
+    if args.json:
+        print(json.dumps(offers, indent=1))
+    else:
+        from .tables import print_offers
+
+        print_offers(offers, result.rejected)
+    return 0
+
+
+def _is_landing_meta(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and "parts" in data and "fetched_at" in data
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .run import run_main_job
 
@@ -151,6 +220,22 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--kv-cache-dtype", default="bf16", metavar="T", help="bf16, fp16, fp8, q8_0, q4_0 (bf16)")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(func=cmd_fit)
+
+    sources = sub.add_parser("sources", help="price sources: list them, parse a recorded payload")
+    src_sub = sources.add_subparsers(dest="sources_command", required=True)
+    src_list = src_sub.add_parser("list", help="table of sources: auth, configured, last fetch")
+    src_list.add_argument("--json", action="store_true")
+    src_list.add_argument("--data-dir", default=None)
+    src_list.set_defaults(func=cmd_sources_list)
+    src_parse = src_sub.add_parser("parse", help="parse raw payload file(s) of a source into offers")
+    src_parse.add_argument("source", metavar="SOURCE", help="source name (skypilot-<cloud> takes the catalog CSV)")
+    src_parse.add_argument("files", metavar="FILE", nargs="+",
+                           help="response body file(s) in request order, or one landed metadata .json")
+    src_parse.add_argument("--rates", metavar="FILE", help="ECB eurofxref-daily.xml for non-USD prices")
+    src_parse.add_argument("--observed-at", metavar="ISO", help="when the payload was fetched (default: file mtime)")
+    src_parse.add_argument("--data-dir", default=None)
+    src_parse.add_argument("--json", action="store_true")
+    src_parse.set_defaults(func=cmd_sources_parse)
 
     run = sub.add_parser("run", help="run the main job once")
     run.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")

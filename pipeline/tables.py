@@ -57,3 +57,28 @@ def print_fit(result: dict[str, Any], console: Console | None = None) -> None:
                   f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
     console.print(f"[dim]{result['launch']['note']}[/dim]\n{result['launch']['command']}")
+
+
+def print_sources(rows: list[dict[str, Any]], live: bool, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"Price sources ({'live' if live else 'offline replay; VRAMLAB_LIVE=1 for live'})")
+    table.add_column("source", no_wrap=True)
+    for col in ("auth", "configured", "last fetch", "outcome"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["source"], r["auth"], "yes" if r["configured"] else "no", r["last_fetch"] or "-",
+                      r["last_outcome"] or "-")
+    console.print(table)
+
+
+def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"{len(offers)} offers")
+    for col in ("instance", "region", "GPU", "count", "allocation", "$/h", "$/GPU-h"):
+        table.add_column(col, justify="right" if col.startswith("$") or col == "count" else "left")
+    for o in offers:
+        table.add_row(o["instance_type"], o["region"] or "-", o["gpu_id"] or f"? {o['gpu_name']}", f"{o['gpu_count']:g}",
+                      o["allocation"], f"{o['price_per_hour_usd']:,.3f}", f"{o['price_per_gpu_hour_usd']:,.3f}")
+    console.print(table)
+    for reason in rejected:
+        console.print(f"[yellow]rejected[/yellow] {reason}")

@@ -1,4 +1,4 @@
-"""Shared test helpers. Every test runs offline: any attempt to reach a non-loopback address fails the test."""
+"""Every test runs offline: any attempt to resolve or reach a non-loopback address fails the test."""
 
 from __future__ import annotations
 
@@ -7,15 +7,28 @@ import socket
 import pytest
 
 _real_connect = socket.socket.connect
+_real_getaddrinfo = socket.getaddrinfo
+_LOOPBACK = ("localhost", "::1", "0.0.0.0")
+
+
+def _is_loopback(host: object) -> bool:
+    return isinstance(host, str) and (host in _LOOPBACK or host.startswith("127.") or host.startswith("/"))
 
 
 def _loopback_only(self: socket.socket, address, *args, **kwargs):  # type: ignore[no-untyped-def]
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and (host in ("localhost", "::1") or host.startswith("127.") or host.startswith("/")):
+    if _is_loopback(host):
         return _real_connect(self, address, *args, **kwargs)
     raise RuntimeError(f"test tried to reach the network: {address!r}")
+
+
+def _resolve_loopback_only(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+    if host is None or _is_loopback(host if isinstance(host, str) else str(host)):
+        return _real_getaddrinfo(host, *args, **kwargs)
+    raise RuntimeError(f"test tried to reach the network: resolving {host!r}")
 
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    monkeypatch.setattr(socket, "getaddrinfo", _resolve_loopback_only)

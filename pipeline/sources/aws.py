@@ -1,0 +1,96 @@
+"""AWS EC2 on-demand prices from the public bulk price files, one per region (no key):
+``https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv``.
+
+The files are hundreds of MB, so the fetch streams them and keeps the 5 metadata lines, the header and the rows
+of GPU instance families only (what lands is exactly that subset of the bytes received, line for line). Rows are
+filtered as SkyPilot does: OnDemand, Linux, no pre-installed software, CapacityStatus Used, Shared/Host tenancy.
+GPU names come from the family (``FAMILIES``) with SkyPilot's overrides for AWS's own mistakes (gpu_map.csv).
+Spot prices need AWS credentials (DescribeSpotPriceHistory) and are not fetched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+
+import httpx
+
+from .base import ParseError, ParseResult, RawPart, RawPayload, Source, collect, make_offer, number
+from .fx import FxRates
+from .gpu_names import resolve
+from .http import HttpStatusError, ResponseTooLarge
+
+URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
+REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
+#: instance family -> GPU name as AWS's GpuInfo reports it (overrides in gpu_map.csv fix p4de/p5en/p3dn)
+FAMILIES = {"p6-b300": "B300", "p6-b200": "B200", "p6e-gb200": "GB200", "p5en": "NVIDIA", "p5e": "H200",
+            "p5": "H100", "p4de": "A100", "p4d": "A100", "p3dn": "V100", "p3": "V100", "g6e": "L40S", "g6f": "L4",
+            "gr6f": "L4", "g6": "L4", "gr6": "L4", "g5": "A10G", "g4dn": "T4"}
+
+
+def family(instance_type: str) -> str | None:
+    head = instance_type.split(".")[0]
+    return head if head in FAMILIES else None
+
+
+class AWS(Source):
+    name = provider = "aws"
+    endpoint = URL
+    unit = "USD per instance-hour"
+
+    def _fetch_region(self, client: httpx.Client, region: str) -> RawPart:
+        url = URL.format(region=region)
+        limit = getattr(client, "max_bytes", 64 * 2**20)
+        kept, size = [], 0
+        with client.stream("GET", url) as response:
+            if response.status_code != 200:
+                body = response.read()
+                raise HttpStatusError(RawPart(url=url, status=response.status_code, body=body))
+            for n, line in enumerate(response.iter_lines()):
+                if n < 6 or _gpu_row(line):  # 5 metadata lines + header, then GPU families only
+                    kept.append(line)
+                    size += len(line) + 1
+                    if size > limit:
+                        raise ResponseTooLarge(url, limit)
+        return RawPart(url=url, status=200, body="\n".join(kept).encode(), headers={"content-type": "text/csv"})
+
+    def fetch(self, client: httpx.Client) -> RawPayload:
+        parts = tuple(self._fetch_region(client, r) for r in REGIONS)
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=parts)
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
+        rows = []
+        for part in raw.parts:
+            lines = part.body.decode().splitlines()
+            reader = csv.DictReader(io.StringIO("\n".join(lines[5:])))
+            for col in ("Instance Type", "PricePerUnit", "TermType", "Operating System", "Region Code"):
+                if col not in (reader.fieldnames or []):
+                    raise ParseError(self.name, col, f"{part.url}: column missing after the 5 metadata lines")
+            rows += list(reader)
+
+        def build(r):  # type: ignore[no-untyped-def]
+            itype = r["Instance Type"]
+            fam = family(itype)
+            keep = (fam and r["TermType"] == "OnDemand" and r["Operating System"] == "Linux"
+                    and not r.get("Pre Installed S/W") and r.get("CapacityStatus", "Used") == "Used"
+                    and r.get("Tenancy", "Shared") in ("Shared", "Host") and r.get("Unit", "Hrs") == "Hrs")
+            if not keep:
+                return None
+            count = number(self.name, r.get("GPU") or 0, "GPU")
+            if itype.startswith("p5.4xlarge"):
+                count = 1  # fetch_aws.py: the API reports 8
+            memory = r.get("GPU Memory", "").split(" ")[0]
+            return make_offer(self.name, self.provider, instance_type=itype, gpu_name=FAMILIES[fam], gpu_count=count,
+                              price=number(self.name, r["PricePerUnit"], "PricePerUnit"), unit="instance-hour",
+                              currency=r.get("Currency", "USD"), allocation="on_demand", observed_at=raw.fetched_at,
+                              rates=rates, resolve=resolve, region=r["Region Code"],
+                              memory_gb=float(memory) / count if memory.replace(".", "").isdigit() and count else None,
+                              vcpus=float(r["vCPU"]) if r.get("vCPU", "").isdigit() else None)
+
+        return collect(rows, build)
+
+
+def _gpu_row(line: str) -> bool:
+    """Cheap pre-filter while streaming: does a CSV line name a GPU instance family?"""
+    return any(f'"{fam}.' in line for fam in FAMILIES)

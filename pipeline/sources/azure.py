@@ -1,0 +1,67 @@
+"""Azure Retail Prices: ``GET https://prices.azure.com/api/retail/prices`` with an OData filter (no key), paged
+by ``NextPageLink``. USD per VM-hour. The price API has no GPU facts: ``GPU_SKUS`` maps the GPU VM sizes we track
+(after SkyPilot's ``fetch_azure.py`` family table and its hard-coded counts). Windows rows and Low Priority
+(Batch) meters are dropped; meters ending in " Spot" are spot prices.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from urllib.parse import quote
+
+import httpx
+
+from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
+from .fx import FxRates
+from .gpu_names import resolve
+
+BASE = "https://prices.azure.com/api/retail/prices"
+#: armSkuName -> (GPU name, GPUs per VM)
+GPU_SKUS = {
+    "Standard_ND96isr_H100_v5": ("H100", 8), "Standard_ND96is_H100_v5": ("H100", 8),
+    "Standard_NC40ads_H100_v5": ("H100 NVL", 1), "Standard_NC80adis_H100_v5": ("H100 NVL", 2),
+    "Standard_ND96isr_H200_v5": ("H200", 8), "Standard_ND128isr_NDR_GB200_v6": ("GB200", 4),
+    "Standard_ND128isr_GB300_v6": ("GB300", 4), "Standard_ND96is_MI300X_v5": ("MI300X", 8),
+    "Standard_ND96isr_MI300X_v5": ("MI300X", 8), "Standard_NC24ads_A100_v4": ("A100 PCIE", 1),
+    "Standard_NC48ads_A100_v4": ("A100 PCIE", 2), "Standard_NC96ads_A100_v4": ("A100 PCIE", 4),
+    "Standard_ND96amsr_A100_v4": ("A100-80GB", 8), "Standard_ND96asr_v4": ("A100", 8),
+}
+
+
+def _filter() -> str:
+    skus = " or ".join(f"armSkuName eq '{s}'" for s in GPU_SKUS)
+    return f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' and ({skus})"
+
+
+class Azure(Source):
+    name = provider = "azure"
+    endpoint = BASE
+    unit = "USD per VM-hour"
+
+    def fetch(self, client: httpx.Client) -> RawPayload:
+        url: str | None = f"{BASE}?$filter={quote(_filter())}"
+        parts = []
+        while url and len(parts) < 50:
+            part = self.get(client, url)
+            parts.append(part)
+            url = json_body(self.name, part).get("NextPageLink")
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=tuple(parts))
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
+        items = [i for p in raw.parts for i in field(self.name, json_body(self.name, p), "Items")]
+
+        def build(item):  # type: ignore[no-untyped-def]
+            sku = field(self.name, item, "armSkuName")
+            meter = str(item.get("meterName", ""))
+            if "Windows" in str(item.get("productName", "")) or "Low Priority" in meter or sku not in GPU_SKUS:
+                return None
+            if item.get("type", "Consumption") != "Consumption":
+                return None
+            gpu, count = GPU_SKUS[sku]
+            return make_offer(self.name, self.provider, instance_type=sku, gpu_name=gpu, gpu_count=count,
+                              price=number(self.name, field(self.name, item, "retailPrice"), "retailPrice"),
+                              unit="instance-hour", currency=str(item.get("currencyCode", "USD")),
+                              allocation="spot" if meter.endswith(" Spot") else "on_demand", observed_at=raw.fetched_at,
+                              rates=rates, resolve=resolve, region=field(self.name, item, "armRegionName"))
+
+        return collect(items, build)

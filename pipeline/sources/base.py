@@ -1,0 +1,241 @@
+"""What every price source shares: the raw payload it fetches, the offer rows it parses, its errors.
+
+A source has two halves (``GUIDE.md`` §1): ``fetch(client) -> RawPayload`` is the only code that touches the
+network, ``parse(raw, rates) -> list[Offer]`` is pure. A parser that meets a shape it does not know raises
+:class:`ParseError` naming the source and the field; it never guesses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from .fx import FxError, FxRates
+
+Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics"]
+PriceUnit = Literal["instance-hour", "gpu-hour"]
+
+
+class SourceError(Exception):
+    """Base class of errors raised while fetching or parsing a source."""
+
+
+class ParseError(SourceError):
+    def __init__(self, source: str, field: str, message: str):
+        self.source, self.field = source, field
+        super().__init__(f"{source}: field '{field}': {message}")
+
+
+class RowRejected(ParseError):
+    """One row cannot become an offer (zero price, unknown currency); the rest of the payload still parses."""
+
+
+class NotConfigured(SourceError):
+    """A keyed source whose key is not in the environment."""
+
+
+class RawPart(BaseModel):
+    """One HTTP response as received (body bytes unchanged)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    status: int
+    body: bytes
+    headers: dict[str, str] = Field(default_factory=dict)  # the ones we keep: content-type, etag, last-modified
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.body).hexdigest()
+
+
+class RawPayload(BaseModel):
+    """Everything one fetch of a source received: one part per request (pages, zones, regions)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    fetched_at: datetime
+    parts: tuple[RawPart, ...]
+
+    @property
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for part in self.parts:
+            digest.update(part.sha256.encode())
+        return digest.hexdigest()
+
+    @property
+    def size(self) -> int:
+        return sum(len(p.body) for p in self.parts)
+
+
+class Offer(BaseModel):
+    """One price for one rentable shape: a normalized row of ``price_observations``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    provider: str
+    instance_type: str
+    region: str | None = None
+    zone: str | None = None
+    gpu_name: str  # as the source names it
+    gpu_id: str | None  # canonical catalog id; None when unmapped (never guessed)
+    gpu_count: float = Field(gt=0)
+    fractional: bool = False  # a slice of a GPU (vGPU, MIG, shared host)
+    gpu_memory_gb: float | None = None  # per GPU, as listed
+    vcpus: float | None = None
+    ram_gb: float | None = None
+    currency: str
+    price_per_hour: float = Field(gt=0)  # for the whole instance, listed currency
+    price_per_gpu_hour: float = Field(gt=0)
+    price_per_hour_usd: float = Field(gt=0)
+    price_per_gpu_hour_usd: float = Field(gt=0)
+    unit: PriceUnit  # how the source quotes it
+    unit_scale: str = "1"  # "1", "cents", "1e-8", "nanos"
+    fx_rate: float = 1.0  # units of the listed currency per USD on fx_date: usd = price / fx_rate
+    fx_date: str | None = None
+    allocation: Allocation
+    availability: str | None = None
+    observed_at: datetime
+    mapping_version: str
+
+    @property
+    def offer_key(self) -> str:
+        """Identity of the rentable thing, stable across fetches (prices change, keys do not)."""
+        return "|".join([self.source, self.instance_type, self.region or "", self.zone or "", self.allocation])
+
+
+def make_offer(source: str, provider: str, *, instance_type: str, gpu_name: str, gpu_count: float, price: float,
+               unit: PriceUnit, currency: str, allocation: Allocation, observed_at: datetime, rates: FxRates | None,
+               resolve: Callable[..., tuple[str | None, str]], region: str | None = None, zone: str | None = None,
+               memory_gb: float | None = None, vcpus: float | None = None, ram_gb: float | None = None,
+               availability: str | None = None, unit_scale: str = "1", fractional: bool | None = None) -> Offer:
+    """Build an offer from a listed price, converting per-GPU <-> per-instance and currency once.
+
+    Raises :class:`ParseError` for a price that is not positive or a currency without a rate, so the caller can
+    count the row as rejected without losing the others.
+    """
+    if not price > 0:
+        raise RowRejected(source, "price", f"{instance_type}: price must be positive, got {price!r}")
+    if not gpu_count > 0:
+        raise RowRejected(source, "gpu_count", f"{instance_type}: GPU count must be positive, got {gpu_count!r}")
+    gpu_id, version = resolve(provider, gpu_name, instance_type, memory_gb)
+    per_instance = price * gpu_count if unit == "gpu-hour" else price
+    rate, fx_date = 1.0, None
+    if currency.upper() != "USD":
+        if rates is None:
+            raise RowRejected(source, "currency", f"{instance_type}: {currency} price but no exchange rates were given")
+        try:
+            rate, fx_date = rates.per_usd(currency, source)
+        except FxError as exc:
+            raise RowRejected(source, "currency", f"{instance_type}: {exc}") from exc
+    return Offer(
+        source=source, provider=provider, instance_type=instance_type, region=region, zone=zone, gpu_name=gpu_name,
+        gpu_id=gpu_id, gpu_count=gpu_count, fractional=fractional if fractional is not None else gpu_count < 1,
+        gpu_memory_gb=memory_gb, vcpus=vcpus, ram_gb=ram_gb, currency=currency.upper(),
+        price_per_hour=per_instance, price_per_gpu_hour=per_instance / gpu_count,
+        price_per_hour_usd=per_instance / rate, price_per_gpu_hour_usd=per_instance / rate / gpu_count, unit=unit,
+        unit_scale=unit_scale, fx_rate=rate, fx_date=fx_date, allocation=allocation, availability=availability,
+        observed_at=observed_at, mapping_version=version,
+    )
+
+
+class ParseResult(BaseModel):
+    """Offers parsed from one payload, plus the rows that could not become offers and why."""
+
+    offers: list[Offer]
+    rejected: list[str] = Field(default_factory=list)  # one reason per rejected row
+
+    @property
+    def unmapped(self) -> list[str]:
+        return sorted({f"{o.provider}: {o.gpu_name} ({o.instance_type})" for o in self.offers if o.gpu_id is None})
+
+
+def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | None]) -> ParseResult:
+    """Build offers row by row: a rejected row is recorded and skipped, a shape error stops the parse."""
+    offers: list[Offer] = []
+    rejected: list[str] = []
+    for item in items:
+        try:
+            built = build(item)
+        except RowRejected as exc:
+            rejected.append(str(exc))
+            continue
+        if built is None:
+            continue
+        offers.extend(built if isinstance(built, list) else [built])
+    return ParseResult(offers=offers, rejected=rejected)
+
+
+def json_body(source: str, part: RawPart) -> Any:
+    """The JSON of a response; ParseError naming the source when it is truncated or not JSON."""
+    try:
+        return json.loads(part.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ParseError(source, "body", f"{part.url}: not valid JSON ({exc.__class__.__name__}: {exc})") from exc
+
+
+def field(source: str, obj: Any, *path: str | int) -> Any:
+    """``obj[path[0]][path[1]]...``; ParseError naming the dotted field when it is missing."""
+    current = obj
+    for i, key in enumerate(path):
+        try:
+            current = current[key]
+        except (KeyError, IndexError, TypeError):
+            raise ParseError(source, ".".join(str(p) for p in path[: i + 1]), "missing") from None
+    return current
+
+
+def number(source: str, value: Any, what: str) -> float:
+    """A price or count that may arrive as a string (Verda, Vast); ParseError when it is not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ParseError(source, what, f"expected a number, got {value!r}") from None
+
+
+class Source:
+    """A price source. Subclasses set the class attributes and implement ``fetch`` and ``parse_payload``."""
+
+    name: str = ""
+    provider: str = ""
+    auth: str = "none"  # "none", or the environment variable(s) holding the key
+    key_env: tuple[str, ...] = ()
+    endpoint: str = ""
+    unit: str = ""
+    conditional: bool = False  # the endpoint honours ETag / Last-Modified
+    yields_offers: bool = True  # False for the currency source
+
+    def configured(self, env: dict[str, str] | None = None) -> bool:
+        env = os.environ if env is None else env
+        return all(env.get(k) for k in self.key_env)
+
+    def key(self, env: dict[str, str] | None = None) -> str:
+        env = os.environ if env is None else env
+        if not self.configured(env):
+            raise NotConfigured(f"{self.name}: set {', '.join(self.key_env)} to enable it")
+        return env[self.key_env[0]]
+
+    def fetch(self, client: httpx.Client) -> RawPayload:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def parse(self, raw: RawPayload, rates: FxRates | None = None) -> ParseResult:
+        return self.parse_payload(raw, rates)
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:  # pragma: no cover
+        raise NotImplementedError
+
+    # helpers shared by the modules
+    def get(self, client: httpx.Client, url: str, **kwargs: Any) -> RawPart:
+        from .http import get_part
+
+        return get_part(client, url, **kwargs)

@@ -1,0 +1,50 @@
+"""DigitalOcean GPU Droplets: ``GET /v2/sizes`` (``DIGITALOCEAN_TOKEN``), paged by ``links.pages.next``.
+USD per droplet-hour (whole 1x or 8x node); ``gpu_info`` gives count, model and per-GPU VRAM."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+
+from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
+from .fx import FxRates
+from .gpu_names import resolve
+
+URL = "https://api.digitalocean.com/v2/sizes?per_page=200"
+
+
+class DigitalOcean(Source):
+    name = provider = "digitalocean"
+    auth = "API token (DIGITALOCEAN_TOKEN)"
+    key_env = ("DIGITALOCEAN_TOKEN",)
+    endpoint = URL
+    unit = "USD per droplet-hour"
+
+    def fetch(self, client: httpx.Client) -> RawPayload:
+        headers = {"Authorization": f"Bearer {self.key()}"} if self.configured() else {}
+        parts, url = [], URL
+        while url and len(parts) < 20:
+            part = self.get(client, url, headers=headers)
+            parts.append(part)
+            url = ((json_body(self.name, part).get("links") or {}).get("pages") or {}).get("next")
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=tuple(parts))
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
+        sizes = [s for p in raw.parts for s in field(self.name, json_body(self.name, p), "sizes")]
+
+        def build(size):  # type: ignore[no-untyped-def]
+            gpu = size.get("gpu_info")
+            if not gpu:
+                return None
+            model = str(field(self.name, gpu, "model")).removeprefix("nvidia_").removeprefix("amd_")
+            common = dict(instance_type=field(self.name, size, "slug"), gpu_name=model.upper(),
+                          gpu_count=number(self.name, field(self.name, gpu, "count"), "gpu_info.count"),
+                          price=number(self.name, field(self.name, size, "price_hourly"), "price_hourly"),
+                          unit="instance-hour", currency="USD", allocation="on_demand", observed_at=raw.fetched_at,
+                          rates=rates, resolve=resolve, memory_gb=(gpu.get("vram") or {}).get("amount"),
+                          vcpus=size.get("vcpus"), ram_gb=size["memory"] / 1024 if size.get("memory") else None,
+                          availability="available" if size.get("available") else "unavailable")
+            return [make_offer(self.name, self.provider, region=r, **common) for r in size.get("regions") or [None]]
+
+        return collect(sizes, build)

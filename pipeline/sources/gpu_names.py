@@ -1,0 +1,71 @@
+"""Raw GPU names (and instance families) to canonical catalog ids: a versioned table plus overrides.
+
+``data/gpu_map.csv`` is read top to bottom; the first row whose provider (``*`` = any), normalised raw name,
+instance-type regex and per-GPU memory bounds all match wins. Rows for a provider's known API mistakes sit at
+the top (the override table of ``shared/reference/prices/NOTES.md``). An unmatched name maps to ``None``:
+the offer is kept with ``gpu_id = null`` and reported, never guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from sizing_core.gpus import catalog
+
+MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
+MAPPING_VERSION = "2026-11-29.1"  # bump whenever gpu_map.csv changes
+
+
+@dataclass(frozen=True)
+class MapRow:
+    provider: str
+    raw: str
+    instance_regex: re.Pattern[str] | None
+    min_memory_gb: float | None
+    max_memory_gb: float | None
+    gpu_id: str
+    form_factor: str
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name).lower().removeprefix("nvidia").removeprefix("amd")
+
+
+@lru_cache(maxsize=1)
+def rows() -> tuple[MapRow, ...]:
+    known = catalog()
+    out = []
+    for line, r in enumerate(csv.DictReader(MAP_PATH.open()), start=2):
+        if r["gpu_id"] not in known:
+            raise ValueError(f"{MAP_PATH.name} line {line}: gpu_id {r['gpu_id']!r} is not in the GPU catalog")
+        out.append(MapRow(
+            provider=r["provider"], raw=normalise(r["raw_name"]),
+            instance_regex=re.compile(r["instance_regex"], re.I) if r["instance_regex"] else None,
+            min_memory_gb=float(r["min_memory_gb"]) if r["min_memory_gb"] else None,
+            max_memory_gb=float(r["max_memory_gb"]) if r["max_memory_gb"] else None,
+            gpu_id=r["gpu_id"], form_factor=r["form_factor"]))
+    return tuple(out)
+
+
+def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: float | None = None
+            ) -> tuple[str | None, str]:
+    """(canonical gpu id or None, mapping version)."""
+    key = normalise(raw_name)
+    for row in rows():
+        if row.provider not in ("*", provider) or row.raw != key:
+            continue
+        if row.instance_regex and not row.instance_regex.search(instance_type):
+            continue
+        if memory_gb is not None:
+            if row.min_memory_gb is not None and memory_gb < row.min_memory_gb:
+                continue
+            if row.max_memory_gb is not None and memory_gb > row.max_memory_gb:
+                continue
+        elif row.min_memory_gb is not None or row.max_memory_gb is not None:
+            continue
+        return row.gpu_id, MAPPING_VERSION
+    return None, MAPPING_VERSION

@@ -1,0 +1,50 @@
+"""OVHcloud Public Cloud: ``GET https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE`` (public).
+
+Hourly plans end in ``.consumption``; prices are integers in 1e-8 currency units (sc-crawler's MICROCENTS);
+currency follows the subsidiary (EUR for IE). The GPU count comes from ``blobs.technical.gpu.number``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+
+from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
+from .fx import FxRates
+from .gpu_names import resolve
+
+URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE"
+UNITS_PER_CURRENCY = 100_000_000
+
+
+class OVHcloud(Source):
+    name = "ovh"
+    provider = "ovhcloud"
+    endpoint = URL
+    unit = "1e-8 EUR per instance-hour"
+
+    def fetch(self, client: httpx.Client) -> RawPayload:
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=(self.get(client, URL),))
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
+        body = json_body(self.name, raw.parts[0])
+        currency = field(self.name, body, "locale", "currencyCode")
+        addons = field(self.name, body, "addons")
+
+        def build(addon):  # type: ignore[no-untyped-def]
+            plan = str(field(self.name, addon, "planCode"))
+            gpu = ((addon.get("blobs") or {}).get("technical") or {}).get("gpu")
+            if not plan.endswith(".consumption") or not gpu:
+                return None
+            pricing = field(self.name, addon, "pricings", 0)
+            tech = addon["blobs"]["technical"]
+            return make_offer(self.name, self.provider, instance_type=addon.get("invoiceName") or plan,
+                              gpu_name=field(self.name, gpu, "model"), gpu_count=number(self.name, gpu.get("number"), "gpu.number"),
+                              price=number(self.name, field(self.name, pricing, "price"), "price") / UNITS_PER_CURRENCY,
+                              unit="instance-hour", unit_scale="1e-8", currency=currency, allocation="on_demand",
+                              observed_at=raw.fetched_at, rates=rates, resolve=resolve,
+                              memory_gb=(gpu.get("memory") or {}).get("size"),
+                              vcpus=(tech.get("cpu") or {}).get("cores"), ram_gb=(tech.get("memory") or {}).get("size"))
+
+        return collect(addons, build)

@@ -1,0 +1,51 @@
+"""Offline replay: recorded payloads served through an httpx transport, so the same ``fetch`` code runs without
+a network. ``pipeline/replay/prices/manifest.json`` maps request (method + URL) to a recorded body; secrets in
+query strings are ignored when matching. An unrecorded request gets a 404 that says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+
+REPLAY_ROOT = Path(__file__).resolve().parent.parent / "replay"
+_SECRETS = {"key", "api_key", "token", "access_token"}
+Override = httpx.Response | Exception
+
+
+def normalise_url(url: str) -> str:
+    parts = urlsplit(url)
+    query = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in _SECRETS)
+    return parts._replace(query=urlencode(query), fragment="").geturl()
+
+
+class ReplayTransport(httpx.BaseTransport):
+    def __init__(self, manifest: Path = REPLAY_ROOT / "prices" / "manifest.json",
+                 overrides: dict[str, Override | list[Override]] | None = None):
+        """``overrides`` replace recorded answers for given URLs (fault tests): a response, an exception to
+        raise, or a list of those consumed one per request."""
+        self.root = manifest.parent
+        entries = json.loads(manifest.read_text())["responses"]
+        self.entries = {(e.get("method", "GET"), normalise_url(e["url"])): e for e in entries}
+        self.overrides = {normalise_url(k): v for k, v in (overrides or {}).items()}
+        self.requests: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = normalise_url(str(request.url))
+        self.requests.append(url)
+        if url in self.overrides:
+            answer = self.overrides[url]
+            if isinstance(answer, list):
+                answer = answer.pop(0) if len(answer) > 1 else answer[0]
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        entry = self.entries.get((request.method, url))
+        if entry is None:
+            return httpx.Response(404, json={"error": "no recorded response", "url": url}, request=request)
+        body = (self.root / entry["file"]).read_bytes()
+        headers = {"content-type": entry.get("content_type", "application/json"), **entry.get("headers", {})}
+        return httpx.Response(entry.get("status", 200), headers=headers, content=body, request=request)

@@ -1,0 +1,52 @@
+"""Scaleway Instances: ``GET /instance/v1/zones/{zone}/products/servers`` per zone (no key needed to read).
+
+EUR per instance-hour (``hourly_price``); ``gpu_info.gpu_memory`` in bytes per GPU. A zone that answers 404 does
+not offer Instances and is skipped; any other error fails the fetch.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+
+from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
+from .fx import FxRates
+from .gpu_names import resolve
+
+ZONES = ("fr-par-1", "fr-par-2", "nl-ams-1", "pl-waw-2")
+URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers?per_page=100"
+
+
+class Scaleway(Source):
+    name = provider = "scaleway"
+    endpoint = URL
+    unit = "EUR per instance-hour"
+
+    def fetch(self, client: httpx.Client) -> RawPayload:
+        parts = tuple(self.get(client, URL.format(zone=z), allow_statuses=(404,)) for z in ZONES)
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=parts)
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
+        rows = []
+        for part in raw.parts:
+            if part.status == 404:
+                continue
+            zone = part.url.split("/zones/")[1].split("/")[0] if "/zones/" in part.url else None
+            servers = field(self.name, json_body(self.name, part), "servers")
+            rows += [(zone, name, spec) for name, spec in servers.items()]
+
+        def build(row):  # type: ignore[no-untyped-def]
+            zone, name, spec = row
+            gpus = spec.get("gpu") or 0
+            if not gpus:
+                return None
+            info = field(self.name, spec, "gpu_info")
+            return make_offer(self.name, self.provider, instance_type=name, gpu_name=field(self.name, info, "gpu_name"),
+                              gpu_count=gpus, price=number(self.name, field(self.name, spec, "hourly_price"), "hourly_price"),
+                              unit="instance-hour", currency="EUR", allocation="on_demand", observed_at=raw.fetched_at,
+                              rates=rates, resolve=resolve, region=zone.rsplit("-", 1)[0] if zone else None, zone=zone,
+                              memory_gb=info.get("gpu_memory", 0) / 2**30 or None, vcpus=spec.get("ncpus"),
+                              ram_gb=spec.get("ram", 0) / 2**30 or None, fractional=bool(spec.get("mig_profile")))
+
+        return collect(rows, build)

@@ -1,0 +1,51 @@
+"""Verda (ex-DataCrunch): ``GET https://api.verda.com/v1/instance-types?currency=usd`` (unauthenticated per its
+OpenAPI spec). Prices arrive as strings, per instance-hour; an empty on-demand price means spot-only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+
+from .base import ParseError, ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
+from .fx import FxRates
+from .gpu_names import resolve
+
+URL = "https://api.verda.com/v1/instance-types?currency=usd"
+
+
+class Verda(Source):
+    name = provider = "verda"
+    endpoint = URL
+    unit = "USD per instance-hour (strings)"
+
+    def fetch(self, client: httpx.Client) -> RawPayload:
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=(self.get(client, URL),))
+
+    def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
+        items = json_body(self.name, raw.parts[0])
+        if not isinstance(items, list):
+            raise ParseError(self.name, "body", "expected a list of instance types")
+
+        def build(item):  # type: ignore[no-untyped-def]
+            gpu = item.get("gpu") or {}
+            count = gpu.get("number_of_gpus") or 0
+            if not count:
+                return None
+            memory = (item.get("gpu_memory") or {}).get("size_in_gigabytes")
+            common = dict(instance_type=field(self.name, item, "instance_type"), gpu_name=field(self.name, item, "model"),
+                          gpu_count=count, unit="instance-hour", currency=str(item.get("currency", "usd")),
+                          observed_at=raw.fetched_at, rates=rates, resolve=resolve,
+                          memory_gb=memory / count if memory and memory > 200 else memory,
+                          vcpus=(item.get("cpu") or {}).get("number_of_cores"),
+                          ram_gb=(item.get("memory") or {}).get("size_in_gigabytes"))
+            offers = []
+            if item.get("price_per_hour") not in (None, ""):
+                offers.append(make_offer(self.name, self.provider, allocation="on_demand",
+                                         price=number(self.name, item["price_per_hour"], "price_per_hour"), **common))
+            if item.get("spot_price") not in (None, "", "0", 0):
+                offers.append(make_offer(self.name, self.provider, allocation="spot",
+                                         price=number(self.name, item["spot_price"], "spot_price"), **common))
+            return offers
+
+        return collect(items, build)
