@@ -115,10 +115,12 @@ def make_client(transport: httpx.BaseTransport | None = None, *, max_bytes: int 
 
 
 def get_part(client: httpx.Client, url: str, *, method: str = "GET", conditional: bool = False,
-             allow_statuses: tuple[int, ...] = (), **kwargs) -> RawPart:  # type: ignore[no-untyped-def]
-    """One request, streamed under the size cap. Raises HttpStatusError for non-2xx (except 304 when
-    ``conditional``), ResponseTooLarge, or httpx's timeout/transport errors."""
-    limit = getattr(client, "max_bytes", 64 * 2**20)
+             allow_statuses: tuple[int, ...] = (), max_bytes: int | None = None,
+             **kwargs) -> RawPart:  # type: ignore[no-untyped-def]
+    """One request, streamed under the size cap (the client's, or a tighter ``max_bytes`` for this request).
+    Raises HttpStatusError for non-2xx (except 304 when ``conditional``), ResponseTooLarge, or httpx's
+    timeout/transport errors."""
+    limit = min(max_bytes or 2**62, getattr(client, "max_bytes", 64 * 2**20))
     headers = dict(kwargs.pop("headers", {}) or {})
     validators = getattr(client, "validators", {})
     if conditional and url in validators:

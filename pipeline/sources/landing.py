@@ -28,7 +28,7 @@ from .fx import FxError, FxRates
 from .http import HttpStatusError, ResponseTooLarge, SourceClient
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
-                  "parse_error", "not_configured"]
+                  "parse_error", "not_configured", "gated", "missing"]
 
 
 class FetchLogEntry(BaseModel):

@@ -1,0 +1,72 @@
+"""Model ingestion glue: the watchlist (plus discovered repos) through the Hub, then sizing of each revision.
+
+Models with a bundled manual spec are sized from the spec and not fetched. Every model either yields a sizing
+report or a recorded, specific reason; one failure never stops the others.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sizing_core import SizingError, SizingReport, parse_config, size_model
+from sizing_core.parameters import CheckpointFacts
+from sizing_core.registry import load_registered
+
+from .sources.http import SourceClient, make_client
+from .sources.huggingface import (
+    HubModel,
+    HubState,
+    WatchEntry,
+    Watchlist,
+    discover,
+    discovered_entries,
+    ingest_model,
+    load_watchlist,
+)
+from .sources.landing import FetchLogEntry
+from .sources.replay import REPLAY_ROOT, ReplayTransport
+
+
+def hub_client(replay: bool) -> SourceClient:
+    if replay:
+        return make_client(ReplayTransport(REPLAY_ROOT / "hub" / "manifest.json"), sleep=lambda _s: None,
+                           min_interval=0.0)
+    return make_client()
+
+
+def discovery_enabled() -> bool:
+    return os.environ.get("VRAMLAB_DISCOVERY", "").lower() in ("1", "true", "yes")
+
+
+def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client: SourceClient | None = None,
+               watchlist: Watchlist | None = None) -> list[tuple[WatchEntry, FetchLogEntry | None, HubModel | None]]:
+    watchlist = watchlist or load_watchlist()
+    client = client or hub_client(replay)
+    state = HubState(data_dir)
+    entries = list(watchlist.models)
+    if discovery:
+        discover(client, data_dir, watchlist)
+        entries += discovered_entries(data_dir)
+    out = []
+    for entry in entries:
+        if entry.spec:
+            out.append((entry, None, None))
+            continue
+        log, model = ingest_model(entry, client, data_dir, state)
+        out.append((entry, log, model))
+    return out
+
+
+def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
+    """Size a watchlist model from its Hub revision (or its manual spec). Raises SizingError with the reason."""
+    if entry.spec:
+        return size_model(load_registered(entry.spec)[1])
+    if model is None:
+        raise SizingError(f"{entry.repo}: no ingested revision to size")
+    arch = parse_config(entry.repo, model.config, model.hf_quant_config)
+    facts = None
+    if model.safetensors_total or model.checkpoint_bytes:
+        facts = CheckpointFacts(parameters_by_dtype=model.safetensors_parameters, parameter_total=model.safetensors_total,
+                                total_bytes=model.checkpoint_bytes, source=f"hub {entry.repo}@{model.sha[:12]}")
+    return size_model(arch, checkpoint=facts)

@@ -1,0 +1,299 @@
+"""Model ingestion from the Hugging Face Hub, through the same httpx stack, landing and fetch log as prices.
+
+Per watchlist model: model info (``/api/models/{repo}?blobs=true``: sha, lastModified, gated, tags, pipeline
+tag, safetensors parameter counts per dtype, files with sizes), then, only when the sha changed since the last
+run, ``config.json`` at that sha, the ModelOpt ``hf_quant_config.json`` and ``model.safetensors.index.json`` when
+the repo has them, ``tokenizer_config.json`` (chat template) and the GGUF repos' file listings.
+
+Outcomes in the fetch log: ok, unchanged (same sha: nothing else fetched), gated (401/403), missing (404),
+parse_error (malformed config, the field named), too_large, timeout, http_error, network_error.
+``HF_TOKEN`` is read from the environment and sent as a header only; it is never logged or landed.
+httpx is used rather than ``huggingface_hub`` so the Hub shares the price sources' retries, size caps, landing
+and replay transport (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+from sizing_core import ConfigError, parse_config
+
+from .base import RawPart, RawPayload
+from .http import HttpStatusError, ResponseTooLarge, get_part
+from .landing import FetchLogEntry, Outcome, append_log, land
+
+HUB = "https://huggingface.co"
+WATCHLIST = Path(__file__).resolve().parent.parent / "data" / "watchlist.json"
+CONFIG_MAX_BYTES = 10 * 2**20  # a config.json is kilobytes; anything near this is not a config
+INDEX_MAX_BYTES = 32 * 2**20
+GGUF_QUANT = re.compile(r"(?i)[-._](I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32|MXFP4(?:_MOE)?|UD-[A-Z0-9_]+)"
+                        r"(?:-\d{5}-of-\d{5})?\.gguf$")
+
+
+class WatchEntry(BaseModel):
+    id: str
+    repo: str
+    name: str
+    lab: str
+    country: str
+    released: str | None = None
+    base_model: str | None = None
+    gguf_repos: list[str] = Field(default_factory=list)
+    spec: str | None = None  # bundled manual spec id (no public config)
+
+
+class Watchlist(BaseModel):
+    version: int
+    updated: str
+    description: str = ""
+    models: list[WatchEntry]
+
+
+def load_watchlist(path: Path = WATCHLIST) -> Watchlist:
+    return Watchlist.model_validate_json(path.read_text())
+
+
+class DerivedFact(BaseModel):
+    value: Any
+    rule: str
+
+
+class HubModel(BaseModel):
+    """What the Hub says about one revision of a model, plus facts derived from it (each with its rule)."""
+
+    id: str
+    repo: str
+    sha: str
+    last_modified: str | None = None
+    created_at: str | None = None
+    gated: bool | str = False
+    pipeline_tag: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    license: str | None = None
+    safetensors_parameters: dict[str, int] | None = None
+    safetensors_total: int | None = None
+    checkpoint_bytes: int | None = None
+    config: dict[str, Any]
+    hf_quant_config: dict[str, Any] | None = None
+    gguf_files: dict[str, dict[str, Any]] | None = None  # quant type -> {"files": [...], "bytes": n, "repo": r}
+    derived: dict[str, DerivedFact] = Field(default_factory=dict)
+    fetched_at: datetime
+
+
+def _auth_headers() -> dict[str, str]:
+    token = os.environ.get("HF_TOKEN")
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def gguf_files(listing: list[dict[str, Any]], repo: str) -> dict[str, dict[str, Any]]:
+    """Group a GGUF repo's ``tree`` listing by quant type (split files summed)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in listing:
+        path = str(item.get("path", ""))
+        m = GGUF_QUANT.search(path)
+        if item.get("type") != "file" or not m or "mmproj" in path.lower():
+            continue
+        quant = m.group(1).upper()
+        slot = out.setdefault(quant, {"files": [], "bytes": 0, "repo": repo})
+        slot["files"].append(path)
+        slot["bytes"] += int(item.get("size") or (item.get("lfs") or {}).get("size") or 0)
+    return out
+
+
+def derive_facts(config: dict[str, Any], info: dict[str, Any], template: str | None) -> dict[str, DerivedFact]:
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    tags = [str(t).lower() for t in info.get("tags") or []]
+    facts: dict[str, DerivedFact] = {}
+    modalities = ["text"]
+    if "vision_config" in config or "image-text-to-text" in tags:
+        modalities.append("image")
+    if any("video" in k for k in config) or "video-text-to-text" in tags:
+        modalities.append("video")
+    if "audio_config" in config or any("audio" in t for t in tags):
+        modalities.append("audio")
+    facts["modalities"] = DerivedFact(value=modalities, rule="vision_config/audio_config/video keys in config.json, "
+                                                              "or image/video/audio pipeline tags")
+    if template is not None:
+        facts["tool_calling"] = DerivedFact(value="tools" in template, rule="chat template references `tools`")
+        thinking = any(k in template for k in ("<think>", "enable_thinking", "reasoning_effort", "thinking"))
+        facts["reasoning"] = DerivedFact(value=thinking, rule="chat template has <think>/enable_thinking/"
+                                                               "reasoning_effort")
+    else:
+        tool = any(t in tags for t in ("function-calling", "tool-use", "tools"))
+        facts["tool_calling"] = DerivedFact(value=True if tool else None,
+                                           rule="Hub tags (no chat template fetched); null = unknown")
+        facts["reasoning"] = DerivedFact(value=True if "reasoning" in tags else None,
+                                         rule="Hub tags (no chat template fetched); null = unknown")
+    ctx = text.get("max_position_embeddings") or text.get("model_max_length")
+    facts["max_context"] = DerivedFact(value=ctx, rule="config max_position_embeddings (text_config when nested)")
+    license_ = (info.get("cardData") or {}).get("license") or next(
+        (t.split(":", 1)[1] for t in tags if t.startswith("license:")), None)
+    facts["license"] = DerivedFact(value=license_, rule="model card license, else the license:* tag")
+    return facts
+
+
+class HubState:
+    """Last seen sha per repo, and the revision history (``data/hub/``)."""
+
+    def __init__(self, data_dir: Path):
+        self.root = data_dir / "hub"
+        self.path = self.root / "state.json"
+        self.state: dict[str, dict[str, Any]] = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def sha(self, repo: str) -> str | None:
+        return (self.state.get(repo) or {}).get("sha")
+
+    def record_path(self, repo: str, sha: str) -> Path:
+        return self.root / "models" / repo.replace("/", "__") / f"{sha}.json"
+
+    def latest(self, repo: str) -> HubModel | None:
+        sha = self.sha(repo)
+        path = self.record_path(repo, sha) if sha else None
+        return HubModel.model_validate_json(path.read_text()) if path and path.exists() else None
+
+    def save(self, model: HubModel) -> bool:
+        """Store a revision; True when it is new (the sha changed), appending to the revision history."""
+        previous = self.sha(model.repo)
+        path = self.record_path(model.repo, model.sha)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(model.model_dump_json(indent=1))
+        self.state[model.repo] = {"sha": model.sha, "fetched_at": model.fetched_at.isoformat()}
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.state, indent=1))
+        if previous == model.sha:
+            return False
+        with open(self.root / "revisions.jsonl", "a") as fh:
+            fh.write(json.dumps({"repo": model.repo, "sha": model.sha, "previous_sha": previous,
+                                 "last_modified": model.last_modified, "fetched_at": model.fetched_at.isoformat()})
+                     + "\n")
+        return True
+
+    def revisions(self) -> list[dict[str, Any]]:
+        path = self.root / "revisions.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _log_name(repo: str) -> str:
+    return "hub:" + repo
+
+
+def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state: HubState,
+                 now: datetime | None = None) -> tuple[FetchLogEntry, HubModel | None]:
+    """Fetch, land and parse one repo; never raises for the repo's own failure."""
+    started = now or datetime.now(UTC)
+    parts: list[RawPart] = []
+    headers = _auth_headers()
+    name = _log_name(entry.repo)
+
+    def finish(outcome: Outcome, message: str | None = None, **extra: Any) -> FetchLogEntry:
+        raw_path = None
+        if parts:
+            payload = RawPayload(source="hub__" + entry.repo.replace("/", "__"), fetched_at=started, parts=tuple(parts))
+            raw_path = str(land(payload, data_dir))
+            extra.setdefault("bytes", payload.size)
+            extra.setdefault("sha256", payload.sha256)
+        log = FetchLogEntry(source=name, provider="huggingface", started_at=started, finished_at=datetime.now(UTC),
+                            outcome=outcome, message=message, raw_path=raw_path, **extra)
+        append_log(log, data_dir)
+        return log
+
+    def fetch(url: str, **kw: Any) -> RawPart:
+        part = get_part(client, url, headers=headers, **kw)
+        parts.append(part)
+        return part
+
+    try:
+        info_part = fetch(f"{HUB}/api/models/{entry.repo}?blobs=true")
+        info = json.loads(info_part.body)
+        sha = info.get("sha")
+        if not sha:
+            return finish("parse_error", f"{entry.repo}: field 'sha' missing from model info"), None
+        if state.sha(entry.repo) == sha:
+            return finish("unchanged", f"{entry.repo}@{sha[:12]} already ingested"), state.latest(entry.repo)
+        siblings = {s.get("rfilename"): s for s in info.get("siblings") or []}
+        config_part = fetch(f"{HUB}/{entry.repo}/resolve/{sha}/config.json", max_bytes=CONFIG_MAX_BYTES)
+        quant = index = template = None
+        if "hf_quant_config.json" in siblings:
+            quant = json.loads(fetch(f"{HUB}/{entry.repo}/resolve/{sha}/hf_quant_config.json",
+                                     max_bytes=CONFIG_MAX_BYTES).body)
+        if "model.safetensors.index.json" in siblings:
+            index = json.loads(fetch(f"{HUB}/{entry.repo}/resolve/{sha}/model.safetensors.index.json",
+                                     max_bytes=INDEX_MAX_BYTES).body)
+        if "tokenizer_config.json" in siblings:
+            tok = json.loads(fetch(f"{HUB}/{entry.repo}/resolve/{sha}/tokenizer_config.json",
+                                   max_bytes=CONFIG_MAX_BYTES).body)
+            template = tok.get("chat_template") if isinstance(tok.get("chat_template"), str) else None
+        ggufs: dict[str, dict[str, Any]] = {}
+        for repo in entry.gguf_repos:
+            listing = json.loads(fetch(f"{HUB}/api/models/{repo}/tree/main?recursive=true").body)
+            ggufs.update({k: v for k, v in gguf_files(listing, repo).items() if k not in ggufs})
+    except HttpStatusError as exc:
+        status = exc.part.status
+        parts.append(exc.part)
+        outcome: Outcome = "gated" if status in (401, 403) else "missing" if status == 404 else "http_error"
+        return finish(outcome, f"{entry.repo}: HTTP {status} for {exc.part.url}", http_status=status), None
+    except ResponseTooLarge as exc:
+        return finish("too_large", str(exc)), None
+    except httpx.TimeoutException as exc:
+        return finish("timeout", f"{entry.repo}: {type(exc).__name__}"), None
+    except httpx.HTTPError as exc:
+        return finish("network_error", f"{entry.repo}: {type(exc).__name__}: {exc}"), None
+    except json.JSONDecodeError as exc:
+        return finish("parse_error", f"{entry.repo}: {parts[-1].url.rsplit('/', 1)[-1]} is not valid JSON ({exc})"), None
+    try:
+        config = json.loads(config_part.body)
+        if not isinstance(config, dict):
+            raise ConfigError(entry.repo, None, "config.json must be a JSON object")
+        parse_config(entry.repo, config, quant)  # validates every field sizing needs
+    except json.JSONDecodeError as exc:
+        return finish("parse_error", f"{entry.repo}: config.json is not valid JSON ({exc})"), None
+    except ConfigError as exc:
+        return finish("parse_error", str(exc)), None
+    st = info.get("safetensors") or {}
+    model = HubModel(
+        id=entry.id, repo=entry.repo, sha=sha, last_modified=info.get("lastModified"), created_at=info.get("createdAt"),
+        gated=info.get("gated", False), pipeline_tag=info.get("pipeline_tag"), tags=info.get("tags") or [],
+        license=(info.get("cardData") or {}).get("license"), safetensors_parameters=st.get("parameters"),
+        safetensors_total=st.get("total"),
+        checkpoint_bytes=(index or {}).get("metadata", {}).get("total_size") or _safetensors_bytes(siblings),
+        config=config, hf_quant_config=quant, gguf_files=ggufs or None,
+        derived=derive_facts(config, info, template), fetched_at=started,
+    )
+    new = state.save(model)
+    return finish("ok", f"{entry.repo}@{sha[:12]}" + (" (new revision)" if new else "")), model
+
+
+def _safetensors_bytes(siblings: dict[str, dict[str, Any]]) -> int | None:
+    sizes = [s.get("size") for n, s in siblings.items() if str(n).endswith(".safetensors")]
+    return sum(sizes) if sizes and all(isinstance(x, int) for x in sizes) else None
+
+
+def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: int = 50) -> list[str]:
+    """Trending text-generation repos not on the watchlist, added to ``data/hub/discovered.json``."""
+    url = f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit={limit}"
+    listing = json.loads(get_part(client, url, headers=_auth_headers()).body)
+    known = {m.repo for m in watchlist.models}
+    path = data_dir / "hub" / "discovered.json"
+    found = json.loads(path.read_text()) if path.exists() else []
+    for item in listing[:limit]:
+        repo = item.get("id") or item.get("modelId")
+        if repo and repo not in known and repo not in found:
+            found.append(repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(found, indent=1))
+    return found
+
+
+def discovered_entries(data_dir: Path) -> list[WatchEntry]:
+    path = data_dir / "hub" / "discovered.json"
+    repos = json.loads(path.read_text()) if path.exists() else []
+    return [WatchEntry(id=r.split("/")[-1].lower(), repo=r, name=r.split("/")[-1], lab=r.split("/")[0],
+                       country="unknown") for r in repos]

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Rebuild ``pipeline/replay/hub/manifest.json`` and the model-info / GGUF-listing recordings (developer tool).
+
+What is real and what is constructed (also in docs/models.md):
+- ``configs/*.json`` and ``*.hf_quant_config.json``: real configs (``configs/SOURCES.md`` says where each is from).
+- model info (``api/*.json``): constructed to the Hub API's documented shape. ``sha`` is the SHA-1 of the config
+  bytes (stable, not the real commit); ``gated`` is "manual" for meta-llama repos, as on the Hub. The
+  ``safetensors`` block is present only where ``ground_truth.csv`` has a real safetensors scan (exact counts).
+- GGUF listings (``api/*.tree.json``): constructed; file names follow the repos' naming, sizes illustrative.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.sources.huggingface import HUB, load_watchlist  # noqa: E402
+
+OUT = ROOT / "pipeline" / "replay" / "hub"
+# exact safetensors parameter counts from shared/reference/sizing/ground_truth.csv (safetensors scans)
+SAFETENSORS = {
+    "meta-llama/Llama-3.2-3B-Instruct": ({"BF16": 3_212_749_824}, 3_212_749_824),
+    "Qwen/Qwen3-8B": ({"BF16": 8_190_735_360}, 8_190_735_360),
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct": ({"BF16": 49_122_681_728}, 49_122_681_728),
+    "deepseek-ai/DeepSeek-V2-Lite-Chat": ({"BF16": 15_706_484_224}, 15_706_484_224),
+    "openai/gpt-oss-20b": (None, 11_956_805_184),  # element count of packed MXFP4 + BF16 (dtype split unknown)
+}
+GGUF = {
+    "Qwen/Qwen3-8B-GGUF": [("Qwen3-8B-Q4_K_M.gguf", 5_027_783_488), ("Qwen3-8B-Q5_K_M.gguf", 5_851_112_256),
+                           ("Qwen3-8B-Q6_K.gguf", 6_725_900_096), ("Qwen3-8B-Q8_0.gguf", 8_709_519_168)],
+    "ggml-org/gpt-oss-20b-GGUF": [("gpt-oss-20b-mxfp4.gguf", 12_109_566_560)],
+}
+
+
+def main() -> None:
+    entries = []
+    for m in load_watchlist().models:
+        if m.spec:
+            continue
+        stem = m.repo.replace("/", "__")
+        config_path = OUT / "configs" / f"{stem}.json"
+        config = config_path.read_bytes()
+        sha = hashlib.sha1(config).hexdigest()
+        siblings = [{"rfilename": "config.json", "size": len(config)}]
+        quant = OUT / "configs" / f"{stem}.hf_quant_config.json"
+        if quant.exists():
+            siblings.append({"rfilename": "hf_quant_config.json", "size": quant.stat().st_size})
+        cfg = json.loads(config)
+        vision = "vision_config" in cfg
+        info = {"_id": sha[:24], "id": m.repo, "modelId": m.repo, "author": m.repo.split("/")[0], "sha": sha,
+                "lastModified": "2026-10-01T00:00:00.000Z", "private": False,
+                "gated": "manual" if m.repo.startswith("meta-llama/") else False, "disabled": False,
+                "pipeline_tag": "image-text-to-text" if vision else "text-generation", "library_name": "transformers",
+                "tags": ["transformers", "safetensors", str(cfg.get("model_type")), "conversational"],
+                "siblings": siblings}
+        if m.repo in SAFETENSORS:
+            params, total = SAFETENSORS[m.repo]
+            info["safetensors"] = {"total": total} if params is None else {"parameters": params, "total": total}
+        (OUT / "api").mkdir(parents=True, exist_ok=True)
+        (OUT / "api" / f"{stem}.json").write_text(json.dumps(info, indent=1) + "\n")
+        entries.append({"method": "GET", "url": f"{HUB}/api/models/{m.repo}?blobs=true", "file": f"api/{stem}.json",
+                        "recording": "constructed model info (documented shape)"})
+        entries.append({"method": "GET", "url": f"{HUB}/{m.repo}/resolve/{sha}/config.json",
+                        "file": f"configs/{stem}.json", "recording": "real config.json (configs/SOURCES.md)"})
+        if quant.exists():
+            entries.append({"method": "GET", "url": f"{HUB}/{m.repo}/resolve/{sha}/hf_quant_config.json",
+                            "file": f"configs/{stem}.hf_quant_config.json", "recording": "real hf_quant_config.json"})
+    for repo, files in GGUF.items():
+        stem = repo.replace("/", "__")
+        tree = [{"type": "file", "path": name, "size": size, "lfs": {"size": size}} for name, size in files]
+        tree.insert(0, {"type": "file", "path": "README.md", "size": 4096})
+        (OUT / "api" / f"{stem}.tree.json").write_text(json.dumps(tree, indent=1) + "\n")
+        entries.append({"method": "GET", "url": f"{HUB}/api/models/{repo}/tree/main?recursive=true",
+                        "file": f"api/{stem}.tree.json", "recording": "constructed GGUF listing, sizes illustrative"})
+    trending = [{"id": "Qwen/Qwen3-8B"}, {"id": "openai/gpt-oss-20b"}, {"id": "deepseek-ai/DeepSeek-V3"}]
+    (OUT / "api" / "models.trending.json").write_text(json.dumps(trending, indent=1) + "\n")
+    entries.append({"method": "GET",
+                    "url": f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit=50",
+                    "file": "api/models.trending.json", "recording": "constructed listing"})
+    (OUT / "manifest.json").write_text(json.dumps({"responses": entries}, indent=1) + "\n")
+    print(f"{len(entries)} recorded Hub responses")
+
+
+if __name__ == "__main__":
+    main()
