@@ -1,22 +1,14 @@
-"""Dagster code location for vramlab (``workspace.yaml`` and ``[tool.dg]`` both point here).
-
-Thin glue only: assets call the pipeline's plain functions.
-"""
+"""Dagster code location for vramlab (``workspace.yaml`` and ``[tool.dg]`` both point here). Thin glue: the assets
+call the pipeline's plain functions; policies (resources, schedule) are applied here, in one place."""
 
 import dagster as dg
 
-from .run import resolve_data_dir, size_bundled_models, write_sizing_report
+from .assets.core import CORE_ASSETS
+from .assets.out import OUT_ASSETS
+from .assets.raw import RAW_ASSETS
+from .resources import default_resources
+from .schedules import hourly_refresh
 
+ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *OUT_ASSETS]
 
-@dg.asset(group_name="out", description="Memory report (weights per format, KV cache, state) of every bundled model.")
-def out__bundled_model_sizing(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    reports, failures = size_bundled_models()
-    path = write_sizing_report(resolve_data_dir(), reports, failures)
-    for name, why in failures.items():
-        context.log.warning(f"{name}: {why}")
-    return dg.MaterializeResult(metadata={
-        "models": len(reports), "failures": len(failures), "path": dg.MetadataValue.path(str(path)),
-    })
-
-
-defs = dg.Definitions(assets=[out__bundled_model_sizing])
+defs = dg.Definitions(assets=ALL_ASSETS, schedules=[hourly_refresh], resources=default_resources())

@@ -11,6 +11,8 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+import httpx
+
 from .sources import CURRENCY_SOURCE, PRICE_SOURCES
 from .sources.base import ParseResult, Source
 from .sources.fx import FxRates, parse_ecb
@@ -23,9 +25,14 @@ def live_mode() -> bool:
     return os.environ.get("VRAMLAB_LIVE", "").lower() in ("1", "true", "yes")
 
 
-def client_for(replay: bool) -> SourceClient:
+def client_for(replay: bool, fail_sources: tuple[str, ...] | list[str] = ()) -> SourceClient:
+    """A client for live fetching, or one replaying the recordings (``fail_sources`` answer HTTP 500: a drill)."""
     if replay:
-        return make_client(ReplayTransport(), sleep=lambda _s: None, min_interval=0.0)
+        transport = ReplayTransport()
+        failing = {e["url"]: httpx.Response(500, text="replay failure drill") for e in transport.manifest
+                   if e["source"] in set(fail_sources)}
+        transport = ReplayTransport(overrides=failing) if failing else transport
+        return make_client(transport, sleep=lambda _s: None, min_interval=0.0)
     return make_client()
 
 

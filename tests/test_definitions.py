@@ -1,26 +1,132 @@
-"""The Dagster code location loads and its asset materializes for real into a temp data directory."""
+"""The Dagster code location: it loads, its graph matches the committed snapshot, its schedule is hourly UTC, and
+real materializations on replay fill a real DuckDB file (idempotently, surviving a failing source)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
+from dagster_duckdb import DuckDBResource
 
-from pipeline.definitions import defs, out__bundled_model_sizing
+from pipeline.definitions import ALL_ASSETS, defs
+from pipeline.resources import VramlabSettings
+from pipeline.sources import PRICE_SOURCES
+
+SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "asset_specs.json"
+
+
+def spec_snapshot() -> dict:
+    graph = {}
+    for spec in defs.resolve_all_asset_specs():
+        graph[spec.key.to_user_string()] = {
+            "group": spec.group_name,
+            "deps": sorted(d.asset_key.to_user_string() for d in spec.deps),
+            "pool": next((a.op.pool for a in ALL_ASSETS if spec.key in a.keys), None),
+            "partitions": spec.partitions_def is not None,
+            "automation": str(spec.automation_condition) if spec.automation_condition else None,
+            "freshness": spec.freshness_policy is not None,
+            "kinds": sorted(spec.kinds),
+        }
+    checks = sorted(f"{c.asset_key.to_user_string()}:{c.name}:{'blocking' if c.blocking else 'warn'}"
+                    for c in defs.resolve_asset_graph().asset_check_keys
+                    for c in [defs.resolve_asset_graph().get_check_spec(c)])
+    return {"assets": graph, "checks": checks}
 
 
 def test_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
 
 
-def test_sizing_asset_materializes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VRAMLAB_DATA_DIR", str(tmp_path))
-    result = dg.materialize([out__bundled_model_sizing])
+def test_asset_graph_matches_snapshot() -> None:
+    """Fails on any accidental graph change; regenerate with VRAMLAB_UPDATE_SNAPSHOT=1 when the change is meant."""
+    current = spec_snapshot()
+    if os.environ.get("VRAMLAB_UPDATE_SNAPSHOT"):
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+    assert current == json.loads(SNAPSHOT.read_text())
+
+
+def test_layer_names_groups_and_pool() -> None:
+    snapshot = spec_snapshot()["assets"]
+    assert len([k for k in snapshot if k.startswith("raw_prices__")]) == len(PRICE_SOURCES) + 1  # + the ECB rates
+    for key, spec in snapshot.items():
+        layer = key.split("__")[0].split("_")[0]
+        assert layer in ("raw", "core", "out") and spec["group"] == layer
+        assert (spec["pool"] == "duckdb") == key.startswith("core__"), key  # every DuckDB asset, and only those
+
+
+def test_schedule_is_hourly_utc_over_the_whole_graph() -> None:
+    schedule = defs.resolve_schedule_def("hourly_refresh")
+    assert schedule.cron_schedule == "0 * * * *" and schedule.execution_timezone == "UTC"
+    assert schedule.tags == {"vramlab/refresh": "hourly"}
+    job = defs.resolve_job_def(schedule.job_name)
+    assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == set(spec_snapshot()["assets"])
+
+
+def test_schedule_skips_while_a_refresh_is_running() -> None:
+    schedule = defs.resolve_schedule_def("hourly_refresh")
+    with dg.instance_for_test() as instance:
+        request = schedule.evaluate_tick(dg.build_schedule_context(instance=instance)).run_requests
+        assert request and request[0].tags["vramlab/refresh"] == "hourly"
+        instance.add_run(dg.DagsterRun(job_name="refresh", run_id="r1", tags={"vramlab/refresh": "hourly"},
+                                       status=dg.DagsterRunStatus.STARTED))
+        result = schedule.evaluate_tick(dg.build_schedule_context(instance=instance))
+        assert not result.run_requests and "still active" in result.skip_message
+
+
+def resources(tmp: Path, **extra) -> dict:  # type: ignore[no-untyped-def]
+    db = tmp / "vramlab.duckdb"
+    return {"vramlab": VramlabSettings(data_dir=str(tmp), db_path=str(db), **extra),
+            "duckdb": DuckDBResource(database=str(db))}
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("graph")
+    first = dg.materialize(ALL_ASSETS, resources=resources(tmp))
+    con = duckdb.connect(str(tmp / "vramlab.duckdb"), read_only=True)
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+              for t in ("fetch_log", "price_observations", "offers_current", "gpus", "models", "model_revisions")}
+    con.close()
+    return {"tmp": tmp, "first": first, "counts": counts}
+
+
+def test_full_graph_materializes_on_replay(full_run: dict) -> None:
+    assert full_run["first"].success
+    counts = full_run["counts"]
+    assert counts["fetch_log"] == len(PRICE_SOURCES) + 1
+    assert counts["price_observations"] == counts["offers_current"] > 3000
+    assert counts["gpus"] >= 50 and counts["models"] == 43 and counts["model_revisions"] == 42
+    checks = {(e.asset_key.to_user_string(), e.check_name): e.passed
+              for e in full_run["first"].get_asset_check_evaluations()}
+    assert all(checks.values()), checks
+
+
+def test_second_run_of_the_same_hour_adds_no_duplicates(full_run: dict) -> None:
+    again = dg.materialize(ALL_ASSETS, resources=resources(full_run["tmp"]))
+    assert again.success
+    con = duckdb.connect(str(full_run["tmp"] / "vramlab.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0] == \
+        full_run["counts"]["price_observations"]
+    assert con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0] == full_run["counts"]["fetch_log"]
+    assert con.execute("SELECT count(*) FROM model_revisions").fetchall()[0][0] == 42
+    con.close()
+    md = again.asset_materializations_for_node("core__price_observations")[0].metadata
+    assert md["new_observations"].value == 0
+
+
+def test_one_failing_source_does_not_stop_the_others(tmp_path: Path) -> None:
+    result = dg.materialize(ALL_ASSETS, resources=resources(tmp_path, fail_sources=["lambda"]))
     assert result.success
-    report = json.loads((tmp_path / "reports" / "sizing.json").read_text())
-    assert report["failures"] == {}
-    assert {m["model"] for m in report["models"]} >= {"kimi-k3.1-pro", "deepseek-ai__DeepSeek-V3"}
-    metadata = result.asset_materializations_for_node("out__bundled_model_sizing")[0].metadata
-    assert metadata["models"].value == len(report["models"])
+    lam = result.asset_materializations_for_node("raw_prices__lambda")[0].metadata
+    assert lam["outcome"].value == "http_error"
+    con = duckdb.connect(str(tmp_path / "vramlab.duckdb"), read_only=True)
+    outcomes = dict(con.execute("SELECT source, outcome FROM fetch_log").fetchall())
+    assert outcomes["lambda"] == "http_error" and outcomes["azure"] == "ok"
+    sources = {r[0] for r in con.execute("SELECT DISTINCT source FROM price_observations").fetchall()}
+    assert "lambda" not in sources and len(sources) == len(PRICE_SOURCES) - 1
+    con.close()

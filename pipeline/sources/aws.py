@@ -19,7 +19,7 @@ import httpx
 from .base import ParseError, ParseResult, RawPart, RawPayload, Source, collect, make_offer, number
 from .fx import FxRates
 from .gpu_names import resolve
-from .http import HttpStatusError, ResponseTooLarge
+from .http import KEPT_HEADERS, HttpStatusError, ResponseTooLarge
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
@@ -53,7 +53,8 @@ class AWS(Source):
                     size += len(line) + 1
                     if size > limit:
                         raise ResponseTooLarge(url, limit)
-        return RawPart(url=url, status=200, body="\n".join(kept).encode(), headers={"content-type": "text/csv"})
+            headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+        return RawPart(url=url, status=200, body="\n".join(kept).encode(), headers=headers)
 
     def fetch(self, client: httpx.Client) -> RawPayload:
         parts = tuple(self._fetch_region(client, r) for r in REGIONS)

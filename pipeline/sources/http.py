@@ -24,7 +24,7 @@ from .base import RawPart
 
 USER_AGENT = "vramlab/0.1 (+https://github.com/vramlab/vramlab; GPU price and LLM sizing pipeline)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
-KEPT_HEADERS = ("content-type", "etag", "last-modified", "retry-after", "content-length")
+KEPT_HEADERS = ("content-type", "etag", "last-modified", "retry-after", "content-length", "x-vramlab-observed-at")
 
 
 class ResponseTooLarge(Exception):

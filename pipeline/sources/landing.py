@@ -144,6 +144,10 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         return finish("too_large", message=str(exc)), None
     except httpx.HTTPError as exc:
         return finish("network_error", message=f"{type(exc).__name__}: {exc}"), None
+    recorded = {p.headers.get("x-vramlab-observed-at") for p in raw.parts if p.status == 200}
+    if len(recorded) == 1 and None not in recorded:  # a replayed snapshot keeps the time it was observed
+        started = datetime.fromisoformat(recorded.pop())
+        base["started_at"] = started
     if raw.fetched_at != started:
         raw = raw.model_copy(update={"fetched_at": started})
     path = land(raw, data_dir)

@@ -1,6 +1,7 @@
 """Offline replay: recorded payloads served through an httpx transport, so the same ``fetch`` code runs without
 a network. ``pipeline/replay/prices/manifest.json`` maps request (method + URL) to a recorded body; secrets in
-query strings are ignored when matching. An unrecorded request gets a 404 that says so.
+query strings are ignored when matching. An unrecorded request gets a 404 that says so. Recorded answers carry
+``x-vramlab-observed-at``: the snapshot's time, which becomes the observation time of what they contain.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
+
+from ..settings import REPLAY_SNAPSHOT_AT
 
 REPLAY_ROOT = Path(__file__).resolve().parent.parent / "replay"
 _SECRETS = {"key", "api_key", "token", "access_token"}
@@ -29,6 +32,7 @@ class ReplayTransport(httpx.BaseTransport):
         raise, or a list of those consumed one per request."""
         self.root = manifest.parent
         entries = json.loads(manifest.read_text())["responses"]
+        self.manifest = entries
         self.entries = {(e.get("method", "GET"), normalise_url(e["url"])): e for e in entries}
         self.overrides = {normalise_url(k): v for k, v in (overrides or {}).items()}
         self.requests: list[str] = []
@@ -47,5 +51,6 @@ class ReplayTransport(httpx.BaseTransport):
         if entry is None:
             return httpx.Response(404, json={"error": "no recorded response", "url": url}, request=request)
         body = (self.root / entry["file"]).read_bytes()
-        headers = {"content-type": entry.get("content_type", "application/json"), **entry.get("headers", {})}
+        headers = {"content-type": entry.get("content_type", "application/json"), **entry.get("headers", {}),
+                   "x-vramlab-observed-at": REPLAY_SNAPSHOT_AT.isoformat()}
         return httpx.Response(entry.get("status", 200), headers=headers, content=body, request=request)

@@ -1,0 +1,208 @@
+"""Core layer: the DuckDB tables. Every asset here opens DuckDB and is in the ``duckdb`` pool (limit 1 in
+dagster.yaml), so two runs never hold write connections at once. Blocking checks are computed in the asset body
+(one DuckDB connection, no separate check step) and stop downstream assets when they fail."""
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from ..db import table_columns
+from ..loaders import (
+    STALE_AFTER,
+    load_fetch_log,
+    load_gpus,
+    load_models,
+    load_observations,
+    mark_loaded,
+    offers_from_landing,
+    pending_fetches,
+    rebuild_current,
+    source_freshness,
+)
+from ..prices import latest_rates
+from ..resources import VramlabSettings, store
+from ..sources.huggingface import HubModel, HubState, load_watchlist
+from ..sources.landing import read_log
+from .raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
+
+CORE_GROUP = "core"
+POOL = "duckdb"
+#: $/GPU-hour above which a price is not believable for that kind of GPU (a 100x unit mistake lands far above)
+PRICE_CEILING = {"datacenter": 80.0, "workstation": 20.0, "consumer": 10.0, "unified": 10.0, "apple": 10.0}
+UNMAPPED_CEILING = 100.0
+
+OBS_COLUMNS = ["offer_key", "observed_hour", "observed_at", "source", "provider", "instance_type", "region", "zone",
+               "gpu_name", "gpu_id", "gpu_count", "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency",
+               "price_per_hour", "price_per_gpu_hour", "price_per_hour_usd", "price_per_gpu_hour_usd", "unit",
+               "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256"]
+
+
+def code_version() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _check(name: str, asset: str, passed: bool, description: str, severity=dg.AssetCheckSeverity.ERROR,
+           **metadata) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    return dg.AssetCheckResult(check_name=name, asset_key=asset, passed=bool(passed), severity=severity,
+                               description=description, metadata=metadata)
+
+
+@dg.asset(name="core__fetch_log", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},
+          deps=[ECB_ASSET, *PRICE_ASSETS], tags={"vramlab/layer": "core"},
+          description="Every fetch attempt of every price source, with its outcome (from data/raw/fetch_log.jsonl).")
+def core__fetch_log(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
+    entries = [e for e in read_log(vramlab.settings.data_dir) if not e.source.startswith("hub:")]
+    with store(duckdb) as con:
+        new = load_fetch_log(con, entries)
+        total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
+    return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new)})
+
+
+@dg.asset(name="core__price_observations", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},
+          deps=[core__fetch_log], tags={"vramlab/layer": "core"},
+          description="Append-only price observations, one per offer per hour, parsed from the landed payloads.",
+          check_specs=[dg.AssetCheckSpec(n, asset="core__price_observations", blocking=True, description=d) for n, d in (
+              ("schema", "columns are exactly those of sql/001_prices.sql"),
+              ("non_empty", "at least one observation"),
+              ("prices_sane", "prices > 0 and below a per-GPU-kind ceiling per GPU-hour"),
+              ("no_duplicates", "no two rows for the same (source, offer, observed_at)"))])
+def core__price_observations(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
+    s = vramlab.settings
+    rates = latest_rates(s.data_dir)
+    with store(duckdb) as con:
+        pending = pending_fetches(con)
+        added = load_observations(con, offers_from_landing(pending, rates))
+        mark_loaded(con, pending, datetime.now(UTC))
+        columns = table_columns(con, "price_observations")
+        total = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
+        ceilings = " ".join(f"WHEN g.kind = '{k}' THEN {v}" for k, v in PRICE_CEILING.items())
+        insane = con.execute(f"""
+            SELECT o.offer_key, o.price_per_gpu_hour_usd FROM price_observations o LEFT JOIN gpus g ON g.id = o.gpu_id
+            WHERE o.price_per_hour_usd <= 0 OR o.price_per_gpu_hour_usd >
+                  CASE {ceilings} ELSE {UNMAPPED_CEILING} END LIMIT 20""").fetchall()
+        dupes = con.execute("""SELECT source, offer_key, observed_at, count(*) FROM price_observations
+                               GROUP BY ALL HAVING count(*) > 1 LIMIT 20""").fetchall()
+        per_source = dict(con.execute("SELECT source, count(*) FROM price_observations GROUP BY source").fetchall())
+    checks = [
+        _check("schema", "core__price_observations", columns == OBS_COLUMNS, f"columns: {columns}"),
+        _check("non_empty", "core__price_observations", total > 0, f"{total} rows"),
+        _check("prices_sane", "core__price_observations", not insane,
+               f"{len(insane)} prices out of range" + (f", e.g. {insane[:3]}" if insane else "")),
+        _check("no_duplicates", "core__price_observations", not dupes, f"{len(dupes)} duplicated observations"),
+    ]
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": total, "new_observations": added, "fetches_loaded": len(pending),
+                  "rows_per_source": dg.MetadataValue.json(per_source),
+                  "data_dir": dg.MetadataValue.path(str(s.data_dir)), "database": dg.MetadataValue.path(str(s.db_path))},
+        check_results=checks)
+
+
+def _cheapest_markdown(rows: list[tuple]) -> str:
+    lines = ["| GPU | $/GPU-hour | provider | instance | region | verified |", "|---|---:|---|---|---|---|"]
+    lines += [f"| {g} | {p:.3f} | {prov} | {inst} | {reg or '-'} | {ver:%Y-%m-%d %H:%M} |"
+              for g, p, prov, inst, reg, ver in rows]
+    return "\n".join(lines)
+
+
+@dg.asset(name="core__offers_current", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},
+          deps=[core__price_observations], tags={"vramlab/layer": "core"},
+          freshness_policy=dg.FreshnessPolicy.time_window(fail_window=STALE_AFTER,
+                                                          warn_window=STALE_AFTER * 0.75),
+          description="Latest observation per offer with first/last seen, verification time, stale/removed flags "
+                      "and unconfirmed >5x price jumps; also appends price_changes.",
+          check_specs=[
+              dg.AssetCheckSpec("price_jumps", asset="core__offers_current", blocking=False,
+                                description="offers whose price moved >5x since the previous observation "
+                                            "(kept, excluded from cheapest setups until confirmed)"),
+              dg.AssetCheckSpec("source_staleness", asset="core__offers_current", blocking=False,
+                                description="per source: last verification older than 2 h warns, 24 h fails")])
+def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
+                         duckdb: DuckDBResource) -> dg.MaterializeResult:
+    as_of = vramlab.as_of()
+    with store(duckdb) as con:
+        before = dict(con.execute("SELECT offer_key, price_per_hour_usd FROM offers_current").fetchall())
+        counts = rebuild_current(con, as_of)
+        after = dict(con.execute("SELECT offer_key, price_per_hour_usd FROM offers_current WHERE NOT removed")
+                     .fetchall())
+        jumps = con.execute("SELECT offer_key, previous_price_usd, price_per_hour_usd FROM offers_current "
+                            "WHERE jump_unconfirmed LIMIT 20").fetchall()
+        cheapest = con.execute("""
+            SELECT gpu_id, min(price_per_gpu_hour_usd) AS p, arg_min(provider, price_per_gpu_hour_usd),
+                   arg_min(instance_type, price_per_gpu_hour_usd), arg_min(region, price_per_gpu_hour_usd),
+                   arg_min(verified_at, price_per_gpu_hour_usd)
+            FROM offers_current WHERE gpu_id IS NOT NULL AND allocation = 'on_demand' AND NOT stale AND NOT removed
+                 AND NOT jump_unconfirmed AND NOT fractional
+            GROUP BY gpu_id ORDER BY p""").fetchall()
+        freshness = source_freshness(con, as_of)
+        fingerprints = dict(con.execute("""SELECT source, arg_max(sha256, started_at) FROM fetch_log
+                                           WHERE outcome IN ('ok', 'partial') GROUP BY source""").fetchall())
+    new = sorted(set(after) - set(before))
+    changed = sorted(k for k in set(after) & set(before) if after[k] != before[k])
+    removed = sorted(set(before) - set(after))
+    old = [f for f in freshness if f["age_hours"] is None or f["age_hours"] > 24]
+    warn = [f for f in freshness if f["stale"]]
+    outcome_md = "| source | last outcome | verified at | age (h) |\n|---|---|---|---:|\n" + "\n".join(
+        f"| {f['source']} | {f['last_outcome']} | {f['verified_at']:%Y-%m-%d %H:%M} | {f['age_hours']:.1f} |"
+        if f["verified_at"] else f"| {f['source']} | {f['last_outcome']} | never | - |" for f in freshness)
+    provenance = {"code_version": code_version(), "as_of": as_of.isoformat(), "mode": "live" if vramlab.live else
+                  "replay", "source_sha256": fingerprints}
+    checks = [
+        _check("price_jumps", "core__offers_current", not jumps, f"{len(jumps)} unconfirmed jumps",
+               severity=dg.AssetCheckSeverity.WARN, offers=dg.MetadataValue.json([list(map(str, j)) for j in jumps])),
+        _check("source_staleness", "core__offers_current", not warn,
+               f"{len(warn)} sources older than 2 h, {len(old)} older than 24 h",
+               severity=dg.AssetCheckSeverity.ERROR if old else dg.AssetCheckSeverity.WARN,
+               stale_sources=dg.MetadataValue.json([f["source"] for f in warn])),
+    ]
+    context.log.info(f"offers: {counts}; new {len(new)}, changed {len(changed)}, removed {len(removed)}")
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": counts["offers"], "new_offers": len(new), "changed_offers": len(changed),
+                  "removed_offers": len(removed), "stale_offers": counts["stale"],
+                  "unconfirmed_jumps": counts["jumps"], "as_of": dg.MetadataValue.timestamp(as_of),
+                  "source_outcomes": dg.MetadataValue.md(outcome_md),
+                  "cheapest_gpu_hour": dg.MetadataValue.md(_cheapest_markdown(cheapest)),
+                  "provenance": dg.MetadataValue.json(provenance)},
+        check_results=checks)
+
+
+@dg.asset(name="core__gpus", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"}, tags={"vramlab/layer": "core"},
+          description="The GPU catalog (sizing_core/data/gpus.csv) with usable memory and a row hash per GPU.",
+          check_specs=[dg.AssetCheckSpec("non_empty", asset="core__gpus", blocking=True)])
+def core__gpus(duckdb: DuckDBResource) -> dg.MaterializeResult:
+    with store(duckdb) as con:
+        n = load_gpus(con)
+    return dg.MaterializeResult(metadata={"dagster/row_count": n},
+                                check_results=[_check("non_empty", "core__gpus", n >= 50, f"{n} GPUs")])
+
+
+@dg.asset(name="core__models", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"}, deps=[raw_hub__models],
+          tags={"vramlab/layer": "core"},
+          description="Tracked models (watchlist facts, current Hub sha, derived facts) and every Hub revision seen.",
+          check_specs=[dg.AssetCheckSpec("watchlist_complete", asset="core__models", blocking=True,
+                                         description="every watchlist model has a row")])
+def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
+    s = vramlab.settings
+    state = HubState(s.data_dir)
+    watchlist = load_watchlist()
+    last_log = {e.source: e for e in read_log(s.data_dir) if e.source.startswith("hub:")}
+    results = [(entry, last_log.get(f"hub:{entry.repo}"), None if entry.spec else state.latest(entry.repo))
+               for entry in watchlist.models]
+    revisions = [HubModel.model_validate_json(p.read_text()) for p in sorted((state.root / "models").glob("*/*.json"))]
+    with store(duckdb) as con:
+        counts = load_models(con, results, revisions, datetime.now(UTC))
+        present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}
+    missing = [e.id for e in watchlist.models if e.id not in present]
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": counts["models"], "new_revisions": counts["new_revisions"]},
+        check_results=[_check("watchlist_complete", "core__models", not missing, f"missing: {missing}")])
+
+
+CORE_ASSETS = [core__fetch_log, core__price_observations, core__offers_current, core__gpus, core__models]

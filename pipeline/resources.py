@@ -1,0 +1,50 @@
+"""Dagster resources: run settings and the DuckDB connection (``dagster_duckdb.DuckDBResource``, explicit SQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+from dagster_duckdb import DuckDBResource
+
+from .db import migrate
+from .settings import Settings, settings
+
+
+class VramlabSettings(dg.ConfigurableResource):
+    """Where data lives and whether sources are live; defaults come from the environment (pipeline/settings.py)."""
+
+    data_dir: str
+    db_path: str
+    live: bool = False
+    fail_sources: list[str] = []  # failure drill: in replay mode these sources answer HTTP 500
+
+    @classmethod
+    def from_env(cls) -> VramlabSettings:
+        s = settings()
+        return cls(data_dir=str(s.data_dir), db_path=str(s.db_path), live=not s.replay)
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live)
+
+    def as_of(self) -> datetime:
+        return self.settings.as_of()
+
+
+@contextmanager
+def store(db: DuckDBResource) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short DuckDB connection with the schema migrated; every result is drained before it closes."""
+    Path(db.database).parent.mkdir(parents=True, exist_ok=True)
+    with db.get_connection() as con:
+        migrate(con)
+        yield con
+
+
+def default_resources() -> dict[str, object]:
+    s = VramlabSettings.from_env()
+    return {"vramlab": s, "duckdb": DuckDBResource(database=s.db_path)}
