@@ -1,4 +1,6 @@
-"""The main job. Until the Dagster pipeline lands it sizes every bundled model and writes a report."""
+"""The main job: materialize the whole asset graph once (offline replay unless ``VRAMLAB_LIVE=1``), then print
+what happened. With ``DAGSTER_HOME`` set, the run is recorded in that instance (and its pool limits apply);
+otherwise an ephemeral instance is used."""
 
 from __future__ import annotations
 
@@ -54,18 +56,38 @@ def write_sizing_report(data_dir: Path, reports: list[dict[str, Any]], failures:
 
 
 def run_main_job(data_dir: str | None = None) -> int:
-    reports, failures = size_bundled_models()
-    path = write_sizing_report(resolve_data_dir(data_dir), reports, failures)
+    import dagster as dg
+
+    from .definitions import ALL_ASSETS
+    from .resources import default_resources
+
+    if data_dir:
+        os.environ["VRAMLAB_DATA_DIR"] = data_dir
     console = Console()
-    table = Table(title="Bundled models: parameters and weights (GiB)")
-    for col in ("model", "params (B)", "active (B)", "bf16", "native", "q4_k_m", "KV B/token bf16"):
-        table.add_column(col, justify="left" if col == "model" else "right")
-    for r in reports:
-        w = r["weightsGiB"]
-        table.add_row(r["model"], f"{r['parameters']:,.2f}", f"{r['activeParameters']:,.2f}", f"{w['bf16']:,.2f}",
-                      f"{w['native']:,.2f}", f"{w['q4_k_m']:,.2f}", f"{r['kvCacheBytesPerToken']['bf16']:,}")
+    resources = default_resources()
+    settings = resources["vramlab"].settings  # type: ignore[attr-defined]
+    console.print(f"vramlab: materializing {len(ALL_ASSETS)} assets "
+                  f"({'live sources' if not settings.replay else 'offline replay'}) into {settings.data_dir}")
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    result = dg.materialize(ALL_ASSETS, instance=instance, resources=resources, raise_on_error=False,
+                            run_config=quiet)
+    table = Table(title="Sources")
+    for col in ("source", "outcome", "offers", "message"):
+        table.add_column(col)
+    for node in sorted(n for n in _nodes(result) if n.startswith("raw_prices__")):
+        md = result.asset_materializations_for_node(node)[0].metadata
+        table.add_row(node.removeprefix("raw_prices__"), str(md["outcome"].value), str(md["offers"].value),
+                      str(md["message"].value)[:60])
     console.print(table)
-    console.print(f"wrote {len(reports)} reports to {path}" + (f"; {len(failures)} failed" if failures else ""))
-    for name, why in failures.items():
-        console.print(f"[red]failed[/red] {name}: {why}")
-    return 1 if failures else 0
+    failed_checks = [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
+                     if not e.passed]
+    for check in failed_checks:
+        console.print(f"[yellow]check failed[/yellow] {check}")
+    console.print(("[green]run succeeded[/green]" if result.success else "[red]run failed[/red]")
+                  + f"; DuckDB: {settings.db_path}")
+    return 0 if result.success else 1
+
+
+def _nodes(result) -> set[str]:  # type: ignore[no-untyped-def]
+    return {e.step_key for e in result.all_node_events if e.step_key}
