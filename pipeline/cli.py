@@ -189,6 +189,77 @@ def _is_landing_meta(path: Path) -> bool:
     return isinstance(data, dict) and "parts" in data and "fetched_at" in data
 
 
+def cmd_cheapest(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from .exports.publish import latest
+    from .run import resolve_data_dir
+    from .setups import FIDELITY, ON_DEMAND, cheapest_setups, overall
+    from .tables import print_setups
+
+    snapshot = latest(resolve_data_dir(args.data_dir) / "exports")
+    if snapshot is None:
+        raise CliError("no published snapshot yet: run `vramlab run` first")
+    index = json.loads((snapshot / "index.json").read_text())
+    entry = next((m for m in index["models"] if args.model in (m["id"], m.get("repo"))), None)
+    if entry is None:
+        raise CliError(f"model {args.model!r} is not in snapshot {snapshot.name} "
+                       f"(known: {', '.join(m['id'] for m in index['models'][:12])}, ...)")
+    if args.context == 8192:  # the snapshot's scenario: read what was published
+        frame = pl.read_parquet(snapshot / "cheapest_setups.parquet").filter(
+            (pl.col("model_id") == entry["id"]) & (pl.col("list") == "on_demand"))
+        setups = [_setup_from_row(r) for r in frame.to_dicts()]
+    else:  # another context: plan it now against the snapshot's offers
+        from .tracked import tracked_models
+
+        tracked = next(t for t in tracked_models(resolve_data_dir(args.data_dir)) if t.entry.id == entry["id"])
+        if tracked.arch is None:
+            raise CliError(f"{entry['id']}: {tracked.error}")
+        offers = pl.read_parquet(snapshot / "offers_current.parquet").to_dicts()
+        setups = [s for fmt in ([args.format] if args.format else FIDELITY)
+                  for s in cheapest_setups(tracked.arch, fmt, offers, context=args.context, top=args.top,
+                                           allocations=ON_DEMAND)]
+    if args.format:
+        chosen = sorted((s for s in setups if s.format == args.format), key=lambda s: s.price_per_hour)[: args.top]
+    else:  # the most faithful format per rented configuration, 4-bit and above
+        chosen = overall(setups, top=args.top)
+    rows = [s.model_dump(mode="json", by_alias=False) | {"gpu_id": s.gpu} for s in chosen]
+    result = {"model": entry["id"], "snapshot": snapshot.name, "context": args.context, "setups": rows}
+    if args.json:
+        print(json.dumps(result, indent=1, default=str))
+    else:
+        print_setups(result)
+    return 0
+
+
+def _setup_from_row(row: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """A published cheapest_setups row back as a Setup."""
+    from .setups import Setup
+
+    return Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
+                 region=row["region"], gpu=row["gpu_id"], gpu_name=row["gpu_id"], instances=row["instances"],
+                 gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"], gpus_needed=row["gpus_needed"],
+                 tensor_parallel=row["tensor_parallel"], pipeline_parallel=row["pipeline_parallel"],
+                 price_per_hour=row["price_per_hour"], price_per_month=row["price_per_month"],
+                 price_per_gpu_hour=row["price_per_gpu_hour"], currency_listed=row["currency_listed"],
+                 fx_date=row["fx_date"], allocation=row["allocation"], format=row["format"], engine=row["engine"],
+                 verified_at=row["verified_at"])
+
+
+def cmd_export_check(args: argparse.Namespace) -> int:
+    from .exports.publish import check_snapshot, latest
+    from .run import resolve_data_dir
+
+    snapshot = Path(args.snapshot) if args.snapshot else latest(resolve_data_dir(args.data_dir) / "exports")
+    if snapshot is None or not snapshot.is_dir():
+        raise CliError("no snapshot to check")
+    problems = check_snapshot(snapshot)
+    for problem in problems:
+        print(f"{snapshot.name}: {problem}")
+    print(f"{snapshot.name}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .run import run_main_job
 
@@ -236,6 +307,22 @@ def build_parser() -> argparse.ArgumentParser:
     src_parse.add_argument("--data-dir", default=None)
     src_parse.add_argument("--json", action="store_true")
     src_parse.set_defaults(func=cmd_sources_parse)
+
+    cheapest = sub.add_parser("cheapest", help="cheapest on-demand setups for a model, from the latest snapshot")
+    cheapest.add_argument("model", metavar="MODEL", help="model id or repo")
+    cheapest.add_argument("--format", default=None, metavar="F", help="only this weight format")
+    cheapest.add_argument("--context", type=_positive, default=8192, metavar="N", help="tokens per request (8192)")
+    cheapest.add_argument("--top", type=_positive, default=10, metavar="K")
+    cheapest.add_argument("--data-dir", default=None)
+    cheapest.add_argument("--json", action="store_true")
+    cheapest.set_defaults(func=cmd_cheapest)
+
+    export = sub.add_parser("export", help="published snapshots")
+    export.add_argument("--check", action="store_true", required=True,
+                        help="verify a snapshot (default: latest) against its manifest")
+    export.add_argument("--snapshot", default=None, metavar="DIR")
+    export.add_argument("--data-dir", default=None)
+    export.set_defaults(func=cmd_export_check)
 
     run = sub.add_parser("run", help="run the main job once")
     run.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")

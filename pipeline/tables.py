@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console as _RichConsole
 from rich.table import Table
 
 from sizing_core import SizingReport
 
 
-def print_size_report(report: SizingReport, console: Console | None = None) -> None:
+def Console() -> _RichConsole:  # noqa: N802 - a drop-in for rich.Console
+    """Wide output when piped (tables are read by people in logs and CI, not squeezed to 80 columns)."""
+    return _RichConsole() if sys.stdout.isatty() else _RichConsole(width=200)
+
+
+def print_size_report(report: SizingReport, console: _RichConsole | None = None) -> None:
     console = console or Console()
     counts = report.parameter_counts
     kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
@@ -35,7 +41,7 @@ def print_size_report(report: SizingReport, console: Console | None = None) -> N
                   f"{report.recurrent_state_gib_per_request:.4f} GiB")
 
 
-def print_fit(result: dict[str, Any], console: Console | None = None) -> None:
+def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     console = console or Console()
     head = f"[bold]{result['model']}[/bold] on {result['gpuName']} with {result['engine']}, {result['format']}"
     if not result["fits"]:
@@ -59,7 +65,7 @@ def print_fit(result: dict[str, Any], console: Console | None = None) -> None:
     console.print(f"[dim]{result['launch']['note']}[/dim]\n{result['launch']['command']}")
 
 
-def print_sources(rows: list[dict[str, Any]], live: bool, console: Console | None = None) -> None:
+def print_sources(rows: list[dict[str, Any]], live: bool, console: _RichConsole | None = None) -> None:
     console = console or Console()
     table = Table(title=f"Price sources ({'live' if live else 'offline replay; VRAMLAB_LIVE=1 for live'})")
     table.add_column("source", no_wrap=True)
@@ -71,7 +77,7 @@ def print_sources(rows: list[dict[str, Any]], live: bool, console: Console | Non
     console.print(table)
 
 
-def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: Console | None = None) -> None:
+def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _RichConsole | None = None) -> None:
     console = console or Console()
     table = Table(title=f"{len(offers)} offers")
     for col in ("instance", "region", "GPU", "count", "allocation", "$/h", "$/GPU-h"):
@@ -82,3 +88,18 @@ def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: Con
     console.print(table)
     for reason in rejected:
         console.print(f"[yellow]rejected[/yellow] {reason}")
+
+
+def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """A table in the spirit of ``sky show-gpus``: one line per rentable setup, cheapest first."""
+    console = console or Console()
+    table = Table(title=f"{result['model']}: cheapest on-demand setups, one request of {result['context']:,} tokens "
+                        f"(snapshot {result['snapshot']})")
+    for col in ("GPU", "QTY", "PROVIDER", "INSTANCE", "REGION", "$/HR", "$/MONTH", "$/GPU-HR", "FORMAT", "ENGINE",
+                "VERIFIED"):
+        table.add_column(col, justify="right" if col.startswith("$") or col == "QTY" else "left")
+    for r in result["setups"]:
+        table.add_row(r["gpu_id"], f"{r['gpus']}", r["provider"], r["instance_type"], r["region"] or "-",
+                      f"{r['price_per_hour']:,.2f}", f"{r['price_per_month']:,.0f}", f"{r['price_per_gpu_hour']:,.3f}",
+                      r["format"], r["engine"], str(r["verified_at"])[:16])
+    console.print(table)

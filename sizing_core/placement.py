@@ -93,7 +93,24 @@ class _Loads:
     tied_copy: float  # the embedding again, on the last stage, when tied and PP > 1
 
 
+_LOADS_CACHE: dict[tuple[int, str], tuple[Architecture, _Loads]] = {}
+
+
 def _weight_loads(arch: Architecture, fmt: str) -> _Loads:
+    """Per-layer weight bytes of ``arch`` in ``fmt``, cached: a grid asks for the same model and format on every
+    GPU. Keyed by object identity, with the object kept so an id is never reused while cached."""
+    key = (id(arch), fmt)
+    hit = _LOADS_CACHE.get(key)
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    if len(_LOADS_CACHE) > 4096:
+        _LOADS_CACHE.clear()
+    loads = _compute_weight_loads(arch, fmt)
+    _LOADS_CACHE[key] = (arch, loads)
+    return loads
+
+
+def _compute_weight_loads(arch: Architecture, fmt: str) -> _Loads:
     bits = tensor_bits(arch, fmt)
     per_layer = [0.0] * arch.num_layers
     first = last = tied = 0.0
@@ -126,6 +143,22 @@ def valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
 
 
 def _cache_per_layer(arch: Architecture, context: int, concurrency: int, kv_dtype: str, tp: int) -> tuple[list, list]:
+    key = (id(arch), context, concurrency, kv_dtype, tp)
+    hit = _CACHE_LAYERS.get(key)
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    if len(_CACHE_LAYERS) > 4096:
+        _CACHE_LAYERS.clear()
+    result = _compute_cache_per_layer(arch, context, concurrency, kv_dtype, tp)
+    _CACHE_LAYERS[key] = (arch, result)
+    return result
+
+
+_CACHE_LAYERS: dict[tuple, tuple[Architecture, tuple[list, list]]] = {}
+
+
+def _compute_cache_per_layer(arch: Architecture, context: int, concurrency: int, kv_dtype: str,
+                             tp: int) -> tuple[list, list]:
     b = cache_bytes(kv_dtype)
     kv, state = [], []
     for layer in arch.layers:
@@ -174,7 +207,7 @@ def _balanced(loads: list[float], first: float, last: float, pp: int) -> list[in
             best, hi = sizes, mid
         else:
             lo = mid
-        if hi - lo < 1024:
+        if hi - lo < 2**20:  # 1 MiB: finer balance changes nothing a user sees
             break
     return best
 
@@ -209,7 +242,8 @@ def _plan(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads, tp: int, 
     sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
     if sizes is None:
         return None
-    sizes = _balanced(layer_bytes, first, last, pp) or sizes
+    if pp > 1:
+        sizes = _balanced(layer_bytes, first, last, pp) or sizes
     stages, start = [], 0
     overhead = engine.fixed_overhead_gib * GIB
     for k, size in enumerate(sizes):
@@ -236,6 +270,14 @@ def check_context(arch: Architecture, context: int) -> None:
                                   f"{arch.max_context:,} (max_position_embeddings)")
 
 
+def _lower_bound(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads) -> int:
+    """No deployment of fewer GPUs can hold the weights: each GPU takes at most its budget (with the smallest
+    activation allowance any TP size gets), so n >= total weights / budget. Skipping those n is exact."""
+    budget = engine.usable_bytes(gpu) - engine.activation_bytes(arch, 64)
+    total = sum(loads.layer_weights) + loads.first_extra + loads.last_extra
+    return max(1, math.ceil(total / budget)) if budget > 0 else 1
+
+
 def fewest_gpus(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
                 kv_cache_dtype: str = "bf16", max_gpus: int = MAX_GPUS) -> Placement:
     """The smallest GPU count (and its plan) that holds the weights, the cache of ``concurrency`` requests of
@@ -252,7 +294,7 @@ def fewest_gpus(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context:
     if not support.runs:
         return Placement(fits=False, gpus=None, plan=None, reason=support.note, **common)
     loads = _weight_loads(arch, fmt)
-    for n in range(1, max_gpus + 1):
+    for n in range(_lower_bound(arch, gpu, engine, loads), max_gpus + 1):
         for tp, pp in _candidate_plans(arch, gpu, engine, n):
             plan = _plan(arch, gpu, engine, loads, tp, pp, context, concurrency, kv_cache_dtype)
             if plan is not None:

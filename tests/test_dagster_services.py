@@ -105,7 +105,7 @@ def test_two_runs_touching_duckdb_are_serialised_by_the_pool(tmp_path: Path) -> 
     procs = [subprocess.Popen([sys.executable, "-c", RUN_CORE], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outs, strict=True):
+    for proc, (_out, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err[-2000:]
         assert "Could not set lock" not in err and "IOException" not in err
     runs = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]

@@ -1,22 +1,141 @@
-"""Out layer: what consumers read (sizing, cheapest setups, published snapshots)."""
+"""Out layer: the sizing grid, the cheapest setups, and the published snapshot consumers read."""
+
+from datetime import UTC, datetime
 
 import dagster as dg
+import polars as pl
+from dagster_duckdb import DuckDBResource
 
-from ..resources import VramlabSettings
-from ..run import size_bundled_models, write_sizing_report
+from sizing_core.formats import WEIGHT_FORMATS
+from sizing_core.gpus import catalog
+
+from ..exports.build import publish
+from ..grid import compute_grid
+from ..loaders import transaction
+from ..resources import VramlabSettings, store
+from ..setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall
+from ..tracked import tracked_models
+from .core import POOL, code_version, core__gpus, core__models, core__offers_current
 
 OUT_GROUP = "out"
+SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
+TOP = 5
 
 
-@dg.asset(name="out__bundled_model_sizing", group_name=OUT_GROUP, kinds={"python"}, tags={"vramlab/layer": "out"},
-          description="Memory report (weights per format, KV cache, state) of every bundled model.")
-def out__bundled_model_sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
-    reports, failures = size_bundled_models()
-    path = write_sizing_report(vramlab.settings.data_dir, reports, failures)
-    for name, why in failures.items():
-        context.log.warning(f"{name}: {why}")
-    return dg.MaterializeResult(metadata={"models": len(reports), "failures": len(failures),
-                                          "path": dg.MetadataValue.path(str(path))})
+@dg.asset(name="out__sizing", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb", "polars"},
+          deps=[core__models, core__gpus], tags={"vramlab/layer": "out"},
+          description="Sizing grid: model x format x context x GPU x engine (memory, fit, GPU count, decode "
+                      "speed), recomputed only for changed model revisions and changed GPU catalog rows.")
+def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
+                duckdb: DuckDBResource) -> dg.MaterializeResult:
+    tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
+    gpus = catalog()
+    with store(duckdb) as con:
+        hashes = dict(con.execute("SELECT id, row_hash FROM gpus").fetchall())
+        done_models = dict(con.execute("SELECT DISTINCT model_id, revision FROM sizing").fetchall())
+        done_gpus = dict(con.execute("SELECT DISTINCT gpu_id, gpu_row_hash FROM sizing").fetchall())
+        changed_models = {t.entry.id for t in tracked if done_models.get(t.entry.id) != t.revision}
+        changed_gpus = {g for g in gpus if done_gpus.get(g) != hashes.get(g)}
+        parts = []
+        if changed_models:
+            parts.append(compute_grid({t.entry.id: (t.revision, t.arch) for t in tracked
+                                       if t.entry.id in changed_models}, list(gpus.values())))
+        unchanged = {t.entry.id: (t.revision, t.arch) for t in tracked if t.entry.id not in changed_models}
+        if changed_gpus and unchanged:
+            parts.append(compute_grid(unchanged, [gpus[g] for g in sorted(changed_gpus)]))
+        frame = pl.concat(parts) if parts else pl.DataFrame()
+        if frame.height:
+            frame = frame.with_columns(gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"))
+            with transaction(con):
+                con.register("grid", frame)
+                con.execute("DELETE FROM sizing WHERE (model_id, format, context, gpu_id, engine) IN "
+                            "(SELECT model_id, format, context, gpu_id, engine FROM grid)")
+                con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?))",
+                            [[t.entry.id for t in tracked]])
+                con.execute("INSERT INTO sizing SELECT * FROM grid")
+                con.unregister("grid")
+        total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
+    context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused")
+    return dg.MaterializeResult(metadata={"dagster/row_count": total, "rows_computed": frame.height,
+                                          "models_recomputed": len(changed_models), "gpus_recomputed": len(changed_gpus)})
 
 
-OUT_ASSETS = [out__bundled_model_sizing]
+@dg.asset(name="out__cheapest_setups", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb"},
+          deps=[core__offers_current, core__models], tags={"vramlab/layer": "out"},
+          description="Per model and format, the cheapest on-demand deployments (one request of 8K tokens, BF16 "
+                      "KV cache) from current non-stale offers, priced on whole instances; spot/marketplace apart.")
+def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
+    tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
+    now = datetime.now(UTC)
+    rows = []
+    with store(duckdb) as con:
+        cursor = con.execute("SELECT * FROM offers_current WHERE NOT stale AND NOT removed AND NOT jump_unconfirmed "
+                             "AND NOT fractional AND gpu_id IS NOT NULL")
+        names = [d[0] for d in cursor.description]
+        offers = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+        for t in tracked:
+            for fmt in SETUP_FORMATS:
+                planner = Planner(t.arch, fmt, 8192, 1, "bf16")
+                for list_name, allocations in (("on_demand", ON_DEMAND), ("spot", SPOT_LIKE)):
+                    for rank, s in enumerate(cheapest_setups(t.arch, fmt, offers, top=TOP, allocations=allocations,
+                                                             planner=planner)):
+                        rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "format": fmt,
+                                     "provider": s.provider, "source": s.source, "instance_type": s.instance_type,
+                                     "region": s.region, "gpu_id": s.gpu, "instances": s.instances,
+                                     "gpus_per_instance": s.gpus_per_instance, "gpus": s.gpus,
+                                     "gpus_needed": s.gpus_needed, "tensor_parallel": s.tensor_parallel,
+                                     "pipeline_parallel": s.pipeline_parallel, "price_per_hour": s.price_per_hour,
+                                     "price_per_month": s.price_per_month, "price_per_gpu_hour": s.price_per_gpu_hour,
+                                     "currency_listed": s.currency_listed, "fx_date": s.fx_date,
+                                     "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
+                                     "computed_at": now})
+        with transaction(con):
+            con.execute("DELETE FROM cheapest_setups")
+            if rows:
+                con.register("setups", pl.DataFrame(rows, infer_schema_length=None))
+                con.execute("INSERT INTO cheapest_setups SELECT * FROM setups")
+                con.unregister("setups")
+    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked)})
+
+
+@dg.asset(name="out__exports", group_name=OUT_GROUP, pool=POOL, kinds={"json", "parquet"},
+          deps=[out__sizing, out__cheapest_setups], tags={"vramlab/layer": "out"},
+          description="Publishes data/exports/<snapshot>/ (per-model JSON compatible with seed 004, Parquet "
+                      "tables, JSON Schemas, manifest with sha256 and per-source verification) and switches latest.")
+def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
+                 duckdb: DuckDBResource) -> dg.MaterializeResult:
+    from ..setups import Setup
+
+    s = vramlab.settings
+    tracked = tracked_models(s.data_dir)
+    offers_md = context.instance.get_latest_materialization_event(dg.AssetKey("core__offers_current"))
+    provenance = {"code_version": code_version()}
+    if offers_md is not None and offers_md.asset_materialization is not None:
+        provenance |= dict(offers_md.asset_materialization.metadata["provenance"].value)
+    with store(duckdb) as con:
+        cols = [d[0] for d in con.execute("SELECT * FROM cheapest_setups LIMIT 0").description]
+        setups: dict[str, tuple[list, list]] = {}
+        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, price_per_hour").fetchall()
+        for r in rows:
+            row = dict(zip(cols, r, strict=True))
+            model_lists = setups.setdefault(row["model_id"], ([], []))
+            setup = Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
+                          region=row["region"], gpu=row["gpu_id"], gpu_name=catalog()[row["gpu_id"]].name,
+                          instances=row["instances"], gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"],
+                          gpus_needed=row["gpus_needed"], tensor_parallel=row["tensor_parallel"],
+                          pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
+                          price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
+                          currency_listed=row["currency_listed"], fx_date=row["fx_date"],
+                          allocation=row["allocation"], format=row["format"], engine=row["engine"],
+                          verified_at=row["verified_at"])
+            (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup)
+        for key, (od, sp) in setups.items():
+            setups[key] = (overall(od), overall(sp))
+        path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
+                       mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance)
+    return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
+                                          "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
+                                          "models": len(tracked)})
+
+
+OUT_ASSETS = [out__sizing, out__cheapest_setups, out__exports]

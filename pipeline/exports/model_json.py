@@ -1,0 +1,159 @@
+"""Build ``models/<id>.json``: seed 004's keys with the same types and meanings, plus our additions."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from sizing_core import Architecture, SizingReport
+from sizing_core.engines import default_engine, get_engine
+from sizing_core.finetune import finetune_memory
+from sizing_core.gpus import GPU, catalog, get_gpu
+from sizing_core.launch import launch_command
+from sizing_core.placement import Placement, fewest_gpus
+from sizing_core.throughput import estimate
+
+from ..setups import Setup
+from ..tracked import Tracked
+from .schema import GpuNeeded, GpusNeeded, KVRow, Lab, ModelExport, PlanSummary
+
+#: seed 004's gpusNeeded table: GPUs and format columns
+SEED_GPUS = ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m5-max-128", "strix-halo", "dgx-spark", "h100", "h200",
+             "b200")
+COLUMNS = ("native", "bf16", "fp8", "q4_k_m")
+SCENARIO = "one request of 8192 tokens, BF16 KV cache; vLLM on data-center GPUs, llama.cpp elsewhere"
+KV_CONTEXTS = (8192, 32768, 131072, 1048576)
+FAITHFUL = ("native", "bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq_int4")
+
+
+def site_url() -> str:
+    return os.environ.get("VRAMLAB_SITE_URL", "https://studiotvai.com").rstrip("/")
+
+
+def column_format(engine_id: str, column: str, gpu: GPU) -> str:
+    """The format that stands for a seed column on an engine: 8-bit is FP8 (INT8 without FP8) with vLLM and Q8_0
+    with llama.cpp; 4-bit is AWQ with vLLM (at its own size) and Q4_K_M with llama.cpp."""
+    if engine_id in ("vllm", "sglang"):
+        return {"fp8": "fp8" if gpu.supports_fp8 else "int8", "q4_k_m": "awq_int4"}.get(column, column)
+    return {"fp8": "q8_0"}.get(column, column)
+
+
+def architecture_text(arch: Architecture) -> str:
+    """"93 layers · MLA (512 + 64 latent) on 24 · 69 Kimi Delta Attention", as seed 004 writes it."""
+    counts: dict[str, int] = {}
+    first: dict[str, Any] = {}
+    for layer in arch.layers:
+        kind = layer.mixer.kind if layer.mixer else "none"
+        counts[kind] = counts.get(kind, 0) + 1
+        first.setdefault(kind, layer.mixer)
+    parts = [f"{arch.num_layers} layers"]
+    growing = ("mla", "full_attention", "chunked_attention", "sliding_attention", "compressed_sparse_attention")
+    for kind in sorted(counts, key=lambda k: (k not in growing, growing.index(k) if k in growing else 0, k)):
+        parts.append(_describe(kind, first[kind], counts[kind]))
+    return " · ".join(parts)
+
+
+def _describe(kind: str, m: Any, n: int) -> str:  # noqa: ANN401 - any mixer kind
+    if kind == "mla":
+        return f"MLA ({m.kv_lora_rank} + {m.qk_rope_head_dim} latent) on {n}"
+    if kind == "full_attention":
+        return f"full attention ({m.num_heads} heads, {m.num_kv_heads} KV) on {n}"
+    if kind == "sliding_attention":
+        return f"sliding window {m.window} on {n}"
+    if kind == "chunked_attention":
+        return f"chunked attention {m.chunk} on {n}"
+    names = {"compressed_sparse_attention": "compressed sparse attention", "kimi_delta_attention":
+             "Kimi Delta Attention", "gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba2",
+             "linear": "linear replacements", "none": "MLP-only"}
+    return f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention" else f"{n} {names[kind]}"
+
+
+def page_slug(model_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", model_id.lower()).strip("-")
+
+
+def gpus_needed(arch: Architecture) -> tuple[GpusNeeded, dict[str, Placement]]:
+    rows, placements = [], {}
+    for gpu_id in SEED_GPUS:
+        gpu = get_gpu(gpu_id)
+        engine = default_engine(gpu)
+        by_format: dict[str, int | None] = {}
+        plans: dict[str, PlanSummary | None] = {}
+        for column in COLUMNS:
+            fmt = column_format(engine.id, column, gpu)
+            placed = fewest_gpus(arch, gpu, engine, fmt, 8192, 1, "bf16")
+            placements[f"{gpu_id}:{column}"] = placed
+            by_format[column] = placed.gpus
+            plans[column] = None if placed.plan is None else PlanSummary(
+                tensorParallel=placed.plan.tensor_parallel, pipelineParallel=placed.plan.pipeline_parallel,
+                nodes=placed.plan.nodes, engine=engine.name, format=fmt, nativeSupport=placed.native_support)
+        memory = gpu.memory_bytes / 2**30 if gpu.kind in ("apple", "unified") else gpu.memory_gb
+        rows.append(GpuNeeded(gpu=gpu_id, name=gpu.name, memoryGB=round(memory), engine=engine.name,
+                              byFormat=by_format, plans=plans))
+    return GpusNeeded(scenario=SCENARIO, gpus=rows), placements
+
+
+def recommendations(single_fit: dict[str, set[str]], cheapest: list[Setup]) -> dict[str, Any]:
+    """Seed 000's recommendation boxes: best single GPU, best value, Apple unified memory, cheapest cloud.
+    ``single_fit`` (from the sizing grid, 8K context, default engine): GPU id -> formats that fit on one GPU."""
+    def one_gpu(gpu: GPU) -> str | None:
+        fits = single_fit.get(gpu.id, set())
+        return next((fmt for fmt in FAITHFUL if fmt in fits), None)
+
+    gpus = sorted(catalog().values(), key=lambda g: g.memory_bytes)
+    single = next(((g, f) for g in gpus if g.kind not in ("apple", "unified") and (f := one_gpu(g))), None)
+    value = min(((g, f) for g in gpus if g.kind in ("consumer", "workstation") and g.launch_msrp_usd
+                 and (f := one_gpu(g))), key=lambda x: x[0].launch_msrp_usd or 0, default=None)
+    apple = next(((g, f) for g in gpus if g.kind == "apple" and (f := one_gpu(g))), None)
+    box = lambda pair: None if pair is None else {"gpu": pair[0].id, "name": pair[0].name, "format": pair[1]}  # noqa: E731
+    return {"bestSingleGpu": box(single) or {"note": "Multi-GPU required"}, "bestValue": box(value),
+            "appleUnifiedMemory": box(apple) or {"note": "exceeds the largest Mac's GPU share"},
+            "cloudFrom": cheapest[0].model_dump(mode="json") if cheapest else None}
+
+
+def build_model_export(t: Tracked, report: SizingReport, on_demand: list[Setup], spot: list[Setup],
+                       verified: str | None, provenance: dict[str, Any], updated: str,
+                       single_fit: dict[str, set[str]]) -> ModelExport:
+    arch = t.arch
+    assert arch is not None
+    entry = t.entry
+    needed, placements = gpus_needed(arch)
+    h100 = placements["h100:native"] if placements["h100:native"].plan else placements["h100:bf16"]
+    speed = {}
+    for key, placed in placements.items():
+        if placed.plan is not None:
+            gpu = get_gpu(placed.gpu)
+            th = estimate(arch, gpu, get_engine(placed.engine), placed)
+            speed[key] = {"gpus": placed.gpus, "decodeTokensPerS": th.decode_tokens_per_s,
+                          "prefillTokensPerS": th.prefill_tokens_per_s, "ttftMs": th.ttft_ms}
+    fine = {m: finetune_memory(arch, m, seq_len=2048, batch=1).model_dump(mode="json") for m in ("qlora", "lora", "full")}
+    best = on_demand[0] if on_demand else None
+    launch = None
+    if best is not None:
+        placed = fewest_gpus(arch, get_gpu(best.gpu).model_copy(update={"max_gpus_per_node": best.gpus_per_instance}),
+                             get_engine(best.engine), best.format)
+        cmd = launch_command(placed, entry.repo)
+        launch = cmd.model_dump(mode="json") if cmd else None
+    elif h100.plan is not None:
+        cmd = launch_command(h100, entry.repo)
+        launch = cmd.model_dump(mode="json") if cmd else None
+    kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
+          if r.context in KV_CONTEXTS and r.within_max_context]
+    runs = sorted({get_engine(p.engine).name for p in placements.values() if p.plan is not None})
+    slug = page_slug(entry.id)
+    hub = t.hub
+    return ModelExport(
+        id=entry.id, name=entry.name, repo=entry.repo, lab=Lab(name=entry.lab, country=entry.country),
+        released=entry.released or (hub.created_at[:10] if hub and hub.created_at else None),
+        parameters=report.parameters, activeParameters=report.active_parameters, maxContext=report.max_context,
+        architecture=architecture_text(arch), page=f"{site_url()}/vram-requirements/{slug}",
+        calculator=f"{site_url()}/llm-vram-calculator?model={entry.id}", weightsGiB=report.weights_gib,
+        kvCacheGiBPerRequest=kv, recurrentStateGiBPerRequest=report.recurrent_state_gib_per_request,
+        gpusNeeded=needed, ggufFiles=hub.gguf_files if hub else None, runsWith=runs, verified=verified,
+        updated=updated, cheapestSetups=[s.model_dump(mode="json") for s in on_demand],
+        spotSetups=[s.model_dump(mode="json") for s in spot], throughput={"scenario": SCENARIO, "cells": speed},
+        fineTuning=fine, launch=launch, recommendations=recommendations(single_fit, on_demand),
+        derived={k: v.model_dump() for k, v in hub.derived.items()} if hub else {},
+        parameterCounts=report.parameter_counts.model_dump(mode="json"),
+        provenance=provenance | {"revision": t.revision})

@@ -1,0 +1,123 @@
+"""Atomic publishing of snapshots: write into a hidden temporary folder, fsync, rename to ``exports/<id>/``, and
+only then switch the ``exports/latest`` link. A crash at any point before the switch leaves ``latest`` on the
+previous complete snapshot; old snapshots are pruned only after ``latest`` points elsewhere."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .schema import Manifest
+
+
+def snapshot_id(when: datetime) -> str:
+    return when.strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class SnapshotWriter:
+    def __init__(self, exports_dir: Path, snap_id: str):
+        self.exports_dir, self.snapshot_id = exports_dir, snap_id
+        self.tmp = exports_dir / f".tmp-{snap_id}"
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir(parents=True)
+
+    def path(self, rel: str) -> Path:
+        p = self.tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def write_json(self, rel: str, obj: Any) -> Path:
+        p = self.path(rel)
+        with open(p, "w") as fh:
+            json.dump(obj, fh, indent=1, sort_keys=False, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return p
+
+    def finish(self, manifest: dict[str, Any]) -> Path:
+        """Hash every file, write the manifest, move the folder into place and switch ``latest``."""
+        files = {str(p.relative_to(self.tmp)): sha256_file(p) for p in sorted(self.tmp.rglob("*")) if p.is_file()}
+        Manifest.model_validate(manifest | {"files": files})
+        self.write_json("manifest.json", manifest | {"files": files})
+        for folder in [self.tmp, *[p for p in self.tmp.rglob("*") if p.is_dir()]]:
+            _fsync_dir(folder)
+        final = self.exports_dir / self.snapshot_id
+        os.replace(self.tmp, final)
+        _fsync_dir(self.exports_dir)
+        switch_latest(self.exports_dir, self.snapshot_id)
+        return final
+
+    def abandon(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def switch_latest(exports_dir: Path, snap_id: str) -> None:
+    link = exports_dir / "latest"
+    tmp = exports_dir / f".latest-{snap_id}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(snap_id, target_is_directory=True)
+    os.replace(tmp, link)  # atomic: readers see the old or the new snapshot, never neither
+    _fsync_dir(exports_dir)
+
+
+def latest(exports_dir: Path) -> Path | None:
+    link = exports_dir / "latest"
+    return link.resolve() if link.exists() else None
+
+
+def prune(exports_dir: Path, keep: int) -> list[str]:
+    """Delete all but the newest ``keep`` snapshots (never the one ``latest`` points to) and stale temp folders."""
+    current = latest(exports_dir)
+    snaps = sorted(p for p in exports_dir.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "latest")
+    removed = []
+    for old in snaps[:-keep] if keep > 0 else snaps:
+        if current is not None and old.resolve() == current:
+            continue
+        shutil.rmtree(old)
+        removed.append(old.name)
+    for tmp in exports_dir.glob(".tmp-*"):
+        shutil.rmtree(tmp, ignore_errors=True)
+    return removed
+
+
+def check_snapshot(path: Path) -> list[str]:
+    """Problems with a published snapshot: unreadable manifest, missing, changed or unlisted files."""
+    manifest_path = path / "manifest.json"
+    try:
+        manifest = Manifest.model_validate_json(manifest_path.read_text())
+    except (OSError, ValueError) as exc:
+        return [f"manifest.json: {exc}"]
+    problems = []
+    on_disk = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()} - {"manifest.json"}
+    for rel, digest in manifest.files.items():
+        p = path / rel
+        if not p.is_file():
+            problems.append(f"{rel}: listed in the manifest but missing")
+        elif sha256_file(p) != digest:
+            problems.append(f"{rel}: sha256 differs from the manifest")
+    problems += [f"{rel}: not listed in the manifest" for rel in sorted(on_disk - set(manifest.files))]
+    return problems
