@@ -116,27 +116,29 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     support = support_table(gpus, archs)
     one = contexts.filter(pl.col("tp") == 1).select("model_id", "context", "above_max_context",
                                                     kv1="kv_bytes", state1="state_bytes")
-    best_tp = contexts.filter(pl.col("tp_valid")).group_by("model_id", "context").agg(
+    best_tp = contexts.filter(pl.col("tp_valid") & (pl.col("tp") <= 8)).group_by("model_id", "context").agg(
         max_tp=pl.col("tp").max(),
         kv_max_tp=pl.col("kv_bytes").sort_by("tp").last(), state_max_tp=pl.col("state_bytes").sort_by("tp").last())
     cells = (formats.join(one, on="model_id").join(best_tp, on=["model_id", "context"])
              .join(hw, how="cross").join(support, on=["gpu_id", "engine", "model_id", "format"]))
     budget = pl.col("usable_bytes") - pl.col("activation_bytes")
     single = pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1")
-    tp_cap = pl.min_horizontal(pl.col("max_tp"), pl.col("node_size"))
-    # tensor-parallel engines: the smallest power-of-two TP whose per-GPU share fits, else whole nodes of stages
-    tp_needed = (single / budget).ceil().clip(lower_bound=1)
-    tp_pow2 = (2 ** (tp_needed.log(2).ceil())).cast(pl.Int64)
+    tp_cap = pl.min_horizontal(pl.col("max_tp"), pl.col("node_size"))  # (max_tp is the largest valid TP <= 8)
+    layers = pl.col("num_layers")
+    # whole layers per GPU: a stage holds floor(budget / per-layer load) layers (largest layer, cache spread)
+    per_device = (budget / (pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / layers)).floor()
+    split_gpus = pl.when(single <= budget).then(1).when(per_device >= 1).then(
+        pl.max_horizontal((single / budget).ceil(), (layers / per_device).ceil())).otherwise(None)
+    # tensor-parallel engines: inside one machine any TP x PP = n works (TP 1 x PP n at worst), so the split
+    # count stands while it fits a machine; beyond, TP takes the whole machine and PP counts machines
+    per_stage = (budget / ((pl.col("max_layer_bytes") / tp_cap) + (pl.col("kv_max_tp") + pl.col("state_max_tp"))
+                           / layers)).floor()
     node_load = pl.col("weights_bytes") / tp_cap + pl.col("kv_max_tp") + pl.col("state_max_tp")
-    stages = (node_load / budget).ceil()
-    tp_gpus = pl.when(tp_pow2 <= tp_cap).then(tp_pow2).otherwise(tp_cap * stages)
-    # layer-split engines: whole layers per device
-    per_device = (budget / (pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / pl.col("num_layers"))
-                  ).floor()
-    split_gpus = pl.max_horizontal((single / budget).ceil(), (pl.col("num_layers") / per_device).ceil())
+    stages = pl.max_horizontal((node_load / budget).ceil(), (layers / per_stage).ceil())
+    tp_gpus = pl.when(split_gpus <= pl.col("node_size")).then(split_gpus).otherwise(tp_cap * stages)
     gpus_col = pl.when(pl.col("tensor_parallel")).then(tp_gpus).otherwise(split_gpus)
-    feasible = pl.col("runs") & ~pl.col("above_max_context") & (budget > 0) & (
-        pl.col("tensor_parallel") | (per_device >= 1))
+    fits_a_layer = pl.when(pl.col("tensor_parallel")).then(per_stage >= 1).otherwise(per_device >= 1)
+    feasible = pl.col("runs") & ~pl.col("above_max_context") & (budget > 0) & fits_a_layer
     cells = cells.with_columns(
         single_gpu_gib=(single + pl.col("activation_bytes")) / GIB,
         usable_gib=pl.col("usable_bytes") / GIB,

@@ -32,3 +32,21 @@ def _resolve_loopback_only(host, *args, **kwargs):  # type: ignore[no-untyped-de
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     monkeypatch.setattr(socket, "getaddrinfo", _resolve_loopback_only)
+
+
+@pytest.fixture(scope="session")
+def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The whole asset graph materialized once on replay into a temp data directory (shared by the tests that
+    read its DuckDB file and its published snapshot)."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from pipeline.definitions import ALL_ASSETS
+    from pipeline.resources import VramlabSettings
+
+    tmp = tmp_path_factory.mktemp("published")
+    db = tmp / "vramlab.duckdb"
+    resources = {"vramlab": VramlabSettings(data_dir=str(tmp), db_path=str(db)),
+                 "duckdb": DuckDBResource(database=str(db))}
+    result = dg.materialize(ALL_ASSETS, resources=resources)
+    return {"tmp": tmp, "db": db, "result": result, "resources": resources}

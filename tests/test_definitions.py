@@ -86,9 +86,8 @@ def resources(tmp: Path, **extra) -> dict:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    tmp = tmp_path_factory.mktemp("graph")
-    first = dg.materialize(ALL_ASSETS, resources=resources(tmp))
+def full_run(published: dict) -> dict:
+    tmp, first = published["tmp"], published["result"]
     con = duckdb.connect(str(tmp / "vramlab.duckdb"), read_only=True)
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("fetch_log", "price_observations", "offers_current", "gpus", "models", "model_revisions")}

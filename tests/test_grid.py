@@ -1,0 +1,45 @@
+"""The vectorised sizing grid against the exact planner, and its incremental recomputation."""
+
+from __future__ import annotations
+
+import dagster as dg
+import polars as pl
+from helpers import arch
+
+from pipeline.assets.out import out__sizing
+from pipeline.grid import compute_grid
+from sizing_core.engines import ENGINES
+from sizing_core.gpus import catalog
+from sizing_core.placement import fewest_gpus
+from sizing_core.registry import load_registered
+
+MODELS = {"kimi-k3.1-pro": load_registered("kimi-k3.1-pro")[1], "llama70": arch("meta-llama__Llama-3.1-70B"),
+          "qwen3-8b": arch("Qwen__Qwen3-8B"), "qwen3-next": arch("Qwen__Qwen3-Next-80B-A3B-Thinking"),
+          "dsv3": arch("deepseek-ai__DeepSeek-V3")}
+
+
+def test_grid_gpu_counts_agree_with_the_planner() -> None:
+    gpus = [catalog()[g] for g in ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m4-max-128", "dgx-spark", "h100",
+                                   "h200", "b200", "mi300x", "l40s")]
+    grid = compute_grid({k: ("r", v) for k, v in MODELS.items()}, gpus).filter(
+        (pl.col("context") == 8192) & pl.col("format").is_in(["native", "bf16", "fp8", "q4_k_m", "awq_int4"]))
+    exact = agree = close = 0
+    for row in grid.iter_rows(named=True):
+        placed = fewest_gpus(MODELS[row["model_id"]], catalog()[row["gpu_id"]], ENGINES[row["engine"]], row["format"])
+        assert (placed.gpus is None) == (row["est_gpus"] is None), row  # same verdict on whether it can run at all
+        if placed.gpus is None:
+            continue
+        exact += 1
+        agree += placed.gpus == row["est_gpus"]
+        close += abs(placed.gpus - row["est_gpus"]) <= max(1, 0.1 * placed.gpus)
+        if placed.gpus == 1:
+            assert row["est_gpus"] == 1 and row["fits_single"], row
+    assert exact > 200
+    assert agree / exact >= 0.8 and close / exact >= 0.95, (agree, close, exact)
+
+
+def test_sizing_is_recomputed_only_for_changes(published: dict) -> None:
+    again = dg.materialize([out__sizing], resources=published["resources"])
+    md = again.asset_materializations_for_node("out__sizing")[0].metadata
+    assert md["rows_computed"].value == 0 and md["models_recomputed"].value == 0
+    assert md["dagster/row_count"].value > 100_000
