@@ -194,7 +194,7 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
 
     from .exports.publish import latest
     from .run import resolve_data_dir
-    from .setups import FIDELITY, ON_DEMAND, cheapest_setups, overall
+    from .setups import FIDELITY, ON_DEMAND, cheapest_setups, overall, setup_from_row
     from .tables import print_setups
 
     snapshot = latest(resolve_data_dir(args.data_dir) / "exports")
@@ -208,7 +208,7 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
     if args.context == 8192:  # the snapshot's scenario: read what was published
         frame = pl.read_parquet(snapshot / "cheapest_setups.parquet").filter(
             (pl.col("model_id") == entry["id"]) & (pl.col("list") == "on_demand"))
-        setups = [_setup_from_row(r) for r in frame.to_dicts()]
+        setups = [setup_from_row(r) for r in frame.to_dicts()]
     else:  # another context: plan it now against the snapshot's offers
         from .tracked import tracked_models
 
@@ -230,20 +230,6 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
     else:
         print_setups(result)
     return 0
-
-
-def _setup_from_row(row: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """A published cheapest_setups row back as a Setup."""
-    from .setups import Setup
-
-    return Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
-                 region=row["region"], gpu=row["gpu_id"], gpu_name=row["gpu_id"], instances=row["instances"],
-                 gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"], gpus_needed=row["gpus_needed"],
-                 tensor_parallel=row["tensor_parallel"], pipeline_parallel=row["pipeline_parallel"],
-                 price_per_hour=row["price_per_hour"], price_per_month=row["price_per_month"],
-                 price_per_gpu_hour=row["price_per_gpu_hour"], currency_listed=row["currency_listed"],
-                 fx_date=row["fx_date"], allocation=row["allocation"], format=row["format"], engine=row["engine"],
-                 verified_at=row["verified_at"])
 
 
 def cmd_export_check(args: argparse.Namespace) -> int:

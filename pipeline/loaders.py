@@ -39,6 +39,18 @@ class transaction:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, or_ignore: bool = False,
+                 columns: tuple[str, ...] | None = None) -> None:
+    """Insert a polars frame into a table (inside the caller's transaction); ``or_ignore`` skips key clashes."""
+    name = f"incoming_{table}"
+    con.register(name, frame)
+    try:
+        select = ", ".join(columns) if columns else "*"
+        con.execute(f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO {table} SELECT {select} FROM {name}")
+    finally:
+        con.unregister(name)
+
+
 def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry]) -> list[FetchLogEntry]:
     """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
     if not entries:
@@ -50,9 +62,7 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
         loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
     with transaction(con):
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
-        con.register("incoming_log", frame)
-        con.execute("INSERT OR IGNORE INTO fetch_log SELECT * FROM incoming_log")
-        con.unregister("incoming_log")
+        insert_frame(con, "fetch_log", frame, or_ignore=True)
     return [e for e in entries if (e.source, e.started_at) not in before]
 
 
@@ -109,9 +119,7 @@ def load_observations(con: duckdb.DuckDBPyConnection, offers: list[tuple[Offer, 
     frame = pl.DataFrame(rows, infer_schema_length=None).unique(["offer_key", "observed_hour"], keep="first")
     with transaction(con):
         before = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
-        con.register("incoming_obs", frame)
-        con.execute(f"INSERT OR IGNORE INTO price_observations SELECT {', '.join(_OBS_COLUMNS)} FROM incoming_obs")
-        con.unregister("incoming_obs")
+        insert_frame(con, "price_observations", frame, or_ignore=True, columns=_OBS_COLUMNS)
         after = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
     return after - before
 
@@ -190,9 +198,7 @@ def load_gpus(con: duckdb.DuckDBPyConnection) -> int:
     frame = pl.DataFrame(rows, infer_schema_length=None)
     with transaction(con):
         con.execute("DELETE FROM gpus")
-        con.register("incoming_gpus", frame)
-        con.execute("INSERT INTO gpus SELECT * FROM incoming_gpus")
-        con.unregister("incoming_gpus")
+        insert_frame(con, "gpus", frame)
     return len(rows)
 
 

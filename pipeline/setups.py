@@ -109,6 +109,19 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
     return [_setup(price, offer, placed, count, gpus[offer["gpu_id"]], fmt) for price, offer, placed, count in ranked]
 
 
+def setup_from_row(row: dict[str, Any]) -> Setup:
+    """A ``cheapest_setups`` table row (DuckDB or the published Parquet) back as a Setup."""
+    gpu = catalog().get(row["gpu_id"])
+    return Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
+                 region=row["region"], gpu=row["gpu_id"], gpu_name=gpu.name if gpu else row["gpu_id"],
+                 instances=row["instances"], gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"],
+                 gpus_needed=row["gpus_needed"], tensor_parallel=row["tensor_parallel"],
+                 pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
+                 price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
+                 currency_listed=row["currency_listed"], fx_date=row["fx_date"], allocation=row["allocation"],
+                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"])
+
+
 def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str) -> Setup:
     assert placed.gpus is not None and placed.plan is not None
     per_instance = int(offer["gpu_count"])

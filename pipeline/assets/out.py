@@ -11,9 +11,9 @@ from sizing_core.gpus import catalog
 
 from ..exports.build import publish
 from ..grid import compute_grid
-from ..loaders import transaction
+from ..loaders import insert_frame, transaction
 from ..resources import VramlabSettings, store
-from ..setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall
+from ..setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall, setup_from_row
 from ..tracked import tracked_models
 from .core import POOL, code_version, core__gpus, core__models, core__offers_current
 
@@ -50,10 +50,10 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                 con.register("grid", frame)
                 con.execute("DELETE FROM sizing WHERE (model_id, format, context, gpu_id, engine) IN "
                             "(SELECT model_id, format, context, gpu_id, engine FROM grid)")
+                con.unregister("grid")
                 con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?))",
                             [[t.entry.id for t in tracked]])
-                con.execute("INSERT INTO sizing SELECT * FROM grid")
-                con.unregister("grid")
+                insert_frame(con, "sizing", frame)
         total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
     context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused")
     return dg.MaterializeResult(metadata={"dagster/row_count": total, "rows_computed": frame.height,
@@ -92,9 +92,7 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:
-                con.register("setups", pl.DataFrame(rows, infer_schema_length=None))
-                con.execute("INSERT INTO cheapest_setups SELECT * FROM setups")
-                con.unregister("setups")
+                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None))
     return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked)})
 
 
@@ -104,8 +102,6 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                       "tables, JSON Schemas, manifest with sha256 and per-source verification) and switches latest.")
 def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                  duckdb: DuckDBResource) -> dg.MaterializeResult:
-    from ..setups import Setup
-
     s = vramlab.settings
     tracked = tracked_models(s.data_dir)
     offers_md = context.instance.get_latest_materialization_event(dg.AssetKey("core__offers_current"))
@@ -119,16 +115,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         for r in rows:
             row = dict(zip(cols, r, strict=True))
             model_lists = setups.setdefault(row["model_id"], ([], []))
-            setup = Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
-                          region=row["region"], gpu=row["gpu_id"], gpu_name=catalog()[row["gpu_id"]].name,
-                          instances=row["instances"], gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"],
-                          gpus_needed=row["gpus_needed"], tensor_parallel=row["tensor_parallel"],
-                          pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
-                          price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
-                          currency_listed=row["currency_listed"], fx_date=row["fx_date"],
-                          allocation=row["allocation"], format=row["format"], engine=row["engine"],
-                          verified_at=row["verified_at"])
-            (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup)
+            (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup_from_row(row))
         for key, (od, sp) in setups.items():
             setups[key] = (overall(od), overall(sp))
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
