@@ -10,7 +10,6 @@ comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import polars as pl
@@ -75,8 +74,8 @@ def model_figures(model_id: str, revision: str, arch: Architecture) -> tuple[pl.
     return formats, contexts
 
 
-def gpu_table(gpus: Iterable[GPU], archs_native: dict[str, str], models: dict[str, Architecture]) -> pl.DataFrame:
-    """GPU x engine rows with usable memory, and per (model, format) whether the engine runs it (natively)."""
+def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
+    """GPU x engine rows: usable memory, machine size, effective bandwidth."""
     rows = []
     for gpu in gpus:
         for engine_id in engines_for(gpu):
@@ -112,7 +111,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     figures = [model_figures(mid, rev, arch) for mid, (rev, arch) in models.items()]
     formats = pl.concat([f for f, _ in figures])
     contexts = pl.concat([c for _, c in figures])
-    hw = gpu_table(gpus, {}, archs)
+    hw = gpu_table(gpus)
     support = support_table(gpus, archs)
     one = contexts.filter(pl.col("tp") == 1).select("model_id", "context", "above_max_context",
                                                     kv1="kv_bytes", state1="state_bytes")
@@ -156,7 +155,3 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
         "native_support", "above_max_context", "weights_gib", "kv_gib", "state_gib", "single_gpu_gib", "usable_gib",
         "fits_single", "est_gpus", "decode_tokens_per_s").sort("model_id", "format", "context", "gpu_id", "engine")
-
-
-def nodes_for(gpus: int | None, node_size: int) -> int | None:
-    return None if gpus is None else math.ceil(gpus / node_size)
