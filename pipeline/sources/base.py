@@ -225,6 +225,10 @@ class Source:
             raise NotConfigured(f"{self.name}: set {', '.join(self.key_env)} to enable it")
         return env[self.key_env[0]]
 
+    def bearer_headers(self) -> dict[str, str]:
+        """Authorization header when the key is set; none otherwise (replay serves keyed sources without one)."""
+        return {"Authorization": f"Bearer {self.key()}"} if self.configured() else {}
+
     def fetch(self, client: httpx.Client) -> RawPayload:  # pragma: no cover - interface
         raise NotImplementedError
 

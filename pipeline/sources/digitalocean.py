@@ -22,7 +22,7 @@ class DigitalOcean(Source):
     unit = "USD per droplet-hour"
 
     def fetch(self, client: httpx.Client) -> RawPayload:
-        headers = {"Authorization": f"Bearer {self.key()}"} if self.configured() else {}
+        headers = self.bearer_headers()
         parts, url = [], URL
         while url and len(parts) < 20:
             part = self.get(client, url, headers=headers)

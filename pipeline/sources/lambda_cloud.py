@@ -29,7 +29,7 @@ class LambdaCloud(Source):
     unit = "US cents per instance-hour"
 
     def fetch(self, client: httpx.Client) -> RawPayload:
-        headers = {"Authorization": f"Bearer {self.key()}"} if self.configured() else {}
+        headers = self.bearer_headers()
         return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=(self.get(client, URL, headers=headers),))
 
     def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:

@@ -27,8 +27,7 @@ class RunPod(Source):
     unit = "USD per GPU-hour"
 
     def fetch(self, client: httpx.Client) -> RawPayload:
-        part = self.get(client, URL, method="POST", json={"query": QUERY},
-                        headers={"Authorization": f"Bearer {self.key()}"} if self.configured() else {})
+        part = self.get(client, URL, method="POST", json={"query": QUERY}, headers=self.bearer_headers())
         return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=(part,))
 
     def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:

@@ -31,7 +31,7 @@ class VastAI(Source):
     unit = "USD per offer-hour"
 
     def fetch(self, client: httpx.Client) -> RawPayload:
-        headers = {"Authorization": f"Bearer {self.key()}"} if self.configured() else {}
+        headers = self.bearer_headers()
         return RawPayload(source=self.name, fetched_at=datetime.now(UTC),
                           parts=(self.get(client, URL, headers=headers),))
 
