@@ -28,8 +28,8 @@ import json, resource, sys, time, tempfile, glob
 from pathlib import Path
 import polars as pl
 sys.path.insert(0, sys.argv[2])
-from pipeline.grid import compute_grid
-from pipeline.models import load_model
+from pipeline.compute.grid import compute_grid
+from pipeline.cli.models import load_model
 from sizing_core.gpus import catalog
 from sizing_core.registry import load_registered
 from sizing_core import parse_config
@@ -72,7 +72,7 @@ def full_run() -> dict:
         env = {**os.environ, "VRAMLAB_DATA_DIR": d}
         env.pop("DAGSTER_HOME", None)
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", "import resource, sys\nfrom pipeline.run import run_main_job\n"
+        proc = subprocess.run([sys.executable, "-c", "import resource, sys\nfrom pipeline.cli.run import run_main_job\n"
                                "rc = run_main_job()\nprint('PEAK', resource.getrusage(resource.RUSAGE_SELF)"
                                ".ru_maxrss / 1024)\nsys.exit(rc)"], cwd=ROOT, env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - t0

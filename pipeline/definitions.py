@@ -3,11 +3,11 @@ call the pipeline's plain functions; policies (resources, schedule) are applied 
 
 import dagster as dg
 
-from .assets.core import CORE_ASSETS
-from .assets.out import OUT_ASSETS
-from .assets.raw import RAW_ASSETS
-from .resources import default_resources
-from .schedules import hourly_refresh
+from pipeline.assets.core import CORE_ASSETS
+from pipeline.assets.out import OUT_ASSETS
+from pipeline.assets.raw import RAW_ASSETS
+from pipeline.resources import default_resources
+from pipeline.schedules import hourly_refresh
 
 ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *OUT_ASSETS]
 

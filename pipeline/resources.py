@@ -11,8 +11,8 @@ import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-from .db import migrate
-from .settings import Settings, settings
+from pipeline.settings import Settings, settings
+from pipeline.storage.db import migrate
 
 
 class VramlabSettings(dg.ConfigurableResource):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.models import load_model
+from pipeline.cli.models import load_model
 from sizing_core import Architecture
 
 ROOT = Path(__file__).resolve().parent.parent

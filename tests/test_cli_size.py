@@ -14,7 +14,7 @@ SEED = json.loads((FIXTURES / "seeds" / "004_kimi-k3.1-pro.json").read_text())
 
 
 def vramlab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pipeline.cli.main", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
 
 

@@ -12,9 +12,9 @@ import pytest
 from helpers import FIXTURES
 from test_cli_size import vramlab
 
+from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
 from pipeline.exports.publish import check_snapshot, latest
-from pipeline.tracked import tracked_models
 
 CONSUMER = r'''
 import hashlib, json, sys

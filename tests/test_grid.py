@@ -7,7 +7,7 @@ import polars as pl
 from helpers import arch
 
 from pipeline.assets.out import out__sizing
-from pipeline.grid import compute_grid
+from pipeline.compute.grid import compute_grid
 from sizing_core.engines import ENGINES
 from sizing_core.gpus import catalog
 from sizing_core.placement import fewest_gpus

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipeline.models_ingest import ingest_hub, size_entry
+from pipeline.ingest.models import ingest_hub, size_entry
 from pipeline.sources.http import make_client
 from pipeline.sources.huggingface import HUB, HubState, gguf_files, ingest_model, load_watchlist
 from pipeline.sources.landing import read_log

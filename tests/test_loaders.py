@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipeline.db import connect, migrate, migrations, table_columns
-from pipeline.loaders import load_fetch_log, load_observations, rebuild_current, source_freshness
 from pipeline.sources.base import Offer
 from pipeline.sources.landing import FetchLogEntry
+from pipeline.storage.db import connect, migrate, migrations, table_columns
+from pipeline.storage.loaders import load_fetch_log, load_observations, rebuild_current, source_freshness
 
 T0 = datetime(2026, 11, 28, 10, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from helpers import arch
 
-from pipeline.setups import SPOT_LIKE, cheapest_setups, instances_needed
+from pipeline.compute.setups import SPOT_LIKE, cheapest_setups, instances_needed
 from sizing_core.engines import default_engine
 from sizing_core.gpus import get_gpu
 from sizing_core.placement import fewest_gpus

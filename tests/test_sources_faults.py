@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipeline.prices import fetch_sources
+from pipeline.ingest.prices import fetch_sources
 from pipeline.sources import PRICE_SOURCES
 from pipeline.sources.http import make_client
 from pipeline.sources.landing import read_log

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.prices import client_for, latest_rates
+from pipeline.ingest.prices import client_for, latest_rates
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.landing import load_landed, run_source
 

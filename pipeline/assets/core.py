@@ -9,8 +9,13 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from ..db import table_columns
-from ..loaders import (
+from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
+from pipeline.ingest.prices import latest_rates
+from pipeline.resources import VramlabSettings, store
+from pipeline.sources.huggingface import HubModel, HubState, load_watchlist
+from pipeline.sources.landing import read_log
+from pipeline.storage.db import table_columns
+from pipeline.storage.loaders import (
     STALE_AFTER,
     load_fetch_log,
     load_gpus,
@@ -22,11 +27,6 @@ from ..loaders import (
     rebuild_current,
     source_freshness,
 )
-from ..prices import latest_rates
-from ..resources import VramlabSettings, store
-from ..sources.huggingface import HubModel, HubState, load_watchlist
-from ..sources.landing import read_log
-from .raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 
 CORE_GROUP = "core"
 POOL = "duckdb"

@@ -6,16 +6,15 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
+from pipeline.assets.core import POOL, code_version, core__gpus, core__models, core__offers_current
+from pipeline.compute.grid import compute_grid
+from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall, setup_from_row
+from pipeline.compute.tracked import tracked_models
+from pipeline.exports.build import publish
+from pipeline.resources import VramlabSettings, store
+from pipeline.storage.loaders import insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
-
-from ..exports.build import publish
-from ..grid import compute_grid
-from ..loaders import insert_frame, transaction
-from ..resources import VramlabSettings, store
-from ..setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall, setup_from_row
-from ..tracked import tracked_models
-from .core import POOL, code_version, core__gpus, core__models, core__offers_current
 
 OUT_GROUP = "out"
 SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))

@@ -4,12 +4,12 @@ is reported in its own metadata and never fails the others. Scraping never opens
 
 import dagster as dg
 
-from ..models_ingest import discovery_enabled, hub_client, ingest_hub
-from ..prices import client_for, latest_rates
-from ..resources import VramlabSettings
-from ..sources import CURRENCY_SOURCE, PRICE_SOURCES
-from ..sources.base import Source
-from ..sources.landing import run_source
+from pipeline.ingest.models import discovery_enabled, hub_client, ingest_hub
+from pipeline.ingest.prices import client_for, latest_rates
+from pipeline.resources import VramlabSettings
+from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
+from pipeline.sources.base import Source
+from pipeline.sources.landing import run_source
 
 RAW_GROUP = "raw"
 

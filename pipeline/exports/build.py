@@ -11,16 +11,15 @@ from typing import Any
 
 import duckdb
 
+from pipeline.compute.setups import Setup
+from pipeline.compute.tracked import Tracked
+from pipeline.exports.model_json import build_model_export
+from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
+from pipeline.exports.schema import SCHEMA_VERSION, Manifest, ModelExport
+from pipeline.storage.loaders import source_freshness
 from sizing_core import size_model
 from sizing_core.engines import default_engine
 from sizing_core.gpus import catalog
-
-from ..loaders import source_freshness
-from ..setups import Setup
-from ..tracked import Tracked
-from .model_json import build_model_export
-from .publish import SnapshotWriter, prune, snapshot_id
-from .schema import SCHEMA_VERSION, Manifest, ModelExport
 
 PARQUET_TABLES = {
     "models": "SELECT * FROM models",

@@ -6,6 +6,9 @@ import os
 import re
 from typing import Any
 
+from pipeline.compute.setups import Setup
+from pipeline.compute.tracked import Tracked
+from pipeline.exports.schema import GpuNeeded, GpusNeeded, KVRow, Lab, ModelExport, PlanSummary
 from sizing_core import Architecture, SizingReport
 from sizing_core.engines import default_engine, get_engine
 from sizing_core.finetune import finetune_memory
@@ -13,10 +16,6 @@ from sizing_core.gpus import GPU, catalog, get_gpu
 from sizing_core.launch import launch_command
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.throughput import estimate
-
-from ..setups import Setup
-from ..tracked import Tracked
-from .schema import GpuNeeded, GpusNeeded, KVRow, Lab, ModelExport, PlanSummary
 
 #: seed 004's gpusNeeded table: GPUs and format columns
 SEED_GPUS = ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m5-max-128", "strix-halo", "dgx-spark", "h100", "h200",

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .schema import Manifest
+from pipeline.exports.schema import Manifest
 
 
 def snapshot_id(when: datetime) -> str:

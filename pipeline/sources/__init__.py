@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from .akash import Akash
-from .aws import AWS
-from .azure import Azure
-from .base import Offer, ParseError, ParseResult, RawPayload, Source
-from .digitalocean import DigitalOcean
-from .ecb import ECB
-from .gcp import GoogleCloud
-from .hetzner import Hetzner
-from .lambda_cloud import LambdaCloud
-from .oci import Oracle
-from .ovh import OVHcloud
-from .runpod import RunPod
-from .scaleway import Scaleway
-from .skypilot import SOURCES as SKYPILOT_SOURCES
-from .vastai import VastAI
-from .verda import Verda
-from .vultr import Vultr
+from pipeline.sources.akash import Akash
+from pipeline.sources.aws import AWS
+from pipeline.sources.azure import Azure
+from pipeline.sources.base import Offer, ParseError, ParseResult, RawPayload, Source
+from pipeline.sources.digitalocean import DigitalOcean
+from pipeline.sources.ecb import ECB
+from pipeline.sources.gcp import GoogleCloud
+from pipeline.sources.hetzner import Hetzner
+from pipeline.sources.lambda_cloud import LambdaCloud
+from pipeline.sources.oci import Oracle
+from pipeline.sources.ovh import OVHcloud
+from pipeline.sources.runpod import RunPod
+from pipeline.sources.scaleway import Scaleway
+from pipeline.sources.skypilot import SOURCES as SKYPILOT_SOURCES
+from pipeline.sources.vastai import VastAI
+from pipeline.sources.verda import Verda
+from pipeline.sources.vultr import Vultr
 
 PRICE_SOURCES: dict[str, Source] = {
     s.name: s for s in [Azure(), Oracle(), Scaleway(), Vultr(), Akash(), Verda(), OVHcloud(), AWS(), RunPod(),

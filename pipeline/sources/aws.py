@@ -16,10 +16,19 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPart, RawPayload, Source, collect, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
-from .http import KEPT_HEADERS, HttpStatusError, ResponseTooLarge
+from pipeline.sources.base import (
+    ParseError,
+    ParseResult,
+    RawPart,
+    RawPayload,
+    Source,
+    collect,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
+from pipeline.sources.http import KEPT_HEADERS, HttpStatusError, ResponseTooLarge
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")

@@ -11,9 +11,18 @@ from urllib.parse import quote
 
 import httpx
 
-from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 BASE = "https://prices.azure.com/api/retail/prices"
 #: armSkuName -> (GPU name, GPUs per VM)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from .fx import FxError, FxRates
+from pipeline.sources.fx import FxError, FxRates
 
 Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics"]
 PriceUnit = Literal["instance-hour", "gpu-hour"]
@@ -240,6 +240,6 @@ class Source:
 
     # helpers shared by the modules
     def get(self, client: httpx.Client, url: str, **kwargs: Any) -> RawPart:
-        from .http import get_part
+        from pipeline.sources.http import get_part
 
         return get_part(client, url, **kwargs)

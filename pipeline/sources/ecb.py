@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPayload, Source
-from .fx import FxError, FxRates, parse_ecb
+from pipeline.sources.base import ParseError, ParseResult, RawPayload, Source
+from pipeline.sources.fx import FxError, FxRates, parse_ecb
 
 URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
 

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus?currencyCode=USD"
 #: machine type -> (series, GPU SKU name, GPUs, vCPUs, RAM GiB); shapes from GCP's accelerator-optimized docs

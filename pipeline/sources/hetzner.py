@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 import httpx
 from bs4 import BeautifulSoup
 
-from .base import ParseError, ParseResult, RawPayload, Source, collect, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import ParseError, ParseResult, RawPayload, Source, collect, make_offer, number
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 URL = "https://www.hetzner.com/dedicated-rootserver/matrix-gpu/"
 HEADERS = ("model", "gpu", "price")

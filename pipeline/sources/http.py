@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import RawPart
+from pipeline.sources.base import RawPart
 
 USER_AGENT = "vramlab/0.1 (+https://github.com/vramlab/vramlab; GPU price and LLM sizing pipeline)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}

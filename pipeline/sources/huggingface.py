@@ -24,11 +24,10 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
+from pipeline.sources.base import RawPart, RawPayload
+from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
+from pipeline.sources.landing import FetchLogEntry, Outcome, append_log, land
 from sizing_core import ConfigError, parse_config
-
-from .base import RawPart, RawPayload
-from .http import HttpStatusError, ResponseTooLarge, get_part
-from .landing import FetchLogEntry, Outcome, append_log, land
 
 HUB = "https://huggingface.co"
 WATCHLIST = Path(__file__).resolve().parent.parent / "data" / "watchlist.json"

@@ -12,9 +12,18 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPayload, Source, collect, field, json_body, make_offer
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseError,
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 URL = "https://cloud.lambda.ai/api/v1/instance-types"
 NAME = re.compile(r"^gpu_(\d+)x_([a-z0-9]+)")

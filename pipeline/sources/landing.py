@@ -23,9 +23,9 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field
 
-from .base import NotConfigured, ParseError, ParseResult, RawPart, RawPayload, Source
-from .fx import FxError, FxRates
-from .http import HttpStatusError, ResponseTooLarge, SourceClient
+from pipeline.sources.base import NotConfigured, ParseError, ParseResult, RawPart, RawPayload, Source
+from pipeline.sources.fx import FxError, FxRates
+from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
                   "parse_error", "not_configured", "gated", "missing"]

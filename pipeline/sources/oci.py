@@ -11,9 +11,19 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseError,
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 PRODUCTS = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/?currencyCode=USD"
 SHAPES = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"

@@ -10,9 +10,18 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE"
 UNITS_PER_CURRENCY = 100_000_000

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 
-from ..settings import REPLAY_SNAPSHOT_AT
+from pipeline.settings import REPLAY_SNAPSHOT_AT
 
 REPLAY_ROOT = Path(__file__).resolve().parent.parent / "replay"
 _SECRETS = {"key", "api_key", "token", "access_token"}

@@ -9,9 +9,19 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseError,
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 URL = "https://api.runpod.io/graphql"
 QUERY = ("query { gpuTypes { id displayName manufacturer memoryInGb maxGpuCount secureCloud communityCloud "

@@ -10,9 +10,18 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 ZONES = ("fr-par-1", "fr-par-2", "nl-ams-1", "pl-waw-2")
 URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers?per_page=100"

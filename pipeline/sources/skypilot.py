@@ -14,9 +14,9 @@ import io
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPayload, Source, collect, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import ParseError, ParseResult, RawPayload, Source, collect, make_offer, number
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 BASE = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
 REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")

@@ -13,9 +13,19 @@ from urllib.parse import quote
 
 import httpx
 
-from .base import ParseError, ParseResult, RawPayload, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseError,
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 QUERY = {"verified": {"eq": True}, "rentable": {"eq": True}, "rented": {"eq": False}, "type": "on-demand",
          "order": [["dph_total", "asc"]], "limit": 1000}

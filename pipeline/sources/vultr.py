@@ -12,9 +12,19 @@ from fractions import Fraction
 
 import httpx
 
-from .base import ParseResult, RawPayload, RowRejected, Source, collect, field, json_body, make_offer, number
-from .fx import FxRates
-from .gpu_names import resolve
+from pipeline.sources.base import (
+    ParseResult,
+    RawPayload,
+    RowRejected,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+    number,
+)
+from pipeline.sources.fx import FxRates
+from pipeline.sources.gpu_names import resolve
 
 PLANS = "https://api.vultr.com/v2/plans?per_page=500"
 METAL = "https://api.vultr.com/v2/plans-metal?per_page=500"

@@ -9,12 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sizing_core import SizingError, SizingReport, parse_config, size_model
-from sizing_core.parameters import CheckpointFacts
-from sizing_core.registry import load_registered
-
-from .sources.http import SourceClient, make_client
-from .sources.huggingface import (
+from pipeline.sources.http import SourceClient, make_client
+from pipeline.sources.huggingface import (
     HubModel,
     HubState,
     WatchEntry,
@@ -24,8 +20,11 @@ from .sources.huggingface import (
     ingest_model,
     load_watchlist,
 )
-from .sources.landing import FetchLogEntry
-from .sources.replay import REPLAY_ROOT, ReplayTransport
+from pipeline.sources.landing import FetchLogEntry
+from pipeline.sources.replay import REPLAY_ROOT, ReplayTransport
+from sizing_core import SizingError, SizingReport, parse_config, size_model
+from sizing_core.parameters import CheckpointFacts
+from sizing_core.registry import load_registered
 
 
 def hub_client(replay: bool) -> SourceClient:

@@ -12,13 +12,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
+from pipeline.sources.base import Offer
+from pipeline.sources.fx import FxRates
+from pipeline.sources.huggingface import HubModel, WatchEntry
+from pipeline.sources.landing import FetchLogEntry, load_landed
 from sizing_core.gpus import catalog
-
-from .sources import CURRENCY_SOURCE, PRICE_SOURCES
-from .sources.base import Offer
-from .sources.fx import FxRates
-from .sources.huggingface import HubModel, WatchEntry
-from .sources.landing import FetchLogEntry, load_landed
 
 STALE_AFTER = timedelta(hours=2)
 JUMP_FACTOR = 5.0

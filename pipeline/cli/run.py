@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .settings import settings
+from pipeline.settings import settings
 
 
 def resolve_data_dir(override: str | None = None) -> Path:
@@ -21,8 +21,8 @@ def resolve_data_dir(override: str | None = None) -> Path:
 def run_main_job(data_dir: str | None = None) -> int:
     import dagster as dg
 
-    from .definitions import ALL_ASSETS
-    from .resources import default_resources
+    from pipeline.definitions import ALL_ASSETS
+    from pipeline.resources import default_resources
 
     if data_dir:
         os.environ["VRAMLAB_DATA_DIR"] = data_dir

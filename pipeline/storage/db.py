@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 
-from .sources import CURRENCY_SOURCE, PRICE_SOURCES
-from .sources.base import ParseResult, Source
-from .sources.fx import FxRates, parse_ecb
-from .sources.http import SourceClient, make_client
-from .sources.landing import FetchLogEntry, landed_payloads, load_landed, run_source
-from .sources.replay import REPLAY_ROOT, ReplayTransport
+from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
+from pipeline.sources.base import ParseResult, Source
+from pipeline.sources.fx import FxRates, parse_ecb
+from pipeline.sources.http import SourceClient, make_client
+from pipeline.sources.landing import FetchLogEntry, landed_payloads, load_landed, run_source
+from pipeline.sources.replay import REPLAY_ROOT, ReplayTransport
 
 
 def live_mode() -> bool:

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from pipeline.sources.huggingface import HubModel, HubState, WatchEntry, discovered_entries, load_watchlist
 from sizing_core import Architecture, SizingError, parse_config
 from sizing_core.registry import load_registered
-
-from .sources.huggingface import HubModel, HubState, WatchEntry, discovered_entries, load_watchlist
 
 
 @dataclass(frozen=True)

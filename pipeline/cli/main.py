@@ -1,7 +1,7 @@
 """The ``vramlab`` command line. Sub-commands keep their flags and JSON keys stable: other tools call them.
 
 ``size``  memory report for a config.json, a spec file or a bundled registry id (``--json`` for machines);
-``run``   the main job (see ``pipeline/run.py``).
+``run``   the main job (see ``pipeline/cli/run.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.models import load_model, model_repo
+from pipeline.cli.tables import print_fit, print_size_report
 from sizing_core import SizingError, size_model
 from sizing_core.engines import default_engine, get_engine
 from sizing_core.errors import UnknownFormatError
@@ -23,9 +25,6 @@ from sizing_core.parameters import checkpoint_facts
 from sizing_core.placement import fewest_gpus
 from sizing_core.report import DEFAULT_CONTEXTS
 from sizing_core.throughput import estimate
-
-from .models import load_model, model_repo
-from .tables import print_fit, print_size_report
 
 
 class CliError(Exception):
@@ -121,11 +120,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_sources_list(args: argparse.Namespace) -> int:
-    from .prices import live_mode
-    from .run import resolve_data_dir
-    from .sources import CURRENCY_SOURCE, PRICE_SOURCES
-    from .sources.landing import read_log
-    from .tables import print_sources
+    from pipeline.cli.run import resolve_data_dir
+    from pipeline.cli.tables import print_sources
+    from pipeline.ingest.prices import live_mode
+    from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
+    from pipeline.sources.landing import read_log
 
     last = {}
     for entry in read_log(resolve_data_dir(args.data_dir)):
@@ -147,12 +146,12 @@ def cmd_sources_list(args: argparse.Namespace) -> int:
 def cmd_sources_parse(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from .prices import latest_rates
-    from .run import resolve_data_dir
-    from .sources import get_source
-    from .sources.base import RawPart, RawPayload
-    from .sources.fx import parse_ecb
-    from .sources.landing import load_landed
+    from pipeline.cli.run import resolve_data_dir
+    from pipeline.ingest.prices import latest_rates
+    from pipeline.sources import get_source
+    from pipeline.sources.base import RawPart, RawPayload
+    from pipeline.sources.fx import parse_ecb
+    from pipeline.sources.landing import load_landed
 
     source = get_source(args.source)
     paths = [Path(f) for f in args.files]
@@ -175,7 +174,7 @@ def cmd_sources_parse(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(offers, indent=1))
     else:
-        from .tables import print_offers
+        from pipeline.cli.tables import print_offers
 
         print_offers(offers, result.rejected)
     return 0
@@ -192,10 +191,10 @@ def _is_landing_meta(path: Path) -> bool:
 def cmd_cheapest(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from .exports.publish import latest
-    from .run import resolve_data_dir
-    from .setups import FIDELITY, ON_DEMAND, cheapest_setups, overall, setup_from_row
-    from .tables import print_setups
+    from pipeline.cli.run import resolve_data_dir
+    from pipeline.cli.tables import print_setups
+    from pipeline.compute.setups import FIDELITY, ON_DEMAND, cheapest_setups, overall, setup_from_row
+    from pipeline.exports.publish import latest
 
     snapshot = latest(resolve_data_dir(args.data_dir) / "exports")
     if snapshot is None:
@@ -210,7 +209,7 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
             (pl.col("model_id") == entry["id"]) & (pl.col("list") == "on_demand"))
         setups = [setup_from_row(r) for r in frame.to_dicts()]
     else:  # another context: plan it now against the snapshot's offers
-        from .tracked import tracked_models
+        from pipeline.compute.tracked import tracked_models
 
         tracked = next(t for t in tracked_models(resolve_data_dir(args.data_dir)) if t.entry.id == entry["id"])
         if tracked.arch is None:
@@ -233,8 +232,8 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
 
 
 def cmd_export_check(args: argparse.Namespace) -> int:
-    from .exports.publish import check_snapshot, latest
-    from .run import resolve_data_dir
+    from pipeline.cli.run import resolve_data_dir
+    from pipeline.exports.publish import check_snapshot, latest
 
     snapshot = Path(args.snapshot) if args.snapshot else latest(resolve_data_dir(args.data_dir) / "exports")
     if snapshot is None or not snapshot.is_dir():
@@ -247,7 +246,7 @@ def cmd_export_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .run import run_main_job
+    from pipeline.cli.run import run_main_job
 
     return run_main_job(data_dir=args.data_dir)
 
