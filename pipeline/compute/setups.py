@@ -26,6 +26,20 @@ ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
 
 
+def eligible_offers(con: Any) -> list[dict[str, Any]]:
+    """Current offers the quality stage keeps for setups (``offer_quality.eligible``: not a losing duplicate, not
+    quarantined, rentable by the hour), with the canonical provider and the allocation class in place of the
+    source's own labels; stale, removed, unconfirmed-jump and fractional offers left out as before."""
+    cursor = con.execute("""
+        SELECT c.* REPLACE (q.canonical_provider AS provider, q.allocation_class AS allocation)
+        FROM offers_current c JOIN offer_quality q USING (offer_key)
+        WHERE q.eligible AND NOT c.stale AND NOT c.removed AND NOT c.jump_unconfirmed AND NOT c.fractional
+          AND c.gpu_id IS NOT NULL
+        ORDER BY c.offer_key""")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
 class Setup(CamelModel):
     provider: str
     source: str
