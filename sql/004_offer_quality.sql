@@ -45,3 +45,11 @@ CREATE TABLE IF NOT EXISTS gpu_price_reference (
     max_gpu_hour_usd        DOUBLE NOT NULL,
     computed_at             TIMESTAMPTZ NOT NULL
 );
+
+-- What a user would really deploy (pipeline/compute/setups.py): nodes, how they are joined, format support.
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS nodes INTEGER;
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS deployment VARCHAR;      -- single_machine | cluster | llama.cpp-rpc
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS interconnect VARCHAR;    -- the cluster fabric (multi-node only)
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS native_support BOOLEAN;
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS support_note VARCHAR;
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS flags VARCHAR[];

@@ -94,7 +94,9 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                                      "price_per_month": s.price_per_month, "price_per_gpu_hour": s.price_per_gpu_hour,
                                      "currency_listed": s.currency_listed, "fx_date": s.fx_date,
                                      "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
-                                     "computed_at": now})
+                                     "computed_at": now, "nodes": s.nodes, "deployment": s.deployment,
+                                     "interconnect": s.interconnect, "native_support": s.native_support,
+                                     "support_note": s.support_note, "flags": s.flags})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:
@@ -117,7 +119,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     with store(duckdb) as con:
         cols = [d[0] for d in con.execute("SELECT * FROM cheapest_setups LIMIT 0").description]
         setups: dict[str, tuple[list, list]] = {}
-        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, price_per_hour").fetchall()
+        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank").fetchall()
         for r in rows:
             row = dict(zip(cols, r, strict=True))
             model_lists = setups.setdefault(row["model_id"], ([], []))
