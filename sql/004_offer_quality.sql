@@ -53,3 +53,4 @@ ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS interconnect VARCHAR;    --
 ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS native_support BOOLEAN;
 ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS support_note VARCHAR;
 ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS flags VARCHAR[];
+ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS fx_stale BOOLEAN;   -- converted with an ECB rate > 4 days old

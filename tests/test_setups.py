@@ -151,3 +151,16 @@ def test_a_format_the_gpu_runs_only_through_a_fallback_says_so() -> None:
     assert not awq.native_support and "GPTQ" in awq.support_note and awq.flags[0].startswith("not native")
     [bf16] = cheapest_setups(a, "bf16", [v100 | {"gpu_id": "v100-32gb"}])
     assert bf16.native_support and bf16.flags == []
+
+
+def test_the_ecb_rate_date_travels_with_a_converted_price_and_goes_stale() -> None:
+    a = arch("meta-llama__Llama-3.1-8B")
+    eur = offer(currency="EUR", gpu_count=1, price_per_hour_usd=2.5)
+    # 2024-02-27 -> 2026-11-28: 366 + 365 days to 2026-02-27, then 28+31+30+31+30+31+31+30+31+1 = 274: 1005 days
+    [old] = cheapest_setups(a, "bf16", [eur | {"fx_date": "2024-02-27"}], as_of=NOW)
+    assert old.fx_date == "2024-02-27" and old.fx_stale and "1005 days" in old.flags[0]
+    for fx_date, stale in (("2026-11-24", False), ("2026-11-23", True)):  # 4 days is a weekend plus a holiday
+        [s] = cheapest_setups(a, "bf16", [eur | {"fx_date": fx_date}], as_of=NOW)
+        assert s.fx_stale is stale
+    [usd] = cheapest_setups(a, "bf16", [offer(gpu_count=1, price_per_hour_usd=2.5)], as_of=NOW)
+    assert usd.fx_date is None and not usd.fx_stale

@@ -76,6 +76,7 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
 def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     now = datetime.now(UTC)
+    as_of = vramlab.as_of()
     rows = []
     with store(duckdb) as con:
         offers = eligible_offers(con)
@@ -84,7 +85,7 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                 planner = Planner(t.arch, fmt, 8192, 1, "bf16")
                 for list_name, allocations in (("on_demand", ON_DEMAND), ("spot", SPOT_LIKE)):
                     for rank, s in enumerate(cheapest_setups(t.arch, fmt, offers, top=TOP, allocations=allocations,
-                                                             planner=planner)):
+                                                             planner=planner, as_of=as_of)):
                         rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "format": fmt,
                                      "provider": s.provider, "source": s.source, "instance_type": s.instance_type,
                                      "region": s.region, "gpu_id": s.gpu, "instances": s.instances,
@@ -96,7 +97,7 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                                      "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
                                      "computed_at": now, "nodes": s.nodes, "deployment": s.deployment,
                                      "interconnect": s.interconnect, "native_support": s.native_support,
-                                     "support_note": s.support_note, "flags": s.flags})
+                                     "support_note": s.support_note, "flags": s.flags, "fx_stale": s.fx_stale})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import date, datetime
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from importlib import resources
@@ -39,6 +39,9 @@ from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.schema import CamelModel
 
+#: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
+#: between two rate dates, so an older rate is stale, like a source not fetched for that long
+FX_STALE_AFTER_DAYS = 4
 #: a setup of several machines ranks as if it cost this much more (never above a one-machine setup within 25 %)
 MULTI_MACHINE_RANK_FACTOR = 1.25
 #: llama.cpp RPC over separately rented machines: at most this many machines (every token crosses every hop)
@@ -96,6 +99,8 @@ class Setup(CamelModel):
                                                    "named in support_note)")
     support_note: str = Field("", description="how the engine runs the format on this GPU")
     flags: list[str] = Field(default_factory=list, description="what a user should know before renting this")
+    fx_stale: bool = Field(False, description="the price was converted with an ECB rate more than 4 days older than "
+                                              "the snapshot's as-of time (fx_date says which)")
 
     @property
     def layout(self) -> str:
@@ -163,8 +168,11 @@ class Planner:
 
 def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]], *, context: int = 8192,
                     concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
-                    allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | None = None) -> list[Setup]:
-    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot)."""
+                    allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | None = None,
+                    as_of: datetime | None = None) -> list[Setup]:
+    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot).
+    With ``as_of``, a price converted with an ECB rate older than :data:`FX_STALE_AFTER_DAYS` is marked and
+    flagged (the rate's own date travels with the price as ``fx_date``)."""
     gpus = catalog()
     planner = planner or Planner(arch, fmt, context, concurrency, kv_cache_dtype)
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -186,7 +194,7 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             how = deployment(engine.id, count, offer)
             if how is None:
                 continue
-            setup = _setup(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how)
+            setup = _setup(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how, as_of=as_of)
             key = (offer["provider"], offer["instance_type"], offer.get("region"))
             if key not in best or setup.rank_key < best[key].rank_key:
                 best[key] = setup
@@ -217,14 +225,27 @@ def setup_from_row(row: dict[str, Any]) -> Setup:
                  nodes=row.get("nodes") or row["instances"], deployment=row.get("deployment") or "single_machine",
                  interconnect=row.get("interconnect"),
                  native_support=True if row.get("native_support") is None else row["native_support"],
-                 support_note=row.get("support_note") or "", flags=list(row.get("flags") or []))
+                 support_note=row.get("support_note") or "", flags=list(row.get("flags") or []),
+                 fx_stale=bool(row.get("fx_stale")))
+
+
+def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
+    """Days between the ECB rate a price was converted with and the as-of time (None: USD, or no as-of)."""
+    if not fx_date or as_of is None:
+        return None
+    return (as_of.date() - date.fromisoformat(fx_date)).days
 
 
 def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str,
-           how: Deployment = "single_machine", fabric: str | None = None) -> Setup:
+           how: Deployment = "single_machine", fabric: str | None = None, *, as_of: datetime | None = None) -> Setup:
     assert placed.gpus is not None and placed.plan is not None
     per_instance = int(offer["gpu_count"])
     flags = []
+    fx_age = fx_age_days(offer.get("fx_date"), as_of)
+    fx_stale = fx_age is not None and fx_age > FX_STALE_AFTER_DAYS
+    if fx_stale:
+        flags.append(f"{offer['currency']} price converted with the ECB rate of {offer['fx_date']}, {fx_age} days "
+                     "before this snapshot: the USD figure is stale")
     if how == "llama.cpp-rpc":
         flags.append(RPC_FLAG)
     if not placed.native_support:
@@ -238,7 +259,8 @@ def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, g
         currency_listed=offer["currency"], fx_date=offer.get("fx_date"),
         allocation=offer.get("allocation_class") or offer["allocation"], format=fmt,
         engine=default_engine(gpu).id, verified_at=offer["verified_at"], nodes=count, deployment=how,
-        interconnect=fabric, native_support=placed.native_support, support_note=placed.support_note, flags=flags)
+        interconnect=fabric, native_support=placed.native_support, support_note=placed.support_note, flags=flags,
+        fx_stale=fx_stale)
 
 
 #: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful
