@@ -296,3 +296,36 @@ def test_history_grows_without_copies_and_pins_utc(published: dict, tmp_path: Pa
     assert check_snapshot(first) == [] and check_snapshot(second) == []
     report = run_consumer(second, "--history-only")
     assert report["history"]["wrong_day_rows"] == 0 and report["history"]["rows"] == report["history"]["distinct"]
+
+
+def test_released_falls_back_to_the_hub_creation_day_in_utc() -> None:
+    from pipeline.exports.model_json import released_date
+
+    assert released_date("2025-03-06", "2024-01-01T00:00:00.000Z") == "2025-03-06"  # the watchlist wins
+    # the Hub's createdAt (model API) is UTC; 23:30 at UTC-5 is already the next UTC day
+    assert released_date(None, "2024-04-17T23:30:00-05:00") == "2024-04-18"
+    assert released_date(None, "2024-04-17T15:41:08.000Z") == "2024-04-17"
+    assert released_date(None, None) is None
+
+
+def test_numbers_are_written_as_javascript_writes_them() -> None:
+    from pipeline.exports.model_json import js_numbers
+
+    doc = {"activeParameters": 106.0, "parameters": 2780.110363392, "kv": [{"bf16": 27.0, "fp8": 13.5}], "ok": True}
+    assert json.dumps(js_numbers(doc)) == ('{"activeParameters": 106, "parameters": 2780.110363392, '
+                                           '"kv": [{"bf16": 27, "fp8": 13.5}], "ok": true}')
+
+
+def test_runs_with_follows_native_format_and_layer_kinds() -> None:
+    """llama.cpp loads BF16 checkpoints (after GGUF conversion) but not FP8/NVFP4 ones; vLLM and SGLang load both.
+    Seed 004 lists only SGLang for Kimi K3.1; our spec models it as KimiLinearForCausalLM with an NVFP4 checkpoint,
+    which vLLM implements (vllm/model_executor/models/kimi_linear.py) and serves (NVFP4 on Blackwell), so vLLM is
+    listed too — a deliberate difference from the seed."""
+    from helpers import arch
+
+    from pipeline.exports.runs_with import runs_with
+    from sizing_core.registry import load_registered
+
+    assert runs_with(arch("meta-llama__Llama-3.1-8B")) == ["SGLang", "llama.cpp", "vLLM"]
+    assert runs_with(arch("deepseek-ai__DeepSeek-V3")) == ["SGLang", "vLLM"]  # FP8 block checkpoint
+    assert runs_with(load_registered("kimi-k3.1-pro")[1]) == ["SGLang", "vLLM"]
