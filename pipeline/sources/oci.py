@@ -41,7 +41,7 @@ def shape_gpu(shape: str) -> str:
 
 class Oracle(Source):
     name = "oci"
-    provider = "oracle"
+    provider = "oci"  # one canonical id for Oracle (SkyPilot's catalog calls it oci too)
     endpoint = PRODUCTS
     unit = "USD per GPU-hour"
 
