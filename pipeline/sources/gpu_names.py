@@ -92,3 +92,17 @@ def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: fl
             continue  # e.g. a machine total read as per-GPU memory: never the bigger card
         return row.gpu_id, MAPPING_VERSION
     return None, MAPPING_VERSION
+
+
+def per_gpu_memory(provider: str, raw_name: str, instance_type: str, memory_gb: float | None, count: float
+                   ) -> float | None:
+    """Per-GPU memory from a field that some listings fill per GPU and others with the machine total: the
+    as-listed reading when the GPU map accepts it for that name, else the total divided by the count when that
+    is accepted, else as listed (the offer then stays unmapped and is reported)."""
+    if memory_gb is None or count <= 1:
+        return memory_gb
+    if resolve(provider, raw_name, instance_type, memory_gb)[0] is not None:
+        return memory_gb
+    if resolve(provider, raw_name, instance_type, memory_gb / count)[0] is not None:
+        return memory_gb / count
+    return memory_gb
