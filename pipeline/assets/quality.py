@@ -39,8 +39,13 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
     with store(duckdb) as con:
         counts = rebuild_offer_quality(con, datetime.now(UTC))
         reference = con.execute("""
-            SELECT gpu_id, providers, offers, median_gpu_hour_usd, band_low_usd, band_high_usd, min_gpu_hour_usd,
-                   max_gpu_hour_usd FROM gpu_price_reference ORDER BY gpu_id""").fetchall()
+            WITH cheapest AS (  -- the cheapest offer a setup may use, per GPU
+                SELECT gpu_id, min(price_per_gpu_hour_usd) AS p,
+                       arg_min(canonical_provider || ' ' || instance_type, price_per_gpu_hour_usd) AS who
+                FROM offer_quality WHERE eligible AND allocation_class = 'on_demand' GROUP BY gpu_id)
+            SELECT r.gpu_id, r.providers, r.offers, r.median_gpu_hour_usd, r.band_low_usd, r.band_high_usd,
+                   r.min_gpu_hour_usd, r.max_gpu_hour_usd, c.p, c.who
+            FROM gpu_price_reference r LEFT JOIN cheapest c USING (gpu_id) ORDER BY r.gpu_id""").fetchall()
         examples = con.execute("""
             SELECT source, instance_type, region, gpu_id, allocation_class, price_per_gpu_hour_usd,
                    ratio_to_reference, array_to_string(reasons, ', ')
@@ -50,8 +55,9 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
     per_reason = counts["per_reason"]
     ref_rows = [{"gpu": g, "providers": p, "offers": n, "median_usd_gpu_h": round(m, 4),
                  "band_low": None if lo is None else round(lo, 4), "band_high": None if hi is None else round(hi, 4),
-                 "provider_min": round(mn, 4), "provider_max": round(mx, 4)}
-                for g, p, n, m, lo, hi, mn, mx in reference]
+                 "provider_min": round(mn, 4), "provider_max": round(mx, 4),
+                 "cheapest_eligible": None if cp is None else round(cp, 4), "cheapest_offer": who}
+                for g, p, n, m, lo, hi, mn, mx, cp, who in reference]
     source_rows = [{"source": s} | v for s, v in counts["per_source"].items()]
     example_rows = [{"source": s, "instance_type": i, "region": r, "gpu": g, "class": c, "usd_gpu_h": round(p, 4),
                      "x_reference": None if x is None else round(x, 2), "reasons": why}
@@ -86,7 +92,8 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
             "reference_prices": _table(ref_rows, [("gpu", "string"), ("providers", "int"), ("offers", "int"),
                                                   ("median_usd_gpu_h", "float"), ("band_low", "float"),
                                                   ("band_high", "float"), ("provider_min", "float"),
-                                                  ("provider_max", "float")]),
+                                                  ("provider_max", "float"), ("cheapest_eligible", "float"),
+                                                  ("cheapest_offer", "string")]),
             "quarantine_examples": _table(example_rows, [
                 ("source", "string"), ("instance_type", "string"), ("region", "string"), ("gpu", "string"),
                 ("class", "string"), ("usd_gpu_h", "float"), ("x_reference", "float"), ("reasons", "string")]),
