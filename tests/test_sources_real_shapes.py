@@ -230,6 +230,9 @@ def test_digitalocean_vram_is_the_droplet_total() -> None:
     # Shadeform (real row of its catalog): the number is GB, not MiB (before: 80 / 1024 = 0.078 GB)
     ("shadeform", "H100", 1, "{'Gpus': [{'Name': 'H100', 'Manufacturer': 'NVIDIA', 'Count': 1.0, "
                              "'MemoryInfo': {'SizeInMiB': 80}}]}", 80),
+    # Shadeform-style GB figure holding an 8-GPU total (320 GB for 8x A100 40GB): divided, not "320 GB per A100"
+    ("shadeform", "A100", 8, "{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8.0, "
+                             "'MemoryInfo': {'SizeInMiB': 320}}]}", 40),
     # Lambda (real row): Size = Total on 8 GPUs, and it is per GPU (40 GB A100s, not 5 GB)
     ("lambda", "A100", 8, "{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8.0, "
                           "'MemoryInfo': {'SizeInMiB': 40960}}], 'TotalGpuMemoryInMiB': 40960}", 40),
