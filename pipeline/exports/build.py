@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 import polars as pl
+from pydantic import ValidationError
 
 from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
@@ -77,8 +78,17 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
-            model = build_model_export(t, size_model(t.arch), on_demand, spot, verified, provenance,
-                                       now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), exact)
+            cells: list[dict[str, Any]] = []
+            try:
+                model = build_model_export(t, size_model(t.arch), on_demand, spot, verified, provenance,
+                                           now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), cells)
+            except ValidationError as exc:  # one model breaking the contract must not stop the others' files
+                index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
+                              "parameters": None, "path": None,
+                              "reason": f"breaks the export contract: {exc.error_count()} errors, first: "
+                                        f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"})
+                continue
+            exact += cells
             writer.write_json(f"models/{t.entry.id}.json", js_numbers(model.model_dump(mode="json")))
             hook(f"models/{t.entry.id}.json")
             index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "ok", "name": t.entry.name,
