@@ -371,3 +371,22 @@ def test_a_model_breaking_the_contract_is_listed_as_failed(published: dict, tmp_
     assert index["qwen3-8b"]["status"] == "ok" and (snap / "models" / "qwen3-8b.json").exists()
     assert index["qwq-32b"]["status"] == "failed" and "gpusNeeded.gpus" in index["qwq-32b"]["reason"]
     assert not (snap / "models" / "qwq-32b.json").exists()
+
+
+def test_released_comes_from_the_hub_when_the_watchlist_has_none(published: dict, tmp_path: Path) -> None:
+    """The bundled Hub recordings carry no createdAt; a live payload does (model API ``createdAt``). Given one, the
+    model file and models.parquet both publish its UTC day."""
+    import dataclasses
+
+    con = duckdb.connect(str(published["db"]), read_only=True)
+    try:
+        t = next(t for t in tracked_models(published["tmp"]) if t.hub is not None and not t.entry.released)
+        t = dataclasses.replace(t, hub=t.hub.model_copy(update={"created_at": "2025-01-20T03:00:00.000Z"}))
+        snap = publish(con, tmp_path / "exports", [t], {}, as_of=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                       mode="replay", now=datetime(2026, 12, 1, 3, tzinfo=UTC), provenance={"code_version": "t"})
+        row = con.execute(f"SELECT released, hub_created_at FROM '{snap}/models.parquet' WHERE id = ?",
+                          [t.entry.id]).fetchall()[0]
+    finally:
+        con.close()
+    assert json.loads((snap / "models" / f"{t.entry.id}.json").read_text())["released"] == "2025-01-20"
+    assert row[0] == "2025-01-20" and row[1] == datetime(2025, 1, 20, 3, tzinfo=UTC)

@@ -17,7 +17,7 @@ from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.exports.dictionary import dictionary
 from pipeline.exports.history import append_history, link_into
-from pipeline.exports.model_json import build_model_export, js_numbers
+from pipeline.exports.model_json import build_model_export, js_numbers, released_date
 from pipeline.exports.parquet import utc_cursor, write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, IndexFile, json_schema
@@ -102,6 +102,12 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             cur.register("exact_cells", pl.DataFrame(exact, schema={
                 "model_id": pl.String, "format": pl.String, "context": pl.Int32, "gpu_id": pl.String,
                 "engine": pl.String, "json_column": pl.String, "exact_gpus": pl.Int32, "exact_reason": pl.String}))
+            hub_dates = [(t.entry.id, t.hub.created_at) for t in tracked if t.hub is not None and t.hub.created_at]
+            cur.register("hub_dates", pl.DataFrame(
+                {"id": [i for i, _ in hub_dates],
+                 "hub_created_at": [datetime.fromisoformat(c.replace("Z", "+00:00")) for _, c in hub_dates],
+                 "hub_created_day": [released_date(None, c) for _, c in hub_dates]},
+                schema={"id": pl.String, "hub_created_at": pl.Datetime("us", "UTC"), "hub_created_day": pl.String}))
             for table in TABLES:
                 if table is PriceObservations:
                     parts = append_history(cur, exports_dir, snap)
