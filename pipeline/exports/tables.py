@@ -74,7 +74,7 @@ SNAPSHOT_ID = col("snapshot the row was published in (same as manifest.json snap
 
 class Models(PublishedTable):
     file = "models.parquet"
-    db_table = "models"
+    db_table = "models LEFT JOIN hub_dates USING (id)"  # hub_dates: registered by build.py from the Hub state
     description = "Every tracked model (watchlist and discovered) with its latest Hub facts."
 
     id: str = col("model id (models/<id>.json)")
@@ -82,8 +82,10 @@ class Models(PublishedTable):
     name: str = col("display name")
     lab: str | None = col("organisation that released the model")
     country: str | None = col("the lab's country")
-    released: str | None = col("release date YYYY-MM-DD as the watchlist lists it (the model JSON falls back to the "
-                               "Hub repo's creation date)")
+    released: str | None = col("release date YYYY-MM-DD: the watchlist's, else the UTC day of hub_created_at (as "
+                               "the model JSON's released)", sql="coalesce(released, hub_created_day)")
+    hub_created_at: dt.datetime | None = col("when the Hub repo was created (createdAt of the model API, UTC; null: "
+                                             "not sent, e.g. the bundled recordings)")
     base_model: str | None = col("repo this model derives from (quantized or fine-tuned variants)")
     spec: str | None = col("id of the bundled spec sizing uses instead of a Hub config (null: the Hub config)")
     current_sha: str | None = col("Hub commit sha of the latest ingested revision")
