@@ -279,3 +279,16 @@ def test_lium_is_a_marketplace_and_oracle_has_one_id() -> None:
     raw = RawPayload(source="skypilot-lium", fetched_at=AT, parts=(RawPart(url="x", status=200, body=body),))
     offers = PRICE_SOURCES["skypilot-lium"].parse(raw).offers
     assert offers and {o.allocation for o in offers} <= {"marketplace", "spot"}
+
+
+def test_azure_nv_a10_v5_sizes_are_slices_of_one_a10() -> None:
+    """NV6ads_A10_v5 rents 1/6 of an A10: a fractional offer (before: not collected at all). Constructed row in
+    the field layout of the genuine Retail Prices rows; the price is illustrative."""
+    item = {"armSkuName": "Standard_NV6ads_A10_v5", "armRegionName": "eastus", "retailPrice": 0.454,
+            "currencyCode": "USD", "meterName": "NV6ads A10 v5", "productName": "Virtual Machines NVadsA10 v5 Series",
+            "type": "Consumption", "unitOfMeasure": "1 Hour"}
+    body = json.dumps({"Items": [item], "NextPageLink": None}).encode()
+    raw = RawPayload(source="azure", fetched_at=AT, parts=(RawPart(url="https://x/prices", status=200, body=body),))
+    [offer] = PRICE_SOURCES["azure"].parse(raw).offers
+    assert offer.fractional and offer.gpu_share == pytest.approx(1 / 6) and offer.gpu_id == "a10"
+    assert offer.price_per_gpu_hour == pytest.approx(0.454 * 6)  # the whole-card equivalent
