@@ -5,11 +5,12 @@ import dagster as dg
 
 from pipeline.assets.core import CORE_ASSETS
 from pipeline.assets.out import OUT_ASSETS
+from pipeline.assets.quality import QUALITY_ASSETS
 from pipeline.assets.raw import RAW_ASSETS
 from pipeline.resources import default_resources
 from pipeline.schedules import hourly_refresh, hourly_refresh_job
 
-ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *OUT_ASSETS]
+ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *QUALITY_ASSETS, *OUT_ASSETS]
 
 # in-process by default (UI materializations, vramlab run): no process start-up per step; the scheduled
 # hourly_refresh_job runs under the multiprocess executor (pipeline/schedules.py, docs/decisions.md)
