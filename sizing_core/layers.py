@@ -45,6 +45,7 @@ class FullAttention(_Kind):
     sinks: bool = False  # gpt-oss learned attention sinks, one per head
     k_eq_v: bool = False  # Gemma 4 global layers: keys double as values, one cached tensor
     fused_qkv: bool = False  # Phi-3 stores one qkv_proj
+    qk_norm_full: bool = False  # OLMo 2 / MiniMax-M2: q_norm over all heads (H*d), k_norm over Hkv*d
 
     @property
     def vdim(self) -> int:
@@ -68,7 +69,8 @@ class FullAttention(_Kind):
         if self.o_bias:
             out.append(vector(p, "o_proj_bias", hidden, layer))
         if self.qk_norm:
-            out.append(vector(p, "qk_norm", 2 * self.head_dim, layer))
+            width = q_out // (2 if self.q_gate else 1) + k_out if self.qk_norm_full else 2 * self.head_dim
+            out.append(vector(p, "qk_norm", width, layer))
         if self.sinks:
             out.append(vector(p, "sinks", self.num_heads, layer))
         return out
@@ -460,6 +462,7 @@ MLP = Annotated[DenseMLP | MoE | LinearReplacement, Field(discriminator="kind")]
 class DecoderLayer(_Kind):
     mixer: Mixer | None = None
     mlp: MLP | None = None
+    norms: int | None = None  # hidden-size norm vectors in the layer when not one per sub-block (Gemma: 4)
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         out: list[Tensor] = []
@@ -471,6 +474,8 @@ class DecoderLayer(_Kind):
             out += self.mlp.tensors(prefix, hidden, layer) if not isinstance(self.mlp, LinearReplacement) \
                 else [matrix(f"{prefix}.mlp", "linear", Role.FFN_DOWN, hidden, hidden, layer)]
             norms += 1
+        if self.norms is not None:
+            norms = self.norms
         if norms:
             out.append(vector(prefix, "layernorms", norms * hidden, layer))
         return out

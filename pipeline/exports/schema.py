@@ -64,7 +64,7 @@ class ModelExport(BaseModel):
     architecture: str
     page: str
     calculator: str
-    weightsGiB: dict[str, float]
+    weightsGiB: dict[str, float | None]  # native null when the checkpoint's scheme is unknown (#11)
     kvCacheGiBPerRequest: list[KVRow]
     recurrentStateGiBPerRequest: float
     gpusNeeded: GpusNeeded
