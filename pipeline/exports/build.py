@@ -16,6 +16,7 @@ from pipeline.compute.tracked import Tracked
 from pipeline.exports.model_json import build_model_export
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import SCHEMA_VERSION, Manifest, ModelExport
+from pipeline.ingest.models import header_facts
 from pipeline.storage.loaders import source_freshness
 from sizing_core import size_model
 from sizing_core.engines import default_engine
@@ -70,7 +71,9 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
-            model = build_model_export(t, size_model(t.arch), on_demand, spot, verified, provenance,
+            report = size_model(t.arch, checkpoint=header_facts(t.hub))  # headers: exact bytes/params (#11)
+            sized = provenance | {"architectureSource": report.architecture_source, "sizingNotes": report.notes}
+            model = build_model_export(t, report, on_demand, spot, verified, sized,
                                        now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}))
             writer.write_json(f"models/{t.entry.id}.json", model.model_dump(mode="json"))
             hook(f"models/{t.entry.id}.json")

@@ -57,6 +57,29 @@ def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client:
     return out
 
 
+def checkpoint_facts(model: HubModel | None) -> CheckpointFacts | None:
+    """What the checkpoint itself says about one revision: the shard headers (exact parameters and bytes) when
+    they were read, else the Hub's safetensors counts / index ``total_size``."""
+    if model is None:
+        return None
+    summary = model.checkpoint_headers.summary if model.checkpoint_headers else None
+    if summary is None and not (model.safetensors_total or model.checkpoint_bytes):
+        return None
+    return CheckpointFacts(
+        parameters_by_dtype=model.safetensors_parameters, parameter_total=model.safetensors_total,
+        total_bytes=summary.file_bytes if summary else model.checkpoint_bytes,
+        header_parameters=summary.parameters if summary else None,
+        source=(f"safetensors headers ({summary.files} shards) " if summary else "hub ")
+        + f"{model.repo}@{model.sha[:12]}")
+
+
+def header_facts(model: HubModel | None) -> CheckpointFacts | None:
+    """Only header-derived facts (exact bytes and parameters), for exports: the Hub API's counts are stored
+    elements (packed FP4, MTP, tied copies) and are not published as the model's size."""
+    facts = checkpoint_facts(model)
+    return facts if facts is not None and facts.header_parameters else None
+
+
 def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
     """Size a watchlist model from its Hub revision (or its manual spec). Raises SizingError with the reason."""
     if entry.spec:
@@ -64,8 +87,4 @@ def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
     if model is None:
         raise SizingError(f"{entry.repo}: no ingested revision to size")
     arch = parse_config(entry.repo, model.config, model.hf_quant_config)
-    facts = None
-    if model.safetensors_total or model.checkpoint_bytes:
-        facts = CheckpointFacts(parameters_by_dtype=model.safetensors_parameters, parameter_total=model.safetensors_total,
-                                total_bytes=model.checkpoint_bytes, source=f"hub {entry.repo}@{model.sha[:12]}")
-    return size_model(arch, checkpoint=facts)
+    return size_model(arch, checkpoint=checkpoint_facts(model))
