@@ -123,7 +123,10 @@ class MLAAttention(_Kind):
 
     The cached latent is ``kv_lora_rank + qk_rope_head_dim`` wide, with no factor 2 for K and V and no head
     dimension, so every tensor-parallel rank holds all of it. DeepSeek sparse attention (V3.2, GLM-5) adds an
-    indexer key of ``indexer_head_dim`` per token, counted at the cache dtype.
+    indexer key per token, stored as vLLM's ``DeepseekV32IndexerCache`` does whatever the main cache dtype: FP8 key
+    of ``indexer_head_dim`` bytes plus one float32 scale per 128 values (128 + 4 = 132 B per token and layer for
+    DeepSeek-V3.2 / GLM-5). With an FP8 cache those sparse models use FlashMLA's ``fp8_ds_mla`` layout for the
+    latent: 512 FP8 values + 4 float32 scales (one per 128) + the 64 rope values kept in BF16 = 656 B.
     """
 
     kind: Literal["mla"] = "mla"
@@ -163,7 +166,14 @@ class MLAAttention(_Kind):
         return out
 
     def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
-        return (self.kv_lora_rank + self.qk_rope_head_dim + self.indexer_head_dim) * cache_bytes
+        if not self.indexer_head_dim:
+            return (self.kv_lora_rank + self.qk_rope_head_dim) * cache_bytes
+        indexer = self.indexer_head_dim + math.ceil(self.indexer_head_dim / 128) * 4  # FP8 key + fp32 scales
+        if cache_bytes == 1:  # fp8_ds_mla: FP8 latent + fp32 scale per 128 + BF16 rope part
+            latent = self.kv_lora_rank + math.ceil(self.kv_lora_rank / 128) * 4 + self.qk_rope_head_dim * 2
+        else:
+            latent = (self.kv_lora_rank + self.qk_rope_head_dim) * cache_bytes
+        return latent + indexer
 
     def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
         return context * self.kv_bytes_per_token(cache_bytes, tp)

@@ -252,3 +252,17 @@ def test_family_table_and_docs_agree() -> None:
 
 def test_watchlist_configs_still_come_from_family_rows() -> None:
     assert arch("meta-llama__Llama-3.1-8B").architecture_source == "family"
+
+
+def test_deepseek_sparse_attention_indexer_cache_as_vllm_stores_it() -> None:
+    """GLM-5 (DeepSeek sparse attention, like DeepSeek-V3.2): vLLM's indexer cache holds an FP8 key of
+    index_head_dim (128 B) plus a float32 scale per 128 values (4 B) = 132 B per token and layer, whatever the
+    main cache dtype. Before #11 we counted the indexer key at the cache dtype: 128 x 2 = 256 B in BF16."""
+    a = arch("zai-org__GLM-5")
+    assert a.num_layers == 78
+    indexer = 128 + 4
+    assert kv_bytes_per_token(a, "bf16") == 78 * ((512 + 64) * 2 + indexer) == 100_152  # was 78 x 1,408 = 109,824
+    # FP8 cache: FlashMLA's fp8_ds_mla latent = 512 FP8 + 4 fp32 scales (one per 128) + 64 rope values in BF16.
+    assert kv_bytes_per_token(a, "fp8") == 78 * ((512 + 4 * 4 + 64 * 2) + indexer) == 61_464
+    # TP does not split the latent or the indexer key.
+    assert kv_bytes_per_token(a, "bf16", tp=8) == 100_152
