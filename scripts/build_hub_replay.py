@@ -115,6 +115,12 @@ def main() -> None:
     entries.append({"method": "GET",
                     "url": f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit=50",
                     "file": "api/models.trending.json", "recording": "constructed listing"})
+    downloads = [{"id": "meta-llama/Llama-3.1-8B", "downloads": 6_000_000}, {"id": "Qwen/Qwen3-8B", "downloads": 2_500_000},
+                 {"id": "openai/gpt-oss-20b", "downloads": 4_000_000}]  # constructed: counts illustrative
+    (OUT / "api" / "models.downloads.json").write_text(json.dumps(downloads, indent=1) + "\n")
+    entries.append({"method": "GET",
+                    "url": f"{HUB}/api/models?pipeline_tag=text-generation&sort=downloads&direction=-1&limit=50",
+                    "file": "api/models.downloads.json", "recording": "constructed listing"})
     (OUT / "manifest.json").write_text(json.dumps({"responses": entries}, indent=1) + "\n")
     print(f"{len(entries)} recorded Hub responses")
 

@@ -343,20 +343,59 @@ def _safetensors_bytes(siblings: dict[str, dict[str, Any]]) -> int | None:
     return sum(sizes) if sizes and all(isinstance(x, int) for x in sizes) else None
 
 
-def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: int = 50) -> list[str]:
-    """Trending text-generation repos not on the watchlist, added to ``data/hub/discovered.json``."""
-    url = f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit={limit}"
-    listing = json.loads(get_part(client, url, headers=_auth_headers()).body)
+#: The Hub listings discovery reads: text-generation models by trending score and by downloads.
+DISCOVERY_SORTS = ("trendingScore", "downloads")
+
+
+def discovery_url(sort: str, limit: int) -> str:
+    return f"{HUB}/api/models?pipeline_tag=text-generation&sort={sort}&direction=-1&limit={limit}"
+
+
+def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: int = 50,
+             min_downloads: int = 0) -> list[str]:
+    """Trending and most-downloaded text-generation repos not on the watchlist, added to
+    ``data/hub/discovered.json``; repos below ``min_downloads`` are left out (a listing item without a download
+    count passes only when the minimum is 0). What each listing gave is written to ``data/hub/discovery.json``
+    (one listing failing never stops the other)."""
     known = {m.repo for m in watchlist.models}
     path = data_dir / "hub" / "discovered.json"
     found = json.loads(path.read_text()) if path.exists() else []
-    for item in listing[:limit]:
-        repo = item.get("id") or item.get("modelId")
-        if repo and repo not in known and repo not in found:
+    stats: dict[str, Any] = {"limit": limit, "min_downloads": min_downloads, "listed": 0, "below_min_downloads": 0,
+                             "already_tracked": 0, "new": [], "errors": {}}
+    for sort in DISCOVERY_SORTS:
+        try:
+            listing = json.loads(get_part(client, discovery_url(sort, limit), headers=_auth_headers()).body)
+            if not isinstance(listing, list):
+                raise ValueError("listing is not a JSON array")
+        except HttpStatusError as exc:
+            stats["errors"][sort] = f"HTTP {exc.part.status}"
+            continue
+        except (httpx.HTTPError, ResponseTooLarge, ValueError) as exc:
+            stats["errors"][sort] = f"{type(exc).__name__}: {exc}"
+            continue
+        for item in listing[:limit]:
+            repo = item.get("id") or item.get("modelId") if isinstance(item, dict) else None
+            if not repo:
+                continue
+            stats["listed"] += 1
+            downloads = item.get("downloads")
+            if min_downloads and (not isinstance(downloads, int) or downloads < min_downloads):
+                stats["below_min_downloads"] += 1
+                continue
+            if repo in known or repo in found:
+                stats["already_tracked"] += 1
+                continue
             found.append(repo)
+            stats["new"].append(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(found, indent=1))
+    (data_dir / "hub" / "discovery.json").write_text(json.dumps(stats, indent=1))
     return found
+
+
+def discovery_stats(data_dir: Path) -> dict[str, Any]:
+    path = data_dir / "hub" / "discovery.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def discovered_entries(data_dir: Path) -> list[WatchEntry]:
