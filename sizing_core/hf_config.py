@@ -31,6 +31,7 @@ from .layers import (
     Mixer,
     MLAAttention,
     MoE,
+    ShortConv,
     SlidingWindowAttention,
 )
 from .quantization import native_scheme
@@ -55,6 +56,8 @@ class Fields:
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
         value = self.data.get(key)
+        if isinstance(value, list) and value and all(v == value[0] for v in value):
+            value = value[0]  # a per-layer list with one value for every layer (Hunyuan's moe_topk, ...)
         if value is None:
             if default is None:
                 raise ConfigError(self.model, self._name(key), "is missing")
@@ -366,15 +369,22 @@ def _kimi_linear(c: Fields) -> Layers:
     return [DecoderLayer(mixer=mla if i in full else kda, mlp=_mlp(c, i, n, router_bias=True)) for i in range(n)], []
 
 
+_BLOCK_NAMES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E", "M": "M", "*": "*", "-": "-", "E": "E"}
+
+
+def _block_pattern(c: Fields, key: str) -> str:
+    """A ``layers_block_type`` list (``mamba``/``attention``/``mlp``/``moe``) as hybrid_override_pattern characters."""
+    kinds = [str(k) for k in c.list(key)]
+    if bad := sorted(set(kinds) - set(_BLOCK_NAMES)):
+        raise ConfigError(c.model, key, f"unknown block kinds {bad}")
+    return "".join(_BLOCK_NAMES[k] for k in kinds)
+
+
 def _nemotron_h(c: Fields) -> Layers:
     """Nemotron-H / Nemotron 3: one block per pattern character, M=Mamba2, *=attention, -=MLP, E=MoE."""
     if c.has("layers_block_type") and not c.has("hybrid_override_pattern"):
         # Newer Nemotron-H configs list block kinds by name and may leave out num_hidden_layers.
-        names = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-        kinds = [str(k) for k in c.list("layers_block_type")]
-        if bad := sorted(set(kinds) - set(names)):
-            raise ConfigError(c.model, "layers_block_type", f"unknown block kinds {bad}")
-        pattern = "".join(names[k] for k in kinds)
+        pattern = _block_pattern(c, "layers_block_type")
     else:
         pattern = str(c.raw("hybrid_override_pattern", ""))
     n = len(pattern) if not c.has("num_hidden_layers") else c.int("num_hidden_layers")
@@ -404,8 +414,80 @@ def _nemotron_h(c: Fields) -> Layers:
         raise ConfigError(c.model, field, f"unknown block character {ch!r}")
 
     layers = [block(ch, "hybrid_override_pattern") for ch in pattern]
-    mtp = [block(ch, "mtp_hybrid_override_pattern") for ch in str(c.raw("mtp_hybrid_override_pattern", ""))]
+    mtp_pattern = (_block_pattern(c, "mtp_layers_block_type") if c.has("mtp_layers_block_type")
+                   else str(c.raw("mtp_hybrid_override_pattern", "")))
+    mtp = [block(ch, "mtp_hybrid_override_pattern") for ch in mtp_pattern]
     return layers, mtp * _mtp_count(c)
+
+
+def _model_dtype(c: Fields) -> float:
+    dtype = str(c.raw("dtype", c.raw("torch_dtype", "bfloat16"))).lower()
+    return DTYPE_BYTES.get(dtype, 2)
+
+
+def _lfm2(c: Fields) -> Layers:
+    """LFM2 (Liquid): short-convolution layers and GQA attention layers (``layer_types`` or ``full_attn_idxs``),
+    each followed by a SwiGLU MLP whose width Lfm2Config adjusts: 2/3 of ``block_ff_dim``, times
+    ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``; MoE layers (``lfm2_moe``) after
+    ``num_dense_layers``."""
+    n = _num_layers(c)
+    if c.has("layer_types"):
+        kinds = [str(k) for k in c.list("layer_types", n)[:n]]
+    else:
+        full = {int(i) for i in c.list("full_attn_idxs")}
+        kinds = ["full_attention" if i in full else "conv" for i in range(n)]
+    ff = c.first_int("block_ff_dim", "intermediate_size")
+    if c.bool("block_auto_adjust_ff_dim", True):
+        ff = int(2 * ff / 3)
+        mult = c.raw("block_ffn_dim_multiplier")
+        if isinstance(mult, int | float) and mult:
+            ff = int(mult * ff)
+        multiple = c.int("block_multiple_of", 256)
+        ff = multiple * ((ff + multiple - 1) // multiple)
+    conv = ShortConv(hidden=c.int("hidden_size"), conv_kernel=c.int("conv_L_cache", 3), bias=c.bool("conv_bias"),
+                     conv_dtype_bytes=_model_dtype(c))
+    attn = FullAttention(**_gqa(c, qk_norm=True))
+    dense_first = c.int("num_dense_layers", 0, minimum=0)
+    layers = []
+    for i, kind in enumerate(kinds):
+        if kind not in ("conv", "full_attention", "attention"):
+            raise ConfigError(c.model, "layer_types", f"unknown LFM2 layer kind {kind!r}")
+        if _num_experts(c) and i >= dense_first:
+            mlp: MLP = MoE(num_experts=_num_experts(c), top_k=_top_k(c), expert_intermediate=c.int("moe_intermediate_size"),
+                           router_bias=c.bool("use_expert_bias"))
+        else:
+            mlp = DenseMLP(intermediate=ff)
+        layers.append(DecoderLayer(mixer=conv if kind == "conv" else attn, mlp=mlp))
+    return layers, []
+
+
+def _granite_hybrid(c: Fields) -> Layers:
+    """Granite 4.0 (granitemoehybrid): Mamba2 and attention layers from ``layer_types``; every layer has a
+    shared SwiGLU MLP of ``shared_intermediate_size`` and, when ``num_local_experts`` > 0, routed experts of
+    ``intermediate_size`` beside it."""
+    n = _num_layers(c)
+    kinds = [str(k) for k in c.list("layer_types", n)[:n]] if c.has("layer_types") else ["attention"] * n
+    heads = c.int("mamba_n_heads", 1)
+    dtype = _model_dtype(c)
+    mamba = Mamba2(num_heads=heads, head_dim=c.first_int("mamba_d_head", default=c.int("mamba_expand", 2)
+                                                         * c.int("hidden_size") // heads),
+                   n_groups=c.int("mamba_n_groups", 1), state_size=c.int("mamba_d_state", 128),
+                   conv_kernel=c.int("mamba_d_conv", 4), conv_bias=c.bool("mamba_conv_bias", True),
+                   conv_dtype_bytes=dtype, ssm_dtype_bytes=dtype) if "mamba" in kinds else None
+    attn = FullAttention(**_gqa(c, bias=c.bool("attention_bias")))
+    shared = c.int("shared_intermediate_size", 0, minimum=0)
+    experts = c.int("num_local_experts", 0, minimum=0)
+    if experts:
+        mlp: MLP = MoE(num_experts=experts, top_k=_top_k(c), expert_intermediate=c.int("intermediate_size"),
+                       shared_intermediate=shared)
+    else:
+        mlp = DenseMLP(intermediate=shared or c.int("intermediate_size"))
+    layers = []
+    for kind in kinds:
+        if kind not in ("mamba", "attention"):
+            raise ConfigError(c.model, "layer_types", f"unknown Granite hybrid layer kind {kind!r}")
+        layers.append(DecoderLayer(mixer=mamba if kind == "mamba" else attn, mlp=mlp))
+    return layers, []
 
 
 def _decilm(c: Fields) -> Layers:
@@ -574,6 +656,12 @@ FAMILIES: dict[str, Family] = {
     "nemotron_h": Family(_nemotron_h, "Mamba2 / attention / MLP / MoE blocks from hybrid_override_pattern or "
                                       "layers_block_type; latent MoE width moe_latent_size"),
     "nemotron-nas": Family(_decilm, "DeciLM per-layer block_configs"),
+    **{t: Family(_lfm2, "short-convolution (fixed state (K-1) x hidden) and GQA layers from layer_types / "
+                        "full_attn_idxs; MLP width adjusted as Lfm2Config (2/3, multiplier, multiple of 256); tied "
+                        "embeddings", {"tie_word_embeddings": True}) for t in ("lfm2", "lfm2_moe")},
+    "granitemoehybrid": Family(_granite_hybrid, "Granite 4.0: Mamba2 / attention layer_types, shared MLP of "
+                                                "shared_intermediate_size in every layer, experts beside it",
+                               {"tie_word_embeddings": True}),
     "llama4_text": Family(_llama4, "chunked local attention on 3 of 4 layers; interleaved MoE with a shared expert"),
     "gemma4_text": Family(_gemma4, "sliding and global layers with their own KV shapes; keys double as values"),
     "mimo_v2_flash": Family(_mimo_v2, "hybrid_layer_pattern: sliding layers with their own shapes"),

@@ -361,6 +361,30 @@ class Mamba2(_Recurrent):
         return conv + ssm
 
 
+class ShortConv(_Recurrent):
+    """LFM2 gated short convolution: in_proj h -> 3h (B, C, x), a depthwise conv of ``conv_kernel`` taps,
+    out_proj h -> h. State: the last ``conv_kernel - 1`` inputs of the ``hidden`` channels (vLLM
+    ``short_conv_state_shape``), in the model dtype."""
+
+    kind: Literal["short_conv"] = "short_conv"
+    hidden: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
+    bias: bool = False
+    conv_dtype_bytes: float = 2
+
+    def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
+        p = f"{prefix}.conv"
+        out = [matrix(p, "in_proj", Role.SSM_IN, 3 * self.hidden, hidden, layer),
+               Tensor(f"{p}.conv", Role.SSM_CONV, self.hidden, self.conv_kernel, 1, layer),
+               matrix(p, "out_proj", Role.SSM_OUT, hidden, self.hidden, layer)]
+        if self.bias:
+            out.append(vector(p, "biases", 3 * self.hidden + self.hidden + hidden, layer))
+        return out
+
+    def state_bytes(self, tp: int) -> float:
+        return (self.conv_kernel - 1) * math.ceil(self.hidden / tp) * self.conv_dtype_bytes
+
+
 class LinearReplacement(_Kind):
     """DeciLM (Nemotron-NAS) blocks whose attention or FFN was replaced by one hidden x hidden linear layer."""
 
@@ -381,7 +405,7 @@ class LinearReplacement(_Kind):
 
 Mixer = Annotated[
     FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
-    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | LinearReplacement,
+    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearReplacement,
     Field(discriminator="kind"),
 ]
 

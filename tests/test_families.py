@@ -266,3 +266,102 @@ def test_deepseek_sparse_attention_indexer_cache_as_vllm_stores_it() -> None:
     assert kv_bytes_per_token(a, "fp8") == 78 * ((512 + 4 * 4 + 64 * 2) + indexer) == 61_464
     # TP does not split the latent or the indexer key.
     assert kv_bytes_per_token(a, "bf16", tp=8) == 100_152
+
+
+def test_gemma3_five_sliding_to_one_global_and_tied() -> None:
+    a = build("google__gemma-3-1b-it")
+    kinds = [layer.mixer.kind for layer in a.layers]
+    globals_ = [i for i, k in enumerate(kinds) if k == "full_attention"]
+    assert globals_ == [5, 11, 17, 23]  # sliding_window_pattern 6: every 6th layer is global
+    attn = 1152 * 4 * 256 + 2 * 1152 * 256 + 4 * 256 * 1152 + 2 * 256  # q, k, v, o + per-head q/k norms
+    layer = attn + 3 * 1152 * 6912 + 4 * 1152
+    total = 26 * layer + 262144 * 1152 + 1152  # tied embeddings
+    assert total == 999_885_952  # gemma-3-1b: "1B"
+    assert count_parameters(a).total == total
+    assert kv_bytes_per_token(a, "bf16") == 4 * 2 * 1 * 256 * 2 == 4_096
+    # 22 sliding layers hold at most their 512-token window.
+    assert kv_bytes_per_request(a, 32768) == 4 * 32768 * 1024 + 22 * 512 * 1024
+
+
+def test_gemma3_text_config_wrapper_uses_class_defaults() -> None:
+    """A Gemma 3 multimodal config's text_config often omits fields its config class defaults (google/gemma-3-12b
+    style): head_dim 256, vocab 262,208, the pattern of 6, tied embeddings. The note says which were used."""
+    text = {"hidden_size": 3840, "intermediate_size": 15360, "model_type": "gemma3_text", "num_attention_heads": 16,
+            "num_hidden_layers": 48, "num_key_value_heads": 8, "sliding_window": 1024}
+    a = parse_config("gemma-3-12b-style", {"model_type": "gemma3", "text_config": text, "torch_dtype": "bfloat16"})
+    assert a.vocab_size == 262_208 and a.tie_word_embeddings
+    assert any("head_dim" in n and "vocab_size" in n for n in a.notes)
+    assert kv_bytes_per_token(a, "bf16") == 8 * 2 * 8 * 256 * 2  # 48 layers / 6 = 8 global layers
+
+
+def test_deepseek_v1_moe_shared_experts_and_dense_first_layer() -> None:
+    a = build("deepseek-ai__deepseek-moe-16b-base")
+    assert a.mlp_counts() == {"dense": 1, "moe": 27}
+    h = 2048
+    attn = 4 * h * h  # multi-head attention: 16 KV heads of 128
+    routed = 64 * 3 * h * 1408
+    moe = 64 * h + routed + 3 * h * (2 * 1408)  # router, 64 experts, 2 shared experts
+    total = (attn + 3 * h * 10944 + 2 * h) + 27 * (attn + moe + 2 * h) + 2 * 102400 * h + h
+    assert total == 16_375_728_128  # DeepSeekMoE 16B: 16.4B total
+    counts = count_parameters(a)
+    assert counts.total == total
+    assert counts.active == total - 27 * routed * 58 // 64 == 2_828_650_496  # card: 2.8B activated
+    assert kv_bytes_per_token(a, "bf16") == 28 * 2 * 16 * 128 * 2
+
+
+def test_lfm2_short_conv_layers_hold_a_fixed_state() -> None:
+    """Constructed from LFM2-1.2B's published shape (hidden 2048, 16 layers of which 6 attention, 32/8 heads,
+    block_ff_dim 12288 auto-adjusted, conv_L_cache 3, vocab 65536, tied)."""
+    cfg = {"model_type": "lfm2", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "block_ff_dim": 12288, "block_auto_adjust_ff_dim": True,
+           "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256, "conv_L_cache": 3, "conv_bias": False,
+           "full_attn_idxs": [2, 5, 8, 10, 12, 14], "vocab_size": 65536, "max_position_embeddings": 128000,
+           "torch_dtype": "bfloat16"}
+    a = parse_config("LiquidAI/LFM2-1.2B", cfg)
+    assert a.mixer_counts() == {"short_conv": 10, "full_attention": 6} and a.tie_word_embeddings
+    ff = 8192  # int(2 x 12288 / 3) = 8192, x 1.0, rounded up to a multiple of 256
+    mlp = 3 * 2048 * ff
+    conv = 3 * 2048 * 2048 + 2048 * 3 + 2048 * 2048  # in_proj (B, C, x), depthwise taps, out_proj
+    attn = 2 * 2048 * 2048 + 2 * 2048 * 512 + 2 * 64  # q, o, k, v + per-head q/k norms (head_dim 64)
+    total = 10 * (conv + mlp + 2 * 2048) + 6 * (attn + mlp + 2 * 2048) + 65536 * 2048 + 2048
+    assert total == 1_170_340_608  # LFM2-1.2B model card: 1.17B
+    assert count_parameters(a).total == total
+    assert kv_bytes_per_token(a, "bf16") == 6 * 2 * 8 * 64 * 2 == 12_288
+    from sizing_core.kv_cache import state_bytes_per_request
+    assert state_bytes_per_request(a) == 10 * (3 - 1) * 2048 * 2  # last 2 inputs of 2,048 channels, BF16
+
+
+def test_granite4_hybrid_mamba_attention_and_shared_mlp() -> None:
+    """Constructed: a Granite 4.0 hybrid shape (granite-4.0-h-1b's published 40 layers, 4 of attention, hidden
+    1536, 48 Mamba heads, state 128; the remaining widths chosen for the arithmetic)."""
+    layer_types = ["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 9 + ["attention"] \
+        + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4
+    cfg = {"model_type": "granitemoehybrid", "hidden_size": 1536, "num_hidden_layers": 40, "layer_types": layer_types,
+           "num_attention_heads": 12, "num_key_value_heads": 4, "mamba_n_heads": 48, "mamba_d_head": 64,
+           "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4, "shared_intermediate_size": 4096,
+           "num_local_experts": 0, "vocab_size": 100352, "torch_dtype": "bfloat16"}
+    a = parse_config("ibm-granite/granite-4.0-h-1b-like", cfg)
+    assert a.mixer_counts() == {"mamba2": 36, "full_attention": 4} and a.tie_word_embeddings
+    assert kv_bytes_per_token(a, "bf16") == 4 * 2 * 4 * 128 * 2  # head_dim 1536 / 12 = 128
+    from sizing_core.kv_cache import state_bytes_per_request
+    inner = 48 * 64
+    conv = (4 - 1) * (inner + 2 * 1 * 128) * 2  # conv over x, B, C channels
+    ssm = 48 * 64 * 128 * 2
+    assert state_bytes_per_request(a) == 36 * (conv + ssm)
+    mamba_params = (1536 * (2 * inner + 2 * 128 + 48) + (inner + 2 * 128) * 4 + (inner + 2 * 128) + 3 * 48
+                    + inner + inner * 1536)  # in_proj, conv taps, conv bias, A/D/dt, norm, out_proj
+    attn = 2 * 1536 * 1536 + 2 * 1536 * 512
+    mlp = 3 * 1536 * 4096
+    total = 36 * (mamba_params + mlp + 2 * 1536) + 4 * (attn + mlp + 2 * 1536) + 100352 * 1536 + 1536
+    assert count_parameters(a).total == total
+
+
+def test_per_layer_lists_with_one_value_read_as_that_value() -> None:
+    """Hunyuan-A13B style configs repeat a value per layer (``moe_topk: [8, 8, ...]``)."""
+    cfg = {"model_type": "hunyuan_v1_moe", "hidden_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "num_experts": 8, "moe_topk": [2, 2], "moe_intermediate_size": [512, 512],
+           "intermediate_size": 2048, "vocab_size": 1000, "tie_word_embeddings": True}
+    a = parse_config("hunyuan-like", cfg)
+    assert a.layers[0].mlp.top_k == 2 and a.layers[0].mlp.expert_intermediate == 512
+    with pytest.raises(ConfigError, match="moe_topk"):
+        parse_config("hunyuan-like", {**cfg, "moe_topk": [2, 4]})
