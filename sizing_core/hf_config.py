@@ -26,6 +26,7 @@ from .layers import (
     FullAttention,
     GatedDeltaNet,
     KimiDeltaAttention,
+    LinearAttention,
     LinearReplacement,
     Mamba2,
     Mixer,
@@ -122,6 +123,8 @@ def _attention_kinds(c: Fields, n: int) -> list[str]:
     if c.has("layer_types"):
         kinds = [str(k) for k in c.list("layer_types", n)[:n]]
         return [_KIND_ALIASES.get(k, k) for k in kinds]
+    if c.has("attn_type_list"):  # MiniMax-Text-01 / M1: 0 = lightning linear attention, 1 = softmax attention
+        return ["full_attention" if int(k) else "linear_attention" for k in c.list("attn_type_list", n)[:n]]
     if c.has("full_attention_interval"):
         every = c.int("full_attention_interval")
         return ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(n)]
@@ -162,6 +165,12 @@ def _attention(c: Fields, kind: str, **gqa: Any) -> Mixer:
         if window_covers_context(c):
             return FullAttention(**gqa)
         return SlidingWindowAttention(window=_window(c), **gqa)
+    if kind == "chunked_attention":
+        return ChunkedLocalAttention(chunk=c.int("attention_chunk_size"), **gqa)
+    if kind == "linear_attention":  # plain linear attention (MiniMax lightning): a fixed state per request
+        dtype = str(c.raw("dtype", c.raw("torch_dtype", "bfloat16"))).lower()
+        return LinearAttention(num_heads=gqa["num_heads"], head_dim=gqa["head_dim"],
+                               state_dtype_bytes=DTYPE_BYTES.get(dtype, 2))
     raise ConfigError(c.model, "layer_types", f"unknown attention kind {kind!r}")
 
 
@@ -634,9 +643,12 @@ FAMILIES: dict[str, Family] = {
                                  "moe_intermediate_size after first_k_dense_replace dense layers"),
     "minicpm": Family(_generic, "standard decoder; embedding/residual scales change no shapes", _TIED),
     "minicpm3": Family(lambda c: _deepseek(c), "MLA attention (q_lora/kv_lora) with a dense MLP", _TIED),
-    "minimax_m2": Family(standard(qk_norm=True, qk_norm_full=True, router_bias=True),
-                         "experts of intermediate_size; q/k RMSNorm over all heads; router correction bias; "
-                         "MTP modules counted apart"),
+    **{t: Family(standard(qk_norm=True, qk_norm_full=True, router_bias=True),
+                 "experts of intermediate_size; q/k RMSNorm over all heads; router correction bias; MTP modules "
+                 "counted apart") for t in ("minimax_m2", "minimax_m3")},
+    **{t: Family(standard(), "attn_type_list: 0 = lightning linear attention (fixed heads x d x d state), 1 = "
+                             "softmax attention; experts of intermediate_size") for t in (
+        "minimax", "minimax_m1", "minimax_text_01")},
     "glm4_moe": Family(standard(attn_bias=True, o_bias=False, router_bias=True),
                        "GLM-4.5/4.6/4.7: q/k/v biases, router correction bias, first_k_dense_replace dense layers, "
                        "num_nextn_predict_layers MTP layer counted apart"),

@@ -361,6 +361,27 @@ class Mamba2(_Recurrent):
         return conv + ssm
 
 
+class LinearAttention(_Recurrent):
+    """Plain (lightning) linear attention, MiniMax-Text-01 / M1 style: fused qkv, an output gate, a norm and o_proj.
+    State: ``heads x head_dim x head_dim`` per request (vLLM ``linear_attention_state_shape``), in the model dtype."""
+
+    kind: Literal["linear_attention"] = "linear_attention"
+    num_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    state_dtype_bytes: float = 2
+
+    def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
+        p = f"{prefix}.self_attn"
+        inner = self.num_heads * self.head_dim
+        return [matrix(p, "qkv_proj", Role.ATTN_QKV, 3 * inner, hidden, layer),
+                matrix(p, "output_gate", Role.ATTN_OTHER, inner, hidden, layer),
+                vector(p, "norm", inner, layer),
+                matrix(p, "out_proj", Role.ATTN_OUTPUT, hidden, inner, layer)]
+
+    def state_bytes(self, tp: int) -> float:
+        return _per_rank(self.num_heads, tp) * self.head_dim * self.head_dim * self.state_dtype_bytes
+
+
 class ShortConv(_Recurrent):
     """LFM2 gated short convolution: in_proj h -> 3h (B, C, x), a depthwise conv of ``conv_kernel`` taps,
     out_proj h -> h. State: the last ``conv_kernel - 1`` inputs of the ``hidden`` channels (vLLM
@@ -405,7 +426,7 @@ class LinearReplacement(_Kind):
 
 Mixer = Annotated[
     FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
-    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearReplacement,
+    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | LinearReplacement,
     Field(discriminator="kind"),
 ]
 

@@ -365,3 +365,16 @@ def test_per_layer_lists_with_one_value_read_as_that_value() -> None:
     assert a.layers[0].mlp.top_k == 2 and a.layers[0].mlp.expert_intermediate == 512
     with pytest.raises(ConfigError, match="moe_topk"):
         parse_config("hunyuan-like", {**cfg, "moe_topk": [2, 4]})
+
+
+def test_minimax_attn_type_list_linear_layers_hold_a_state() -> None:
+    """Constructed, MiniMax-Text-01/M1 style: attn_type_list 0 = lightning linear attention, 1 = softmax."""
+    cfg = {"model_type": "minimax_m1", "hidden_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "head_dim": 128, "attn_type_list": [0, 0, 0, 1] * 2, "num_local_experts": 4,
+           "num_experts_per_tok": 2, "intermediate_size": 512, "vocab_size": 1000, "torch_dtype": "bfloat16"}
+    a = parse_config("minimax-like", cfg)
+    assert a.mixer_counts() == {"linear_attention": 6, "full_attention": 2}
+    assert kv_bytes_per_token(a, "bf16") == 2 * 2 * 2 * 128 * 2  # only the 2 softmax layers grow
+    from sizing_core.kv_cache import state_bytes_per_request
+    assert state_bytes_per_request(a) == 6 * 8 * 128 * 128 * 2  # heads x d x d per linear layer, BF16
+    assert state_bytes_per_request(a, tp=4) == 6 * 2 * 128 * 128 * 2  # split by heads
