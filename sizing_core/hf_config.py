@@ -290,6 +290,30 @@ def _generic(c: Fields) -> Layers:
     return _decoder(c)
 
 
+def _structural(c: Fields) -> tuple[Callable[[Fields], Layers], str]:
+    """For an unknown model_type: the builder its fields call for. A new name on a known structure (an MLA
+    model, a Nemotron-H style hybrid, ...) is read by that structure's fields, not as a plain decoder."""
+    if isinstance(c.raw("linear_attn_config"), dict):
+        return _kimi_linear, "Kimi Delta Attention + MLA layers (linear_attn_config present)"
+    if c.has("compress_ratios"):
+        return _deepseek_v4, "compressed sparse attention (compress_ratios present)"
+    if c.has("kv_lora_rank"):
+        return _deepseek, "MLA attention (kv_lora_rank present): one latent per token"
+    if c.has("hybrid_layer_pattern") and c.has("swa_num_key_value_heads"):
+        return _mimo_v2, "hybrid_layer_pattern with separate sliding-window shapes"
+    if c.has("global_head_dim") or c.has("num_global_key_value_heads"):
+        return _gemma4, "sliding and global layers with their own KV shapes (global_head_dim present)"
+    if c.has("attention_chunk_size") and c.has("intermediate_size_mlp"):
+        return _llama4, "chunked local attention with interleaved MoE (attention_chunk_size present)"
+    if c.has("linear_num_value_heads"):
+        return _qwen_hybrid, "Gated DeltaNet hybrid (linear_num_value_heads present)"
+    if c.has("hybrid_override_pattern") or (c.has("layers_block_type") and c.has("mamba_num_heads")):
+        return _nemotron_h, "Mamba2 hybrid blocks (hybrid_override_pattern / layers_block_type present)"
+    if c.has("block_configs"):
+        return _decilm, "per-layer block_configs"
+    return _generic, "standard decoder"
+
+
 def _gpt_oss(c: Fields) -> Layers:
     n = c.int("num_hidden_layers")
     gqa = _gqa(c, bias=True, o_bias=True, sinks=True)
@@ -802,8 +826,12 @@ def parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | 
         source = "family"
     else:
         text, aliases = _with_aliases(text)
-        layers, mtp = _generic(text)
-        notes.append(_generic_note(str(model_type), text, aliases))
+        build, structure = _structural(text)
+        layers, mtp = build(text)
+        notes.append(_generic_note(str(model_type), text, aliases) if build is _generic else
+                     f"unknown model_type {model_type!r} sized by the rule its fields call for: {structure}"
+                     + ("; untied LM head (tie_word_embeddings absent)"
+                        if text.data.get("tie_word_embeddings") is None else ""))
         source = "generic"
     hidden = text.int("hidden_size")
     vision_cfg = config.get("vision_config")

@@ -378,3 +378,21 @@ def test_minimax_attn_type_list_linear_layers_hold_a_state() -> None:
     from sizing_core.kv_cache import state_bytes_per_request
     assert state_bytes_per_request(a) == 6 * 8 * 128 * 128 * 2  # heads x d x d per linear layer, BF16
     assert state_bytes_per_request(a, tp=4) == 6 * 2 * 128 * 128 * 2  # split by heads
+
+
+@pytest.mark.parametrize("name", [p.stem for p in sorted((FIXTURES.parent.parent / "pipeline" / "replay" / "hub" /
+                                                           "configs").glob("*.json"))
+                                  if not p.name.endswith(".hf_quant_config.json")])
+def test_a_renamed_model_type_is_read_by_its_fields(name: str) -> None:
+    """Blind-set proxy: every reference config with its model_type renamed to one we have never seen still sizes
+    (the structure is read from its fields: MLA, Gated DeltaNet, Mamba2 hybrids, ...), with the same KV bytes per
+    token as its family row and parameters within 2% (what a family row adds: q/k norms, biases, 4 norms)."""
+    cfg = json.loads(config_path(name).read_text())
+    known = parse_config(name, cfg)
+    renamed = json.loads(config_path(name).read_text())
+    text = renamed["text_config"] if isinstance(renamed.get("text_config"), dict) else renamed
+    text["model_type"] = "never_seen_before"
+    a = parse_config(name, renamed)
+    assert a.architecture_source == "generic" and a.notes
+    assert kv_bytes_per_token(a, "bf16") == kv_bytes_per_token(known, "bf16")
+    assert count_parameters(a).total == pytest.approx(count_parameters(known).total, rel=0.02)
