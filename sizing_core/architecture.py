@@ -101,5 +101,6 @@ class Architecture(BaseModel):
 
     def attention_layers(self) -> list[int]:
         """Indices of layers whose mixer keeps a per-token cache (llama.cpp's attn_v counter runs over these)."""
-        kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention"}
+        kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention",
+                 "parallel_hybrid"}
         return [i for i, layer in enumerate(self.layers) if layer.mixer and layer.mixer.kind in kinds]

@@ -32,6 +32,7 @@ from .layers import (
     Mixer,
     MLAAttention,
     MoE,
+    ParallelHybrid,
     ShortConv,
     SlidingWindowAttention,
 )
@@ -311,6 +312,8 @@ def _structural(c: Fields) -> tuple[Callable[[Fields], Layers], str]:
         return _nemotron_h, "Mamba2 hybrid blocks (hybrid_override_pattern / layers_block_type present)"
     if c.has("block_configs"):
         return _decilm, "per-layer block_configs"
+    if c.has("mamba_d_ssm") and c.has("num_attention_heads"):
+        return _falcon_h1, "parallel attention + Mamba2 in every layer (mamba_d_ssm present)"
     return _generic, "standard decoder"
 
 
@@ -523,6 +526,22 @@ def _granite_hybrid(c: Fields) -> Layers:
     return layers, []
 
 
+def _falcon_h1(c: Fields) -> Layers:
+    """Falcon-H1: every layer runs GQA attention and a Mamba2 mixer in parallel (``mamba_d_ssm`` inner width,
+    ``mamba_n_heads`` x ``mamba_d_head``), then a SwiGLU MLP."""
+    n = _num_layers(c)
+    heads = c.int("mamba_n_heads")
+    dtype = _model_dtype(c)
+    ssm = Mamba2(num_heads=heads, head_dim=c.first_int("mamba_d_head", default=c.int("mamba_d_ssm") // heads),
+                 n_groups=c.int("mamba_n_groups", 1), state_size=c.int("mamba_d_state"),
+                 conv_kernel=c.int("mamba_d_conv", 4), conv_bias=c.bool("mamba_conv_bias", True),
+                 conv_dtype_bytes=dtype, ssm_dtype_bytes=dtype)
+    mixer = ParallelHybrid(attention=FullAttention(**_gqa(c, bias=c.bool("attention_bias"))), ssm=ssm)
+    layer = DecoderLayer(mixer=mixer, mlp=DenseMLP(intermediate=c.int("intermediate_size"),
+                                                   bias=c.bool("projectors_bias")))
+    return [layer] * n, []
+
+
 def _decilm(c: Fields) -> Layers:
     """Nemotron-NAS (DeciLM): per-layer ``block_configs`` vary KV groups and FFN width, or drop a sub-block."""
     n = c.int("num_hidden_layers")
@@ -695,6 +714,8 @@ FAMILIES: dict[str, Family] = {
     **{t: Family(_lfm2, "short-convolution (fixed state (K-1) x hidden) and GQA layers from layer_types / "
                         "full_attn_idxs; MLP width adjusted as Lfm2Config (2/3, multiplier, multiple of 256); tied "
                         "embeddings", {"tie_word_embeddings": True}) for t in ("lfm2", "lfm2_moe")},
+    "falcon_h1": Family(_falcon_h1, "attention and Mamba2 in parallel in every layer (KV per token and a fixed "
+                                    "state per request), then a SwiGLU MLP"),
     "granitemoehybrid": Family(_granite_hybrid, "Granite 4.0: Mamba2 / attention layer_types, shared MLP of "
                                                 "shared_intermediate_size in every layer, experts beside it",
                                {"tie_word_embeddings": True}),

@@ -361,6 +361,27 @@ class Mamba2(_Recurrent):
         return conv + ssm
 
 
+class ParallelHybrid(_Kind):
+    """Falcon-H1: attention and a Mamba2 mixer side by side in every layer, their outputs summed. Caches both:
+    the attention's KV per token and the Mamba2 state per request."""
+
+    kind: Literal["parallel_hybrid"] = "parallel_hybrid"
+    attention: FullAttention
+    ssm: Mamba2
+
+    def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
+        return self.attention.tensors(prefix, hidden, layer) + self.ssm.tensors(prefix, hidden, layer)
+
+    def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
+        return self.attention.kv_bytes_per_token(cache_bytes, tp)
+
+    def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
+        return self.attention.kv_bytes_per_request(context, cache_bytes, tp)
+
+    def state_bytes(self, tp: int) -> float:
+        return self.ssm.state_bytes(tp)
+
+
 class LinearAttention(_Recurrent):
     """Plain (lightning) linear attention, MiniMax-Text-01 / M1 style: fused qkv, an output gate, a norm and o_proj.
     State: ``heads x head_dim x head_dim`` per request (vLLM ``linear_attention_state_shape``), in the model dtype."""
@@ -424,9 +445,11 @@ class LinearReplacement(_Kind):
         return 0.0
 
 
+ParallelHybrid.model_rebuild()
+
 Mixer = Annotated[
     FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
-    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | LinearReplacement,
+    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement,
     Field(discriminator="kind"),
 ]
 

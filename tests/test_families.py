@@ -396,3 +396,18 @@ def test_a_renamed_model_type_is_read_by_its_fields(name: str) -> None:
     assert a.architecture_source == "generic" and a.notes
     assert kv_bytes_per_token(a, "bf16") == kv_bytes_per_token(known, "bf16")
     assert count_parameters(a).total == pytest.approx(count_parameters(known).total, rel=0.02)
+
+
+def test_falcon_h1_parallel_attention_and_mamba_in_every_layer() -> None:
+    """Constructed (Falcon-H1 field names as its config class has them): both caches in every layer."""
+    cfg = {"model_type": "falcon_h1", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 2048, "mamba_d_ssm": 1536,
+           "mamba_n_heads": 24, "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4,
+           "vocab_size": 1000, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    a = parse_config("falcon-h1-like", cfg)
+    assert a.mixer_counts() == {"parallel_hybrid": 4}
+    assert kv_bytes_per_token(a, "bf16") == 4 * 2 * 2 * 128 * 2
+    from sizing_core.kv_cache import state_bytes_per_request
+    conv = (4 - 1) * (1536 + 2 * 128) * 2
+    ssm = 24 * 64 * 128 * 2
+    assert state_bytes_per_request(a) == 4 * (conv + ssm)
