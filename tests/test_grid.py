@@ -35,10 +35,10 @@ def test_columnar_bits_equal_sizing_core_for_every_tensor_and_format(watchlist: 
     grid (or the reverse) shows up here, tensor by tensor."""
     frame = tensor_bits_frame(watchlist)
     for fmt in GRID_FORMATS:
-        expected = [b for a in watchlist.values() for b in tensor_bits(a, fmt)]
-        got = frame[f"bits_{fmt}"].to_list()
-        wrong = [(frame["model_id"][i], frame["role"][i], e, g) for i, (e, g) in enumerate(zip(expected, got,
-                                                                                           strict=True)) if e != g]
+        known = [m for m, a in watchlist.items() if not (fmt == "native" and a.native.unsupported)]
+        expected = [b for m in known for b in tensor_bits(watchlist[m], fmt)]
+        got = frame.filter(pl.col("model_id").is_in(known))[f"bits_{fmt}"].to_list()
+        wrong = [(i, e, g) for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g]
         assert not wrong, (fmt, len(wrong), wrong[:5])
 
 

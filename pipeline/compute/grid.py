@@ -330,10 +330,12 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
                                       "tensor_parallel": pl.Boolean, "bandwidth": pl.Float64})
 
 
-def _support_class(arch: Architecture, fmt: str) -> tuple[str, str | None, bool]:
-    """What ``Engine.supports`` reads from a model: the format (native: the stored one), MoE or not."""
+def _support_class(arch: Architecture, fmt: str) -> tuple[str, str | None, bool, bool]:
+    """What ``Engine.supports`` reads from a model: the format (native: the stored one, and whether its scheme
+    is known), MoE or not. The grid test compares every cell with per-cell ``supports`` calls."""
     moe = any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
-    return fmt, arch.native.weight_format if fmt == "native" else None, moe
+    native = fmt == "native"
+    return fmt, arch.native.weight_format if native else None, moe, native and bool(arch.native.unsupported)
 
 
 # ------------------------------------------------------------------------------------------------------- cells
@@ -350,11 +352,13 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     n_hw = hw.height
     gpu_by_id = {g.id: g for g in gpus}
     # support verdicts, once per (GPU, engine, support class); activation peaks, once per (model, engine)
-    classes: dict[tuple[str, str | None, bool], int] = {}
-    class_arch: dict[tuple[str, str | None, bool], Architecture] = {}
+    classes: dict[tuple[str, str | None, bool, bool], int] = {}
+    class_arch: dict[tuple[str, str | None, bool, bool], Architecture] = {}
     mf_rows = []
     for model_id, arch in archs.items():
         for fmt in GRID_FORMATS:
+            if fmt == "native" and arch.native.unsupported:
+                continue  # unknown checkpoint scheme: no native cells (sizing #11)
             key = _support_class(arch, fmt)
             if key not in classes:
                 classes[key] = len(classes)
@@ -363,7 +367,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
                             "stored_format": effective_format(arch, fmt), "num_layers": arch.num_layers,
                             "support_idx": classes[key]})
     runs, native = [], []
-    for (fmt, _, _), arch in class_arch.items():
+    for (fmt, _, _, _), arch in class_arch.items():
         for gpu_id, engine_id in hw.select("gpu_id", "engine").iter_rows():
             s = ENGINES[engine_id].supports(gpu_by_id[gpu_id], fmt, arch)
             runs.append(s.runs)
