@@ -7,8 +7,9 @@ from pipeline.assets.core import CORE_ASSETS
 from pipeline.assets.out import OUT_ASSETS
 from pipeline.assets.raw import RAW_ASSETS
 from pipeline.resources import default_resources
-from pipeline.schedules import hourly_refresh
+from pipeline.schedules import hourly_refresh, vramlab_refresh
 
 ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *OUT_ASSETS]
 
-defs = dg.Definitions(assets=ALL_ASSETS, schedules=[hourly_refresh], resources=default_resources())
+defs = dg.Definitions(assets=ALL_ASSETS, jobs=[vramlab_refresh], schedules=[hourly_refresh],
+                      resources=default_resources())

@@ -8,7 +8,15 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models, core__offers_current
 from pipeline.compute.grid import compute_grid
-from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall, setup_from_row
+from pipeline.compute.setups import (
+    COST_FIELDS,
+    ON_DEMAND,
+    SPOT_LIKE,
+    Planner,
+    cheapest_setups,
+    overall,
+    setup_from_row,
+)
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
 from pipeline.resources import VramlabSettings, store
@@ -87,11 +95,11 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                                      "price_per_month": s.price_per_month, "price_per_gpu_hour": s.price_per_gpu_hour,
                                      "currency_listed": s.currency_listed, "fx_date": s.fx_date,
                                      "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
-                                     "computed_at": now})
+                                     "computed_at": now, **{k: getattr(s, k) for k in COST_FIELDS}})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:
-                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None))
+                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
     return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked)})
 
 

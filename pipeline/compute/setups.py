@@ -15,12 +15,15 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from pydantic import Field
+
 from sizing_core import Architecture
-from sizing_core.cost import HOURS_PER_MONTH
+from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
 from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.schema import CamelModel
+from sizing_core.throughput import estimate
 
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
@@ -48,6 +51,23 @@ class Setup(CamelModel):
     format: str
     engine: str
     verified_at: datetime
+    # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
+    # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
+    decode_tokens_per_s: float | None = Field(
+        default=None, description="decode speed of one request on this plan",
+        json_schema_extra={"unit": "tokens/s"})
+    max_concurrent_requests: int | None = Field(
+        default=None, description="requests of the planned context the plan holds at once",
+        json_schema_extra={"unit": "requests"})
+    aggregate_tokens_per_s: float | None = Field(
+        default=None, description="decode speed of all max_concurrent_requests together",
+        json_schema_extra={"unit": "tokens/s"})
+    usd_per_million_tokens: float | None = Field(
+        default=None, description="price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
+        json_schema_extra={"unit": "USD per 1M output tokens"})
+    usd_per_million_tokens_batched: float | None = Field(
+        default=None, description="price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
+        json_schema_extra={"unit": "USD per 1M output tokens"})
 
 
 def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: bool) -> int | None:
@@ -106,7 +126,8 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             if key not in best or price < best[key][0]:
                 best[key] = (price, offer, placed, count)
     ranked = sorted(best.values(), key=lambda c: (c[0], c[1]["provider"], c[1]["instance_type"]))[:top]
-    return [_setup(price, offer, placed, count, gpus[offer["gpu_id"]], fmt) for price, offer, placed, count in ranked]
+    return [_setup(price, offer, placed, count, gpus[offer["gpu_id"]], fmt, planner.arch)
+            for price, offer, placed, count in ranked]
 
 
 def setup_from_row(row: dict[str, Any]) -> Setup:
@@ -119,10 +140,30 @@ def setup_from_row(row: dict[str, Any]) -> Setup:
                  pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
                  price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
                  currency_listed=row["currency_listed"], fx_date=row["fx_date"], allocation=row["allocation"],
-                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"])
+                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"],
+                 **{k: row.get(k) for k in COST_FIELDS})
 
 
-def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str) -> Setup:
+COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
+               "usd_per_million_tokens_batched")
+
+
+def setup_costs(arch: Architecture, gpu: GPU, placed: Placement, price_per_hour: float) -> dict[str, Any]:
+    """Decode rate and $/1M output tokens of a setup: one request, and the most requests of the planned context
+    the plan holds at once (aggregate decode rate at that batch)."""
+    speed = estimate(arch, gpu, default_engine(gpu), placed)
+    batch = max(1, speed.max_concurrent_requests)
+    batched = estimate(arch, gpu, default_engine(gpu), placed, batch=batch) if batch > 1 else speed
+    single, aggregate = speed.decode_tokens_per_s, batched.aggregate_tokens_per_s
+    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": batch,
+            "aggregate_tokens_per_s": round(aggregate, 2) if aggregate else None,
+            "usd_per_million_tokens": round(per_million_tokens(price_per_hour, single), 4) if single else None,
+            "usd_per_million_tokens_batched": round(per_million_tokens(price_per_hour, aggregate), 4)
+            if aggregate else None}
+
+
+def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str,
+           arch: Architecture | None = None) -> Setup:
     assert placed.gpus is not None and placed.plan is not None
     per_instance = int(offer["gpu_count"])
     return Setup(
@@ -132,7 +173,8 @@ def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, g
         pipeline_parallel=placed.plan.pipeline_parallel, price_per_hour=round(price, 4),
         price_per_month=round(price * HOURS_PER_MONTH, 2), price_per_gpu_hour=round(price / (count * per_instance), 4),
         currency_listed=offer["currency"], fx_date=offer.get("fx_date"), allocation=offer["allocation"], format=fmt,
-        engine=default_engine(gpu).id, verified_at=offer["verified_at"])
+        engine=default_engine(gpu).id, verified_at=offer["verified_at"],
+        **(setup_costs(arch, gpu, placed, round(price, 4)) if arch is not None else {}))
 
 
 #: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful
