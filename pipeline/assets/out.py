@@ -7,6 +7,7 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models, core__offers_current
+from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.compute.grid import compute_grid
 from pipeline.compute.setups import (
     COST_FIELDS,
@@ -62,9 +63,11 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                             [[t.entry.id for t in tracked]])
                 insert_frame(con, "sizing", frame)
         total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
+        schema = column_schema(con, "sizing")
     context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused")
     return dg.MaterializeResult(metadata={"dagster/row_count": total, "rows_computed": frame.height,
-                                          "models_recomputed": len(changed_models), "gpus_recomputed": len(changed_gpus)})
+                                          "models_recomputed": len(changed_models), "gpus_recomputed": len(changed_gpus),
+                                          **schema})
 
 
 @dg.asset(name="out__cheapest_setups", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb"},
@@ -100,13 +103,32 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
             con.execute("DELETE FROM cheapest_setups")
             if rows:
                 insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
-    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked)})
+        schema = column_schema(con, "cheapest_setups")
+    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked),
+                                          "top_setups": top_setups_table(rows), **schema})
+
+
+def top_setups_table(rows: list[dict]) -> dg.TableMetadataValue:
+    """Each model's cheapest on-demand setup per format family (the UI's table of answers), as the CLI prints it."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        if r["list"] != "on_demand":
+            continue
+        if r["model_id"] not in best or r["price_per_hour"] < best[r["model_id"]]["price_per_hour"]:
+            best[r["model_id"]] = r
+    return table([("model", "string"), ("setup", "string"), ("plan", "string"), ("engine", "string"),
+                  ("format", "string"), ("provider", "string"), ("region", "string"), ("usd_per_hour", "float"),
+                  ("usd_per_million_tokens", "float")],
+                 [(m, f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                   f"TP {r['tensor_parallel']} x PP {r['pipeline_parallel']}", r["engine"], r["format"], r["provider"],
+                   r["region"], r["price_per_hour"], r.get("usd_per_million_tokens")) for m, r in sorted(best.items())])
 
 
 @dg.asset(name="out__exports", group_name=OUT_GROUP, pool=POOL, kinds={"json", "parquet"},
           deps=[out__sizing, out__cheapest_setups], tags={"vramlab/layer": "out"},
-          description="Publishes data/exports/<snapshot>/ (per-model JSON compatible with seed 004, Parquet "
-                      "tables, JSON Schemas, manifest with sha256 and per-source verification) and switches latest.")
+          description="Publishes a snapshot folder data/exports/SNAPSHOT_ID/ (per-model JSON compatible with seed 004, "
+                      "Parquet tables, JSON Schemas, manifest with sha256 and per-source verification) and switches "
+                      "data/exports/latest to it.")
 def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                  duckdb: DuckDBResource) -> dg.MaterializeResult:
     s = vramlab.settings
@@ -127,9 +149,16 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
             setups[key] = (overall(od), overall(sp))
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance)
+    sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
                                           "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
-                                          "models": len(tracked)})
+                                          "models": len(tracked), "models_sized": sized,
+                                          "dagster/column_schema": parquet_schema(str(path / "cheapest_setups.parquet")),
+                                          "files": table([("file", "string"), ("bytes", "int")],
+                                                         sorted((str(f.relative_to(path)), f.stat().st_size)
+                                                                for f in path.rglob("*") if f.is_file()
+                                                                and f.suffix in (".parquet", ".json")
+                                                                and f.parent.name != "models"))})
 
 
 OUT_ASSETS = [out__sizing, out__cheapest_setups, out__exports]

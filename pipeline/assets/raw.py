@@ -4,6 +4,7 @@ is reported in its own metadata and never fails the others. Scraping never opens
 
 import dagster as dg
 
+from pipeline.assets.metadata import table
 from pipeline.ingest.models import discovery_enabled, hub_client, ingest_hub
 from pipeline.ingest.prices import client_for, latest_rates
 from pipeline.resources import VramlabSettings
@@ -48,15 +49,14 @@ PRICE_ASSETS = [_raw_price_asset(s, [asset_name(CURRENCY_SOURCE.name)]) for s in
 def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
     s = vramlab.settings
     results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery_enabled(), client=hub_client(s.replay))
-    rows = [f"| {e.repo} | {log.outcome if log else 'spec'} | {(model.sha[:12] if model else '')} |"
-            for e, log, model in results]
+    rows = [(e.repo, log.outcome if log else "spec", model.sha[:12] if model else "") for e, log, model in results]
     outcomes = {}
     for _, log, _ in results:
         key = log.outcome if log else "spec"
         outcomes[key] = outcomes.get(key, 0) + 1
     return dg.MaterializeResult(metadata={
         "models": len(results), "outcomes": dg.MetadataValue.json(outcomes),
-        "table": dg.MetadataValue.md("| repo | outcome | sha |\n|---|---|---|\n" + "\n".join(rows))})
+        "table": table([("repo", "string"), ("outcome", "string"), ("sha", "string")], rows)})
 
 
 RAW_ASSETS = [ECB_ASSET, *PRICE_ASSETS, raw_hub__models]

@@ -36,11 +36,13 @@ def norm(text: str) -> str:
     return re.sub(r"[^a-z0-9.]", "", text.lower())
 
 
-def did_you_mean(value: str, choices: list[str], n: int = 3) -> str:
-    """`` (did you mean: a, b?)`` from the closest choices, or ''."""
+def did_you_mean(value: str, choices: list[str] | dict[str, str], n: int = 3) -> str:
+    """`` (did you mean: a, b?)`` from the closest choices, or ''. ``choices`` may map a spelling to the name
+    to show (an alias to its canonical name)."""
+    shown = choices if isinstance(choices, dict) else {c: c for c in choices}
     by_norm: dict[str, str] = {}
-    for choice in choices:
-        by_norm.setdefault(norm(choice), choice)
+    for choice, display in shown.items():
+        by_norm.setdefault(norm(choice), display)
     key = norm(value)
     close = difflib.get_close_matches(key, list(by_norm), n=n, cutoff=0.6)
     close += [k for k in by_norm if key and (k.startswith(key) or key in k) and k not in close]
@@ -128,7 +130,7 @@ def resolve_model(ref: str, data_dir: Path | None = None) -> ModelRef:
                             origin="replay bundle")
         raise ResolveError(f"{entry['id']} ({entry['repo']}) has no config yet: run `vramlab run` first")
     if "/" in ref or ref.endswith(".json"):
-        raise ResolveError(f"no such file, registry id or tracked model: {ref!r}"
+        raise ResolveError(f"no such file or registry id: {ref!r}, nor a tracked model"
                            f"{did_you_mean(ref, model_choices())}; `vramlab models` lists them")
     raise ResolveError(f"unknown model {ref!r}{did_you_mean(ref, model_choices())}; `vramlab models` lists them")
 
@@ -158,7 +160,7 @@ def resolve_format(value: str) -> str:
             return name
     if key in FORMAT_ALIASES:
         return FORMAT_ALIASES[key]
-    raise ResolveError(f"unknown format {value!r}{did_you_mean(value, [*names, *FORMAT_ALIASES])} "
+    raise ResolveError(f"unknown format {value!r}{did_you_mean(value, {n: n for n in names} | FORMAT_ALIASES)} "
                        f"(formats: {', '.join(names)})")
 
 
@@ -176,7 +178,7 @@ def resolve_gpu(value: str) -> str:
     for gpu in gpus.values():  # "rtx4090" for "rtx-4090" is covered above; "geforce rtx 4090 24gb" by name
         if key == norm(gpu.name):
             return gpu.id
-    choices = [*gpus, *(a for g in gpus.values() for a in g.aliases)]
+    choices = {g: g for g in gpus} | {a: g.id for g in gpus.values() for a in g.aliases}
     raise ResolveError(f"unknown GPU {value!r}{did_you_mean(value, choices)}; `vramlab gpus --catalog` lists them")
 
 
