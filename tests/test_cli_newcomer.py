@@ -213,8 +213,10 @@ OBSERVED = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
 
 def write_snapshot(data_dir: Path, offers: list[dict]) -> Path:
-    """A published snapshot with only what the CLI reads: offers_current.parquet (schema from the migrations),
-    index.json and an empty cheapest_setups.parquet."""
+    """A published snapshot with only what the CLI reads: offers_current.parquet and an empty
+    cheapest_setups.parquet written as the exporter writes them (DuckDB schema from the migrations, published
+    columns from pipeline/exports/tables.py), and index.json."""
+    from pipeline.exports.tables import CheapestSetups, OffersCurrent, select_sql
     from pipeline.storage.db import migrate
 
     snap = data_dir / "exports" / "20261128T120000000000Z"
@@ -231,8 +233,9 @@ def write_snapshot(data_dir: Path, offers: list[dict]) -> Path:
                           "price_per_gpu_hour_usd": o["price_per_hour_usd"] / o["gpu_count"]}
         cols = ", ".join(row)
         con.execute(f"INSERT INTO offers_current ({cols}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
-    con.execute(f"COPY (SELECT * FROM offers_current) TO '{snap / 'offers_current.parquet'}' (FORMAT parquet)")
-    con.execute(f"COPY (SELECT * FROM cheapest_setups) TO '{snap / 'cheapest_setups.parquet'}' (FORMAT parquet)")
+    for table, name in ((OffersCurrent, "offers_current"), (CheapestSetups, "cheapest_setups")):
+        query = select_sql(table, snapshot_id=snap.name) + f" FROM {table.db_table}"
+        con.execute(f"COPY ({query}) TO '{snap / f'{name}.parquet'}' (FORMAT parquet)")
     con.close()
     (snap / "index.json").write_text(json.dumps({"snapshot_id": snap.name, "models": [
         {"id": "qwen3-8b", "repo": "Qwen/Qwen3-8B", "status": "ok"},

@@ -18,10 +18,11 @@ WIDTH = 100
 
 
 def Console() -> _RichConsole:  # noqa: N802 - a drop-in for rich.Console
-    """The terminal's width on a terminal; ``$COLUMNS`` or 100 when piped (logs, CI, docs transcripts)."""
+    """The terminal's width on a terminal; ``$COLUMNS`` or 100 when piped (logs, CI, docs transcripts). Tables fit
+    that width; sentences are not broken mid-phrase (soft wrap: the terminal wraps them)."""
     if sys.stdout.isatty():
-        return _RichConsole()
-    return _RichConsole(width=int(os.environ.get("COLUMNS") or WIDTH), soft_wrap=False)
+        return _RichConsole(soft_wrap=True)
+    return _RichConsole(width=int(os.environ.get("COLUMNS") or WIDTH), soft_wrap=True)
 
 
 class _Titled(Table):

@@ -309,6 +309,14 @@ class CheapestSetups(PublishedTable):
     engine: str = col("engine id of the plan")
     verified_at: dt.datetime = col("last time the offer's price was seen at its source (UTC)")
     computed_at: dt.datetime = col("when the setup was computed (UTC)")
+    decode_tokens_per_s: float | None = col("decode speed of one request on this plan (null: no bandwidth figure)",
+                                            unit="tokens/s")
+    max_concurrent_requests: int | None = col("requests of 8K tokens the plan holds at once", unit="requests")
+    aggregate_tokens_per_s: float | None = col("decode speed of max_concurrent_requests together", unit="tokens/s")
+    usd_per_million_tokens: float | None = col("price_per_hour_usd / (decode_tokens_per_s x 3600) x 1e6: one "
+                                               "request at a time", unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched: float | None = col("price_per_hour_usd / (aggregate_tokens_per_s x 3600) x 1e6: "
+                                                       "the plan kept full", unit="USD per 1M output tokens")
     snapshot_id: str = SNAPSHOT_ID
 
 
