@@ -178,6 +178,21 @@ def test_fit_without_format_answers_every_format_and_names_the_limit() -> None:
     assert max(len(line) for line in table.splitlines()) <= 100
 
 
+def test_fit_warns_about_multi_machine_consumer_setups() -> None:
+    # DeepSeek-V3 in Q4_K_M (~380 GiB) cannot fit one 4-card RTX 4090 machine (4 x 24 GB)
+    data = json.loads(vramlab("fit", "deepseek-v3", "--gpu", "rtx-4090", "--format", "q4_k_m", "--json").stdout)
+    assert data["plan"]["nodes"] > 1 and data["gpuKind"] == "consumer"
+    assert data["warnings"] and "machines" in data["warnings"][0]
+    dc = json.loads(vramlab("fit", "deepseek-v3", "--gpu", "h100", "--format", "fp8", "--json").stdout)
+    assert dc["warnings"] == []
+
+
+def test_sources_list_is_sorted_by_name(tmp_path: Path) -> None:
+    rows = json.loads(vramlab("sources", "list", "--json", "--data-dir", str(tmp_path)).stdout)
+    names = [r["source"] for r in rows]
+    assert names == sorted(names)
+
+
 def test_fit_says_when_the_kv_cache_sets_the_count() -> None:
     # Llama-3.1-8B in BF16 on one 24 GB RTX 4090: ~15 GiB of weights fit; 131,072 tokens of BF16 KV cache are
     # 16 GiB more (131,072 bytes per token), so the cache, not the weights, asks for more GPUs
@@ -196,9 +211,11 @@ def test_fit_h200_q4_k_m_gives_the_exports_plan_and_names_the_substitute() -> No
     data = json.loads(out.stdout)
     needed, _ = gpus_needed(load_model("qwen3-8b"))
     cell = next(g for g in needed.gpus if g.gpu == "h200")
-    assert data["fits"] is True and data["substitute"]["format"] == "awq_int4" == cell.plans["q4_k_m"].format
-    assert data["gpus"] == cell.byFormat["q4_k_m"]
-    assert data["plan"]["tensorParallel"] == cell.plans["q4_k_m"].tensorParallel
+    plan = cell.plans.q4_k_m
+    assert plan is not None
+    assert data["fits"] is True and data["substitute"]["format"] == "awq_int4" == plan.format
+    assert data["gpus"] == cell.byFormat.q4_k_m
+    assert data["plan"]["tensorParallel"] == plan.tensorParallel
     text = vramlab("fit", "qwen3-8b", "--gpu", "h200", "--format", "q4_k_m").stdout
     assert "awq_int4" in text and "substitute" in text
     # asking for the engine explicitly keeps the engine's own answer

@@ -69,6 +69,13 @@ def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Place
             f"{plan.pipeline_parallel}"}
 
 
+def _warnings(gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or None
+    if plan is not None and plan.nodes > 1 and gpu.kind in ("consumer", "workstation", "unified", "apple"):
+        return [f"spans {plan.nodes} machines of {gpu.kind} GPUs: layers are split over the network (llama.cpp RPC "
+                "or pipeline stages without NVLink/InfiniBand); expect far lower speed than the estimate"]
+    return []
+
+
 def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int, engine_id: str | None,
           kv_cache_dtype: str, substitute: bool = True) -> tuple[Placement, Engine, dict[str, str] | None]:
     """The placement for ``fmt``; with the default engine, the export's substitute when the engine refuses."""
@@ -125,6 +132,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         "throughputAtMaxConcurrency": None if throughput is None else {
             "batch": batched.batch if batched else throughput.batch,
             "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s},
+        "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
         "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
     }
 

@@ -18,11 +18,11 @@ WIDTH = 100
 
 
 def Console() -> _RichConsole:  # noqa: N802 - a drop-in for rich.Console
-    """The terminal's width on a terminal; ``$COLUMNS`` or 100 when piped (logs, CI, docs transcripts). Tables fit
-    that width; sentences are not broken mid-phrase (soft wrap: the terminal wraps them)."""
+    """The terminal's width on a terminal; ``$COLUMNS`` or 100 when piped (logs, CI, docs transcripts). Tables and
+    sentences fit that width (sentences wrap between words); launch commands are printed unwrapped."""
     if sys.stdout.isatty():
-        return _RichConsole(soft_wrap=True)
-    return _RichConsole(width=int(os.environ.get("COLUMNS") or WIDTH), soft_wrap=True)
+        return _RichConsole()
+    return _RichConsole(width=int(os.environ.get("COLUMNS") or WIDTH))
 
 
 class _Titled(Table):
@@ -127,9 +127,8 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
     if sub:
         console.print(f"[yellow]substitute[/yellow]: {sub['note']}")
     console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
-    if plan["nodes"] > 1 and result["gpu"] and not result["gpuName"].startswith(("H", "B", "A", "GB", "MI")):
-        console.print("[yellow]warning[/yellow]: spans several machines of consumer GPUs (llama.cpp RPC over the "
-                      "network): expect far lower speed than the estimate")
+    for warning in result.get("warnings") or []:
+        console.print(f"[yellow]warning[/yellow]: {warning}")
     table = _table(f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
     for col in ("weights", "KV cache", "state", "activations", "overhead", "total", "headroom"):
         table.add_column(col, justify="right")
@@ -143,7 +142,8 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                   f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
     _print_cost(result, console)
-    console.print(f"[dim]{result['launch']['note']}[/dim]\n{result['launch']['command']}")
+    console.print(f"[dim]{result['launch']['note']}[/dim]")
+    console.print(result["launch"]["command"], soft_wrap=True, markup=False, highlight=False)
 
 
 def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
