@@ -164,8 +164,12 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     table.add_row("models sized", _models_line(snapshot))
     table.add_row("sources", f"{len(outcomes) - len(failed_sources)} of {len(outcomes)} ok, "
                              f"{sum(int(v.get('offers') or 0) for v in outcomes.values()):,} offers fetched")
+    quality = _metadata(result, "core__offer_quality")
     if snapshot is not None:
         per_alloc, quarantined, cheapest = _offer_facts(snapshot)
+        if "quarantined" in quality:  # the offer-quality stage's own count (never in cheapest setups)
+            quarantined = (f"{int(quality['quarantined']):,} offers (kept as evidence, never in cheapest setups); "
+                           f"{int(quality.get('eligible_offers') or 0):,} eligible")
         table.add_row("offers", ", ".join(f"{n:,} {a}" for a, n in per_alloc) or "none")
         table.add_row("quarantined", quarantined)
         table.add_row("cheapest GPU-hour", "; ".join(cheapest) or "no H100/H200/B200 offer")
