@@ -329,6 +329,8 @@ def cmd_size(args: argparse.Namespace) -> int:
     report = size_model(arch, args.tensor_parallel, contexts, checkpoint)
     one_copy = report if args.tensor_parallel == 1 else size_model(arch, 1, contexts, checkpoint)
     totals = size_totals(one_copy)
+    for note in report.notes:  # generic rule / family defaults / unknown quantization: warnings, not errors
+        print(f"warning: {report.model}: {note}", file=sys.stderr)
     if args.json:
         _print_json(report.model_dump(mode="json") | {"totalsGiB": totals})
     else:

@@ -78,7 +78,8 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichC
     kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
     console.print(f"[bold]{report.model}[/bold] ({report.model_type}): {report.parameters:,.2f}B parameters, "
                   f"{report.active_parameters:,.2f}B active (from {counts.used}); {report.layers['total']} layers: "
-                  f"{kinds}; native format {report.native_format} ({report.native_source})")
+                  f"{kinds}; native format {report.native_format} ({report.native_source}); "
+                  f"architecture from {report.architecture_source}")
     contexts = [row["context"] for row in totals]
     table = _table("Memory for one copy of the model and one request (GiB): weights + BF16 KV cache + state")
     table.add_column("format")
