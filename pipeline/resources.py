@@ -22,6 +22,7 @@ class VramlabSettings(dg.ConfigurableResource):
     db_path: str
     live: bool = False
     fail_sources: list[str] = []  # failure drill: in replay mode these sources answer HTTP 500
+    replay_step: str = ""  # replay series step (pipeline/replay/prices/series.json); "" = current recordings
 
     @classmethod
     def from_env(cls) -> VramlabSettings:
@@ -30,7 +31,8 @@ class VramlabSettings(dg.ConfigurableResource):
 
     @property
     def settings(self) -> Settings:
-        return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live)
+        return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live,
+                        replay_step=self.replay_step)
 
     def as_of(self) -> datetime:
         return self.settings.as_of()

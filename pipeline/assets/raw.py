@@ -26,7 +26,7 @@ def _raw_price_asset(source: Source, deps: list[str]) -> dg.AssetsDefinition:
     def _fetch(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
         s = vramlab.settings
         rates = latest_rates(s.data_dir) if source.yields_offers else None
-        entry, _ = run_source(source, client_for(s.replay, vramlab.fail_sources), s.data_dir, rates, replay=s.replay)
+        entry, _ = run_source(source, client_for(s.replay, vramlab.fail_sources, s.replay_step), s.data_dir, rates, replay=s.replay)
         if entry.outcome not in ("ok", "partial", "unchanged"):
             context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
         return dg.MaterializeResult(metadata={

@@ -251,6 +251,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_main_job(data_dir=args.data_dir)
 
 
+def cmd_replay_backfill(args: argparse.Namespace) -> int:
+    """Replay the series' earlier steps through the price assets, then (unless --no-run) the main job."""
+    import os
+
+    from pipeline.cli.run import resolve_data_dir, run_main_job
+    from pipeline.ingest.replay_series import backfill_history
+
+    data_dir = resolve_data_dir(args.data_dir)
+    db = Path(os.environ.get("VRAMLAB_DB") or data_dir / "vramlab.duckdb")
+    for step in backfill_history(data_dir, db):
+        print(f"{step.step} (as of {step.as_of:%Y-%m-%d %H:%M}, {', '.join(step.sources)}): {step.status}")
+    return 0 if args.no_run else run_main_job(data_dir=str(data_dir))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vramlab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -312,6 +326,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the main job once")
     run.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
     run.set_defaults(func=cmd_run)
+
+    replay = sub.add_parser("replay", help="offline replay series (pipeline/replay/prices/series.json)")
+    replay_sub = replay.add_subparsers(dest="replay_command", required=True)
+    backfill = replay_sub.add_parser("backfill", help="build the price history from the series (idempotent), then "
+                                                      "run the main job on the current recordings")
+    backfill.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
+    backfill.add_argument("--no-run", action="store_true", help="only the history steps, no main job")
+    backfill.set_defaults(func=cmd_replay_backfill)
     return parser
 
 
