@@ -16,6 +16,7 @@ from pipeline.compute.tracked import Tracked
 from pipeline.exports.model_json import build_model_export
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import SCHEMA_VERSION, Manifest, ModelExport
+from pipeline.report import render_report
 from pipeline.storage.loaders import source_freshness
 from sizing_core import size_model
 from sizing_core.engines import default_engine
@@ -93,6 +94,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                           "last_outcome": f["last_outcome"], "stale": f["stale"]} for name, f in freshness.items()}
         manifest = {"snapshot_id": snap, "generated_at": now.isoformat(), "schema_version": SCHEMA_VERSION,
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts}
+        render_report(writer.tmp, manifest=manifest)  # report/: rendered from this snapshot's own files
+        hook("report")
         final = writer.finish(manifest)
     except BaseException:
         writer.abandon()
