@@ -7,7 +7,8 @@ Measures, each in a fresh child process (peak RSS from resource.getrusage):
 1. the sizing grid for the bundled watchlist on the whole GPU catalog;
 2. the sizing grid for a synthetic load of 200 models x 60 GPUs (variants of the bundled architectures);
 3. writing the same rows with polars alone (``write_parquet``): the reference the grid is compared to;
-4. the full replay run (every asset, ``vramlab run``) into a temporary data directory.
+4. the full replay run (every asset, ``vramlab run``) into a temporary data directory;
+5. rebuilding the static report (``pipeline/report``) of that run's snapshot, every model page included.
 """
 
 from __future__ import annotations
@@ -77,7 +78,32 @@ def full_run() -> dict:
                                ".ru_maxrss / 1024)\nsys.exit(rc)"], cwd=ROOT, env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - t0
         peak = next((float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("PEAK")), None)
-        return {"seconds": elapsed, "peak_mib": peak, "exit": proc.returncode}
+        return {"seconds": elapsed, "peak_mib": peak, "exit": proc.returncode,
+                "report": report_build(Path(d) / "exports" / "latest")}
+
+
+REPORT = r'''
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from pipeline.report import render_report
+snapshot = Path(sys.argv[1]).resolve()
+with tempfile.TemporaryDirectory() as d:
+    t0 = time.perf_counter()
+    out = render_report(snapshot, out=Path(d) / "report", lang="en")
+    seconds = time.perf_counter() - t0
+    pages = len(list(out.rglob("*.html")))
+print(json.dumps({"seconds": seconds, "pages": pages, "models": len(list((snapshot / "models").glob("*.json"))),
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+'''
+
+
+def report_build(snapshot: Path) -> dict | None:
+    """Time rendering the report of a published snapshot (index, model pages, price board) in a child process."""
+    if not snapshot.exists():
+        return None
+    out = subprocess.run([sys.executable, "-c", REPORT, str(snapshot)], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -96,6 +122,10 @@ def main() -> None:
     run = full_run()
     print(f"\nFull replay run (`vramlab run`, every asset, fresh data directory): {run['seconds']:.1f} s, peak "
           f"{run['peak_mib'] or 0:,.0f} MiB, exit {run['exit']}.")
+    if run["report"]:
+        r = run["report"]
+        print(f"\nStatic report of that snapshot ({r['models']} models, {r['pages']} pages): {r['seconds']:.2f} s, "
+              f"peak {r['peak_mib']:,.0f} MiB (goal: under 10 s for 43 models).")
 
 
 if __name__ == "__main__":

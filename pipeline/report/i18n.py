@@ -8,8 +8,9 @@ from datetime import date, datetime
 from functools import cache
 from pathlib import Path
 
+from babel import Locale
 from babel.dates import format_date, format_datetime
-from babel.numbers import format_currency, format_decimal
+from babel.numbers import format_decimal, parse_pattern
 
 MESSAGES = Path(__file__).resolve().parent / "messages"
 LOCALES = {"en": "en_US", "de": "de_DE"}
@@ -28,6 +29,10 @@ class Texts:
     def __init__(self, lang: str):
         self.messages = catalog(lang)  # raises for an unknown language
         self.lang, self.locale = lang, LOCALES[lang]
+        self._babel = Locale.parse(self.locale)
+        self._money = parse_pattern(self._babel.currency_formats["standard"])
+        self._patterns: dict[int, object] = {}
+        self._cache: dict[tuple[str, float, int], str] = {}  # a report formats the same prices many times
 
     def __call__(self, msg_id: str, **values: object) -> str:
         return self.messages[msg_id].format(**values)
@@ -35,11 +40,20 @@ class Texts:
     def num(self, value: float | None, digits: int = 2) -> str:
         if value is None:
             return "—"
-        pattern = "#,##0" + ("." + "0" * digits if digits else "")
-        return format_decimal(value, format=pattern, locale=self.locale)
+        key = ("num", value, digits)
+        if key not in self._cache:
+            if digits not in self._patterns:
+                self._patterns[digits] = parse_pattern("#,##0" + ("." + "0" * digits if digits else ""))
+            self._cache[key] = self._patterns[digits].apply(value, self._babel)  # type: ignore[attr-defined]
+        return self._cache[key]
 
     def usd(self, value: float | None) -> str:
-        return "—" if value is None else format_currency(value, "USD", locale=self.locale)
+        if value is None:
+            return "—"
+        key = ("usd", value, 2)
+        if key not in self._cache:
+            self._cache[key] = self._money.apply(value, self._babel, currency="USD")
+        return self._cache[key]
 
     def count(self, value: int | None) -> str:
         return "—" if value is None else format_decimal(value, format="#,##0", locale=self.locale)
