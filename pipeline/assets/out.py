@@ -121,6 +121,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
                                           "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
+                                          "report": dg.MetadataValue.path(str(path / "report" / "index.html")),
                                           "models": len(tracked)})
 
 

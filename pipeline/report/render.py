@@ -31,7 +31,10 @@ def _env() -> Environment:
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def format_name(fmt: str | None) -> str:
+def format_name(fmt: str | None, native: str | None = None) -> str:
+    """Display name of a weight format (``native`` shown as the checkpoint's own format when known)."""
+    if fmt == "native" and native:
+        fmt = native
     names = {"q4_k_m": "Q4_K_M", "q8_0": "Q8_0", "awq_int4": "AWQ INT4", "q6_k": "Q6_K", "q5_k_m": "Q5_K_M"}
     return names.get(fmt or "", (fmt or "?").upper())
 
@@ -78,14 +81,14 @@ def _weights_rows(t: Texts, model: dict[str, Any], native: str | None) -> list[d
     return rows
 
 
-def _gpu_rows(model: dict[str, Any]) -> list[dict[str, Any]]:
+def _gpu_rows(model: dict[str, Any], native: str | None) -> list[dict[str, Any]]:
     rows = []
     for row in model["gpusNeeded"]["gpus"]:
         cells = []
         for column in COLUMNS:
             plan = (row.get("plans") or {}).get(column)
             cells.append({"count": row["byFormat"].get(column), "plan": plan,
-                          "format": format_name(plan["format"]) if plan else None})
+                          "format": format_name(plan["format"], native) if plan else None})
         rows.append({"name": row["name"], "engine": row["engine"], "cells": cells})
     return rows
 
@@ -153,7 +156,7 @@ def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None =
         (out / "models" / f"{model['id']}.html").write_text(model_page.render(
             **common, root="../", page="model", m=model, native=native,
             columns=[_column_label(t, c, native) for c in COLUMNS],
-            weights=_weights_rows(t, model, native), gpu_rows=_gpu_rows(model),
+            weights=_weights_rows(t, model, native), gpu_rows=_gpu_rows(model, native),
             recommendations=_recommendations(t, model), cheapest=(model.get("cheapestSetups") or [None])[0]))
     rows = board(snap)
     history = price_history(snap)

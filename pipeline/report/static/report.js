@@ -40,7 +40,7 @@
                title: { display: true, text: "$ / GPU-h" } }
         },
         plugins: {
-          legend: { position: "bottom", labels: { boxWidth: 12, boxHeight: 12 } },
+          legend: { position: "bottom", labels: { usePointStyle: true, pointStyle: "circle", boxWidth: 8, boxHeight: 8 } },
           tooltip: { callbacks: {
             title: function (items) { return items.length ? day.format(new Date(items[0].parsed.x)) : ""; },
             label: function (item) { return item.dataset.label + ": " + money.format(item.parsed.y); } } }
