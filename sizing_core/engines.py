@@ -128,6 +128,8 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
     if fmt == "native":
         if arch is None:
             raise SizingError("the native format needs the model's architecture")
+        if arch.native.unsupported:
+            return Support(runs=False, native=False, note=f"native format unknown: {arch.native.unsupported}")
         if engine.id in ("llama.cpp", "mlx") and arch.native.weight_format not in ("bf16", "fp16", "fp32", "mxfp4"):
             return Support(runs=False, native=False,
                            note=f"{engine.name} cannot load the {arch.native.weight_format} checkpoint; "

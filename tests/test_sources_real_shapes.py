@@ -292,3 +292,45 @@ def test_azure_nv_a10_v5_sizes_are_slices_of_one_a10() -> None:
     [offer] = PRICE_SOURCES["azure"].parse(raw).offers
     assert offer.fractional and offer.gpu_share == pytest.approx(1 / 6) and offer.gpu_id == "a10"
     assert offer.price_per_gpu_hour == pytest.approx(0.454 * 6)  # the whole-card equivalent
+
+
+def _raw(source: str, body: object) -> RawPayload:
+    return RawPayload(source=source, fetched_at=AT,
+                      parts=(RawPart(url=f"https://x/{source}", status=200, body=json.dumps(body).encode()),))
+
+
+def test_runpod_placeholder_price_of_a_cloud_the_type_is_not_on() -> None:
+    """RunPod leaves a stale ``communityPrice`` when ``communityCloud`` is false (a public tracker saw
+    ``"communityPrice":0.5,"communityCloud":false`` for H200 for months). Before: published as a 0.50 $/h H200.
+    Constructed type in the gpuTypes layout."""
+    h200 = {"id": "NVIDIA H200", "displayName": "H200 SXM", "memoryInGb": 141, "maxGpuCount": 1,
+            "secureCloud": True, "communityCloud": False, "securePrice": 3.99, "communityPrice": 0.5,
+            "secureSpotPrice": None, "communitySpotPrice": None, "lowestPrice": {"stockStatus": "Low"}}
+    offers = PRICE_SOURCES["runpod"].parse(_raw("runpod", {"data": {"gpuTypes": [h200]}})).offers
+    assert [(o.instance_type, o.price_per_hour) for o in offers] == [("1x_H200-SXM_SECURE", 3.99)]
+    assert offers[0].gpu_id == "h200"
+
+
+def test_ovh_hourly_pricing_and_monthly_plans() -> None:
+    """The hourly entry is the one with ``intervalUnit: hour`` (constructed addon in the layout a public test
+    quotes); the ``.monthly.postpaid`` plan of the same flavor is ignored, not a second on-demand price."""
+    def addon(plan: str, price: int, unit: str) -> dict:
+        return {"planCode": plan, "invoiceName": "h100-760", "pricings": [
+            {"interval": 1, "intervalUnit": "month", "price": 999_00000000, "type": "renew"},
+            {"interval": 1, "intervalUnit": unit, "price": price, "type": "consumption"}],
+            "blobs": {"technical": {"cpu": {"cores": 60}, "memory": {"size": 760},
+                                    "gpu": {"model": "H100", "number": 2, "memory": {"size": 160}}}}}
+    body = {"locale": {"currencyCode": "EUR"}, "addons": [addon("h100-760.consumption", 560_000_000, "hour"),
+                                                         addon("h100-760.monthly.postpaid", 999_00000000, "month")]}
+    result = PRICE_SOURCES["ovh"].parse(_raw("ovh", body), FxRates(date="2024-02-27", per_eur={"EUR": 1, "USD": 1.0856}))
+    [offer] = result.offers
+    assert (offer.price_per_hour, offer.currency, offer.gpu_count) == (5.6, "EUR", 2)
+    assert offer.gpu_memory_gb == 80 and offer.gpu_id == "h100"  # 160 is the flavor's total: 80 per H100
+    assert result.ignored == {"monthly plan of an hourly flavor (the .consumption plan is kept)": 1}
+
+
+def test_digitalocean_size_without_regions_is_not_an_offer() -> None:
+    size = {"slug": "gpu-l40sx1-48gb", "price_hourly": 1.57, "regions": [], "available": False, "vcpus": 8,
+            "memory": 65536, "gpu_info": {"count": 1, "model": "nvidia_l40s", "vram": {"amount": 48, "unit": "gib"}}}
+    result = PRICE_SOURCES["digitalocean"].parse(_raw("digitalocean", {"sizes": [size], "links": {}}))
+    assert result.offers == [] and result.ignored == {"no region offers the size": 1}

@@ -73,6 +73,8 @@ def cmd_size(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(str(exc)) from None
     report = size_model(arch, args.tensor_parallel, args.contexts, checkpoint)
+    for note in report.notes:  # generic rule / family defaults / unknown quantization: warnings, not errors
+        print(f"warning: {report.model}: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), indent=1))
     else:

@@ -22,6 +22,7 @@ from pipeline.exports.parquet import utc_cursor, write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, IndexFile, json_schema
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
+from pipeline.ingest.models import header_facts
 from pipeline.report import render_report
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
@@ -80,8 +81,10 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
             cells: list[dict[str, Any]] = []
+            report = size_model(t.arch, checkpoint=header_facts(t.hub))  # headers: exact bytes/params (#11)
+            sized = provenance | {"architectureSource": report.architecture_source, "sizingNotes": report.notes}
             try:
-                model = build_model_export(t, size_model(t.arch), on_demand, spot, verified, provenance,
+                model = build_model_export(t, report, on_demand, spot, verified, sized,
                                            now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), cells)
             except ValidationError as exc:  # one model breaking the contract must not stop the others' files
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
