@@ -38,9 +38,8 @@ def run_main_job(data_dir: str | None = None) -> int:
     table = Table(title="Sources")
     for col in ("source", "outcome", "offers", "message"):
         table.add_column(col)
-    for node in sorted(n for n in _nodes(result) if n.startswith("raw_prices__")):
-        md = result.asset_materializations_for_node(node)[0].metadata
-        table.add_row(node.removeprefix("raw_prices__"), str(md["outcome"].value), str(md["offers"].value),
+    for key, md in sorted(_raw_price_metadata(result).items()):
+        table.add_row(key.removeprefix("raw_prices__"), str(md["outcome"].value), str(md["offers"].value),
                       str(md["message"].value)[:60])
     console.print(table)
     failed_checks = [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
@@ -52,5 +51,12 @@ def run_main_job(data_dir: str | None = None) -> int:
     return 0 if result.success else 1
 
 
-def _nodes(result) -> set[str]:  # type: ignore[no-untyped-def]
-    return {e.step_key for e in result.all_node_events if e.step_key}
+def _raw_price_metadata(result) -> dict:  # type: ignore[no-untyped-def]
+    """Metadata of each raw price asset by key (the price sources are one multi-asset step, so by key, not node)."""
+    out = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        key = mat.asset_key.to_user_string()
+        if key.startswith("raw_prices__"):
+            out[key] = mat.metadata
+    return out
