@@ -251,6 +251,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_main_job(data_dir=args.data_dir)
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from pipeline.storage.rebuild import rebuild_main  # logic lives with the storage layer (issue #16)
+
+    return rebuild_main(Path(args.data_dir) if args.data_dir else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vramlab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -312,6 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the main job once")
     run.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
     run.set_defaults(func=cmd_run)
+
+    rebuild = sub.add_parser("rebuild", help="re-create the DuckDB file from the raw landing (after damage or loss)")
+    rebuild.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
+    rebuild.set_defaults(func=cmd_rebuild)
     return parser
 
 

@@ -160,8 +160,24 @@ class ParseResult(BaseModel):
         return sorted({f"{o.provider}: {o.gpu_name} ({o.instance_type})" for o in self.offers if o.gpu_id is None})
 
 
-def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | None]) -> ParseResult:
-    """Build offers row by row: a rejected row is recorded and skipped, a shape error stops the parse."""
+class RowOffers:
+    """The offers of one row built one by one: a rejected price (zero, negative, unknown currency) is recorded
+    and the row's other offers survive (a bad on-demand price must not take the valid spot price with it)."""
+
+    def __init__(self) -> None:
+        self.offers: list[Offer] = []
+        self.rejected: list[str] = []
+
+    def add(self, build: Callable[[], Offer]) -> None:
+        try:
+            self.offers.append(build())
+        except RowRejected as exc:
+            self.rejected.append(str(exc))
+
+
+def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | RowOffers | None]) -> ParseResult:
+    """Build offers row by row: a rejected row is recorded and skipped, a shape error stops the parse. A build
+    returning :class:`RowOffers` keeps its good offers and adds its rejections."""
     offers: list[Offer] = []
     rejected: list[str] = []
     for item in items:
@@ -171,6 +187,10 @@ def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | None]) -> P
             rejected.append(str(exc))
             continue
         if built is None:
+            continue
+        if isinstance(built, RowOffers):
+            offers.extend(built.offers)
+            rejected.extend(built.rejected)
             continue
         offers.extend(built if isinstance(built, list) else [built])
     return ParseResult(offers=offers, rejected=rejected)
