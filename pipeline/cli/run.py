@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +50,45 @@ def ensure_instance_config(home: Path, console: Console) -> None:
         console.print(f"[yellow]warning: {config} sets no concurrency.pools.default_limit: runs started elsewhere "
                       "(UI, schedule) are not kept apart from this one by the duckdb pool. Copy vramlab's "
                       "dagster.yaml there (docs/operating.md).[/yellow]")
+
+
+CLI_TAG = "vramlab/cli"
+
+
+def cli_run_tags() -> dict[str, str]:
+    """Tags of a run started by this process: who to ask whether it is still alive."""
+    return {CLI_TAG: "run", "vramlab/cli-pid": str(os.getpid()), "vramlab/cli-host": socket.gethostname()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_dead_cli_runs(instance, console: Console | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    """Runs started by a ``vramlab run`` process that died (SIGKILL, OOM, power loss) stay STARTED forever and
+    keep their ``duckdb`` pool slot: no daemon monitors a CLI run, so every later run would wait for a slot that
+    is never given back. Mark them failed and free their slots (only for processes of this host that are gone)."""
+    import dagster as dg
+
+    active = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    released = []
+    for run in instance.get_runs(dg.RunsFilter(statuses=active, tags={CLI_TAG: "run"})):
+        pid = int(run.tags.get("vramlab/cli-pid", "0") or 0)
+        if run.tags.get("vramlab/cli-host") != socket.gethostname() or pid <= 0 or _alive(pid):
+            continue
+        instance.report_run_failed(run, f"the vramlab run process (pid {pid}) is gone: run marked failed and its "
+                                        "pool slots released by the next vramlab run")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+        if console is not None:
+            console.print(f"[yellow]released run {run.run_id[:8]} of a vramlab run that died (pid {pid})[/yellow]")
+    return released
 
 
 @contextmanager
@@ -97,8 +137,9 @@ def run_main_job(data_dir: str | None = None) -> int:
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     with run_lock(settings.data_dir, console):
+        release_dead_cli_runs(instance, console)
         result = dg.materialize(ALL_ASSETS, instance=instance, resources=resources, raise_on_error=False,
-                                run_config=quiet)
+                                run_config=quiet, tags=cli_run_tags())
     table = Table(title="Sources")
     for col in ("source", "outcome", "offers", "message"):
         table.add_column(col)

@@ -92,7 +92,8 @@ def offers_from_landing(pending: list[tuple[str, datetime, str]], rates: FxRates
     out = LandingParse()
     for source_name, started, raw_path in pending:
         source = PRICE_SOURCES.get(source_name)
-        if source is None:
+        if source is None:  # the currency source: no offers, nothing to parse, done
+            out.parsed.append((source_name, started, raw_path))
             continue
         path = resolve_raw_path(raw_path, data_dir) if data_dir is not None else Path(raw_path)
         try:

@@ -61,6 +61,10 @@ def rebuild_main(data_dir: Path | None = None) -> int:
     data_dir = data_dir or s.data_dir
     db_path = s.db_path if os.environ.get("VRAMLAB_DB") else data_dir / "vramlab.duckdb"
     console.print(f"vramlab rebuild: re-creating {db_path} from {data_dir / 'raw'} (nothing is fetched)")
+    if os.environ.get("DAGSTER_HOME"):
+        from pipeline.cli.run import ensure_instance_config
+
+        ensure_instance_config(Path(os.environ["DAGSTER_HOME"]), console)
     try:
         aside, result = rebuild(data_dir, db_path, live=not s.replay)
     except FileNotFoundError as exc:

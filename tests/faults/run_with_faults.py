@@ -77,6 +77,22 @@ def install_kill_point(where: str) -> None:
                 _kill()  # some files of the new snapshot written, latest not switched
 
         out.publish = lambda *a, **kw: real_publish(*a, **kw, between_files=die_between_files)
+    elif where.startswith("disk_full_at_export:"):
+        # from the export on, no file this process writes may grow past N bytes (EFBIG, as a full disk gives
+        # ENOSPC): a size-limited file, no privileges needed
+        import resource
+
+        import pipeline.assets.out as out
+
+        limit = int(where.split(":", 1)[1])
+        real_publish = out.publish
+
+        def publish_on_a_full_disk(*a, **kw):  # type: ignore[no-untyped-def]
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+            return real_publish(*a, **kw)
+
+        out.publish = publish_on_a_full_disk
     else:
         raise SystemExit(f"unknown kill point {where!r}")
 
@@ -93,6 +109,18 @@ def main() -> int:
         raw.client_for = lambda *_a, **_k: replay_client(dict(overrides))
     if spec.get("kill_in"):
         install_kill_point(spec["kill_in"])
+    if spec.get("assets") == "core+out":  # the DuckDB half of the graph only (the landing is already there)
+        import dagster as dg
+
+        from pipeline.assets.core import CORE_ASSETS
+        from pipeline.assets.out import OUT_ASSETS
+        from pipeline.cli.run import cli_run_tags
+        from pipeline.resources import default_resources
+
+        instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
+        result = dg.materialize([*CORE_ASSETS, *OUT_ASSETS], resources=default_resources(), raise_on_error=False,
+                                instance=instance, tags=cli_run_tags())
+        return 0 if result.success else 1
     from pipeline.cli.run import run_main_job
 
     return run_main_job()
