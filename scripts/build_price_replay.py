@@ -75,6 +75,9 @@ def real() -> None:
     vast = json.loads((SHARED / "samples/real/vast.search_offers_raw.excerpt.json").read_text())
     put("vastai", vastai.URL, "bundles.json", {"offers": vast},
         kind="real offer (CLI --raw dump), constructed {offers: [...]} envelope")
+    for url in vastai.URLS[1:]:  # the per-GPU queries: no recording of them exists
+        put("vastai", url, "bundles.empty.json", {"offers": []},
+            kind="constructed: empty answer to a per-GPU query (no capture of these queries exists)")
     put("ecb", ecb.URL, "eurofxref-daily.xml", (SHARED / "samples/real/ecb.eurofxref-daily.xml").read_bytes(),
         content_type="text/xml", kind="real (rates of 2024-02-27)")
     for src in skypilot.SOURCES:
@@ -189,12 +192,13 @@ def shaped() -> None:
          "gpu_info": {"count": 1, "model": "nvidia_h100", "vram": {"amount": 80, "unit": "gib"}}},
         {"slug": "gpu-h100x8-640gb", "memory": 1966080, "vcpus": 160, "disk": 2046, "price_monthly": 17461.6,
          "price_hourly": 23.92, "regions": ["nyc2", "tor1", "atl1", "ams3"], "available": True,
-         "gpu_info": {"count": 8, "model": "nvidia_h100", "vram": {"amount": 80, "unit": "gib"}}},
+         "gpu_info": {"count": 8, "model": "nvidia_h100", "vram": {"amount": 640, "unit": "gib"}}},
         {"slug": "gpu-mi300x8-1536gb", "memory": 1966080, "vcpus": 160, "price_hourly": 15.92, "regions": ["atl1"],
-         "available": True, "gpu_info": {"count": 8, "model": "amd_mi300x", "vram": {"amount": 192, "unit": "gib"}}},
+         "available": True, "gpu_info": {"count": 8, "model": "amd_mi300x", "vram": {"amount": 1536, "unit": "gib"}}},
         {"slug": "s-1vcpu-1gb", "memory": 1024, "vcpus": 1, "price_hourly": 0.00893, "regions": ["nyc1"],
          "available": True}], "links": {"pages": {}}, "meta": {"total": 4}},
-        kind="shape-only (digitalocean.SCHEMA.md; 3.39 / 23.92 $/h as quoted there), MI300X illustrative")
+        kind="shape-only (digitalocean.SCHEMA.md; 3.39 / 23.92 $/h as quoted there), MI300X illustrative; vram.amount "
+             "is the droplet's total as in the real API (640 for gpu-h100x8-640gb, dstackai/gpuhunt's test)")
 
 
 def hetzner_page() -> None:

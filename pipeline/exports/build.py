@@ -10,39 +10,44 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 
 from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
-from pipeline.exports.model_json import build_model_export
+from pipeline.exports.dictionary import dictionary
+from pipeline.exports.history import append_history, link_into
+from pipeline.exports.model_json import build_model_export, js_numbers
+from pipeline.exports.parquet import utc_cursor, write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
-from pipeline.exports.schema import SCHEMA_VERSION, Manifest, ModelExport
+from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, IndexFile, json_schema
+from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
+from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
 from sizing_core import size_model
 from sizing_core.engines import default_engine
 from sizing_core.gpus import catalog
-
-PARQUET_TABLES = {
-    "models": "SELECT * FROM models",
-    "gpus": "SELECT * FROM gpus",
-    "offers_current": "SELECT * FROM offers_current",
-    "sizing": "SELECT * FROM sizing",
-    "cheapest_setups": "SELECT * FROM cheapest_setups",
-}
 
 
 def keep_snapshots() -> int:
     return int(os.environ.get("VRAMLAB_KEEP_SNAPSHOTS", "5"))
 
 
-def _copy_parquet(con: duckdb.DuckDBPyConnection, query: str, target: Path, snap: str,
-                  partition: str | None = None) -> int:
-    rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
-    select = f"SELECT *, '{snap}'::VARCHAR AS snapshot_id FROM ({query})"
-    if partition:
-        con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, PARTITION_BY ({partition}), OVERWRITE_OR_IGNORE)")
-    else:
-        con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet)")
-    return rows
+def sizing_reason_sql(cur: duckdb.DuckDBPyConnection) -> str:
+    """Why ``est_gpus`` is null: the exact planner's reason for the cells it computed, else the grid's own column
+    when the grid provides one, else what the grid's flags say."""
+    grid = ("s.est_gpus_reason" if "est_gpus_reason" in table_columns(cur, "sizing") else
+            "CASE WHEN NOT s.runs THEN 'engine_cannot_run_format' WHEN s.above_max_context THEN 'above_max_context' "
+            "ELSE 'no_plan_within_max_gpus' END")
+    return ("CASE WHEN x.model_id IS NOT NULL THEN x.exact_reason "
+            f"WHEN s.est_gpus IS NULL THEN {grid} END")
+
+
+def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], snap: str) -> str:
+    if table is Sizing:
+        return (select_sql(Sizing, prefix="s.", snapshot_id=snap, est_gpus_reason=sizing_reason_sql(cur))
+                + " FROM sizing s LEFT JOIN exact_cells x ON x.model_id = s.model_id AND x.format = s.format "
+                "AND x.context = s.context AND x.gpu_id = s.gpu_id AND x.engine = s.engine")
+    return select_sql(table, snapshot_id=snap) + f" FROM {table.db_table}"
 
 
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],
@@ -62,37 +67,51 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             if default_engines.get(gpu_id) == engine:
                 fits.setdefault(model_id, {}).setdefault(gpu_id, set()).add(fmt)
         index = []
+        exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
         for t in tracked:
             if t.arch is None:
-                index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "reason": t.error})
+                index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
+                              "parameters": None, "path": None, "reason": t.error})
                 continue
             on_demand, spot = setups.get(t.entry.id, ([], []))
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
             model = build_model_export(t, size_model(t.arch), on_demand, spot, verified, provenance,
-                                       now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}))
-            writer.write_json(f"models/{t.entry.id}.json", model.model_dump(mode="json"))
+                                       now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), exact)
+            writer.write_json(f"models/{t.entry.id}.json", js_numbers(model.model_dump(mode="json")))
             hook(f"models/{t.entry.id}.json")
-            index.append({"id": t.entry.id, "name": t.entry.name, "repo": t.entry.repo, "status": "ok",
-                          "parameters": model.parameters, "path": f"models/{t.entry.id}.json"})
-        writer.write_json("index.json", {"snapshot_id": snap, "models": index})
+            index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "ok", "name": t.entry.name,
+                          "parameters": model.parameters, "path": f"models/{t.entry.id}.json", "reason": None})
+        index_file = IndexFile.model_validate({"snapshot_id": snap, "models": index})
+        writer.write_json("index.json", js_numbers(index_file.model_dump(mode="json")))
         hook("index.json")
-        counts = {}
-        for table, query in PARQUET_TABLES.items():
-            counts[table] = _copy_parquet(con, query, writer.path(f"{table}.parquet"), snap)
-            hook(f"{table}.parquet")
-        counts["price_observations"] = _copy_parquet(
-            con, "SELECT *, strftime(observed_at, '%Y-%m-%d') AS date FROM price_observations",
-            writer.path("price_observations"), snap, partition="date")
-        hook("price_observations")
-        writer.write_json("schemas/model.schema.json", ModelExport.model_json_schema())
-        writer.write_json("schemas/manifest.schema.json", Manifest.model_json_schema())
+        counts: dict[str, int] = {}
+        cur = utc_cursor(con)
+        try:
+            cur.register("exact_cells", pl.DataFrame(exact, schema={
+                "model_id": pl.String, "format": pl.String, "context": pl.Int32, "gpu_id": pl.String,
+                "engine": pl.String, "json_column": pl.String, "exact_gpus": pl.Int32, "exact_reason": pl.String}))
+            for table in TABLES:
+                if table is PriceObservations:
+                    parts = append_history(cur, exports_dir, snap)
+                    link_into(writer.tmp, exports_dir, parts)
+                    counts[table.file] = sum(p.rows for p in parts)
+                else:
+                    counts[table.file.removesuffix(".parquet")] = write_parquet(
+                        cur, _table_query(cur, table, snap), table, writer.path(table.file))
+                hook(table.file)
+        finally:
+            cur.close()
+        for model_cls, schema_name in JSON_FILES.values():
+            writer.write_json(f"schemas/{schema_name}", json_schema(model_cls))
+        writer.write_json("schemas/dictionary.json", dictionary())
         hook("schemas")
         sources = {name: {"verified_at": f["verified_at"].isoformat() if f["verified_at"] else None,
                           "last_outcome": f["last_outcome"], "stale": f["stale"]} for name, f in freshness.items()}
         manifest = {"snapshot_id": snap, "generated_at": now.isoformat(), "schema_version": SCHEMA_VERSION,
-                    "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts}
+                    "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
+                    "history": [p.model_dump() for p in parts]}
         final = writer.finish(manifest)
     except BaseException:
         writer.abandon()

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
-from pipeline.exports.schema import GpuNeeded, GpusNeeded, KVRow, Lab, ModelExport, PlanSummary
+from pipeline.exports.runs_with import runs_with
+from pipeline.exports.schema import (
+    COLUMNS,
+    SEED_GPUS,
+    ByFormat,
+    GpuNeeded,
+    GpusNeeded,
+    KVRow,
+    Lab,
+    ModelExport,
+    Plans,
+    PlanSummary,
+)
 from sizing_core import Architecture, SizingReport
 from sizing_core.engines import default_engine, get_engine
 from sizing_core.finetune import finetune_memory
@@ -17,10 +30,6 @@ from sizing_core.launch import launch_command
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.throughput import estimate
 
-#: seed 004's gpusNeeded table: GPUs and format columns
-SEED_GPUS = ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m5-max-128", "strix-halo", "dgx-spark", "h100", "h200",
-             "b200")
-COLUMNS = ("native", "bf16", "fp8", "q4_k_m")
 SCENARIO = "one request of 8192 tokens, BF16 KV cache; vLLM on data-center GPUs, llama.cpp elsewhere"
 KV_CONTEXTS = (8192, 32768, 131072, 1048576)
 FAITHFUL = ("native", "bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq_int4")
@@ -68,6 +77,28 @@ def _describe(kind: str, m: Any, n: int) -> str:  # noqa: ANN401 - any mixer kin
     return f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention" else f"{n} {names[kind]}"
 
 
+def released_date(listed: str | None, hub_created_at: str | None) -> str | None:
+    """The watchlist's release date, else the UTC day the Hub repo was created (``createdAt`` of the model API)."""
+    if listed:
+        return listed
+    if not hub_created_at:
+        return None
+    created = datetime.fromisoformat(hub_created_at.replace("Z", "+00:00"))
+    return (created.astimezone(UTC) if created.tzinfo else created).date().isoformat()
+
+
+def js_numbers(obj: Any) -> Any:  # noqa: ANN401 - any JSON value
+    """Write numbers as JavaScript does (seed 004 is JavaScript output): a whole float is an integer (``106``,
+    ``27``), other floats unchanged. Strict parsers (Go, serde) then read integer fields as integers."""
+    if isinstance(obj, float) and obj.is_integer() and abs(obj) < 2**53:
+        return int(obj)
+    if isinstance(obj, dict):
+        return {k: js_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [js_numbers(v) for v in obj]
+    return obj
+
+
 def page_slug(model_id: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", model_id.lower()).strip("-")
 
@@ -89,7 +120,7 @@ def gpus_needed(arch: Architecture) -> tuple[GpusNeeded, dict[str, Placement]]:
                 nodes=placed.plan.nodes, engine=engine.name, format=fmt, nativeSupport=placed.native_support)
         memory = gpu.memory_bytes / 2**30 if gpu.kind in ("apple", "unified") else gpu.memory_gb
         rows.append(GpuNeeded(gpu=gpu_id, name=gpu.name, memoryGB=round(memory), engine=engine.name,
-                              byFormat=by_format, plans=plans))
+                              byFormat=ByFormat(**by_format), plans=Plans(**plans)))
     return GpusNeeded(scenario=SCENARIO, gpus=rows), placements
 
 
@@ -113,11 +144,23 @@ def recommendations(single_fit: dict[str, set[str]], cheapest: list[Setup]) -> d
 
 def build_model_export(t: Tracked, report: SizingReport, on_demand: list[Setup], spot: list[Setup],
                        verified: str | None, provenance: dict[str, Any], updated: str,
-                       single_fit: dict[str, set[str]]) -> ModelExport:
+                       single_fit: dict[str, set[str]], exact_cells: list[dict[str, Any]] | None = None) -> ModelExport:
+    """The model file. ``exact_cells`` (optional) receives the exact planner's count of every gpusNeeded cell, keyed
+    as the sizing grid is (model, format, context, GPU, engine), so the published grid can carry the same count."""
     arch = t.arch
     assert arch is not None
     entry = t.entry
     needed, placements = gpus_needed(arch)
+    if exact_cells is not None:
+        for key, placed in placements.items():
+            gpu_id, column = key.split(":")
+            gpu = get_gpu(gpu_id)
+            engine_id = default_engine(gpu).id
+            exact_cells.append({"model_id": entry.id, "format": column_format(engine_id, column, gpu),
+                                "context": 8192, "gpu_id": gpu_id, "engine": engine_id, "json_column": column,
+                                "exact_gpus": placed.gpus,
+                                "exact_reason": None if placed.gpus is not None else (
+                                    placed.reason or placed.support_note or "no plan")})
     h100 = placements["h100:native"] if placements["h100:native"].plan else placements["h100:bf16"]
     speed = {}
     for key, placed in placements.items():
@@ -139,17 +182,16 @@ def build_model_export(t: Tracked, report: SizingReport, on_demand: list[Setup],
         launch = cmd.model_dump(mode="json") if cmd else None
     kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
           if r.context in KV_CONTEXTS and r.within_max_context]
-    runs = sorted({get_engine(p.engine).name for p in placements.values() if p.plan is not None})
     slug = page_slug(entry.id)
     hub = t.hub
     return ModelExport(
         id=entry.id, name=entry.name, repo=entry.repo, lab=Lab(name=entry.lab, country=entry.country),
-        released=entry.released or (hub.created_at[:10] if hub and hub.created_at else None),
+        released=released_date(entry.released, hub.created_at if hub else None),
         parameters=report.parameters, activeParameters=report.active_parameters, maxContext=report.max_context,
         architecture=architecture_text(arch), page=f"{site_url()}/vram-requirements/{slug}",
         calculator=f"{site_url()}/llm-vram-calculator?model={entry.id}", weightsGiB=report.weights_gib,
         kvCacheGiBPerRequest=kv, recurrentStateGiBPerRequest=report.recurrent_state_gib_per_request,
-        gpusNeeded=needed, ggufFiles=hub.gguf_files if hub else None, runsWith=runs, verified=verified,
+        gpusNeeded=needed, ggufFiles=hub.gguf_files if hub else None, runsWith=runs_with(arch), verified=verified,
         updated=updated, cheapestSetups=[s.model_dump(mode="json") for s in on_demand],
         spotSetups=[s.model_dump(mode="json") for s in spot], throughput={"scenario": SCENARIO, "cells": speed},
         fineTuning=fine, launch=launch, recommendations=recommendations(single_fit, on_demand),

@@ -92,7 +92,8 @@ def latest(exports_dir: Path) -> Path | None:
 def prune(exports_dir: Path, keep: int) -> list[str]:
     """Delete all but the newest ``keep`` snapshots (never the one ``latest`` points to) and stale temp folders."""
     current = latest(exports_dir)
-    snaps = sorted(p for p in exports_dir.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "latest")
+    snaps = sorted(p for p in exports_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+                   and p.name not in ("latest", "history"))  # history/: shared price partitions, never pruned
     removed = []
     for old in snaps[:-keep] if keep > 0 else snaps:
         if current is not None and old.resolve() == current:

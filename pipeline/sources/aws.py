@@ -4,6 +4,9 @@
 The files are hundreds of MB, so the fetch streams them and keeps the 5 metadata lines, the header and the rows
 of GPU instance families only (what lands is exactly that subset of the bytes received, line for line). Rows are
 filtered as SkyPilot does: OnDemand, Linux, no pre-installed software, CapacityStatus Used, Shared/Host tenancy.
+The real file writes "no pre-installed software" as the literal ``NA`` (older files and SkyPilot's tests leave it
+empty): both are accepted, anything else ("SQL Web", ...) is another product. Rows of other terms, operating
+systems, tenancies, capacity reservations or ``MarketOption`` values are counted as ignored, not rejected.
 GPU names come from the family (``FAMILIES``) with SkyPilot's overrides for AWS's own mistakes (gpu_map.csv).
 Spot prices need AWS credentials (DescribeSpotPriceHistory) and are not fetched.
 """
@@ -17,6 +20,8 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    NOT_A_GPU_OFFER,
+    Ignored,
     ParseError,
     ParseResult,
     RawPart,
@@ -32,6 +37,8 @@ from pipeline.sources.http import KEPT_HEADERS, HttpStatusError, ResponseTooLarg
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
+NO_SOFTWARE = ("NA", "")  # "Pre Installed S/W" of a plain instance: "NA" in the real files, empty in older ones
+OTHER_TERMS = Ignored("other terms, OS, tenancy or software")
 #: instance family -> GPU name as AWS's GpuInfo reports it (overrides in gpu_map.csv fix p4de/p5en/p3dn)
 FAMILIES = {"p6-b300": "B300", "p6-b200": "B200", "p6e-gb200": "GB200", "p5en": "NVIDIA", "p5e": "H200",
             "p5": "H100", "p4de": "A100", "p4d": "A100", "p3dn": "V100", "p3": "V100", "g6e": "L40S", "g6f": "L4",
@@ -82,21 +89,25 @@ class AWS(Source):
         def build(r):  # type: ignore[no-untyped-def]
             itype = r["Instance Type"]
             fam = family(itype)
-            keep = (fam and r["TermType"] == "OnDemand" and r["Operating System"] == "Linux"
-                    and not r.get("Pre Installed S/W") and r.get("CapacityStatus", "Used") == "Used"
-                    and r.get("Tenancy", "Shared") in ("Shared", "Host") and r.get("Unit", "Hrs") == "Hrs")
+            if not fam:
+                return NOT_A_GPU_OFFER
+            keep = (r["TermType"] == "OnDemand" and r["Operating System"] == "Linux"
+                    and (r.get("Pre Installed S/W") or "NA") in NO_SOFTWARE
+                    and (r.get("CapacityStatus") or "Used") == "Used"
+                    and (r.get("Tenancy") or "Shared") in ("Shared", "Host") and (r.get("Unit") or "Hrs") == "Hrs"
+                    and (r.get("MarketOption") or "OnDemand") == "OnDemand")
             if not keep:
-                return None
+                return OTHER_TERMS
             count = number(self.name, r.get("GPU") or 0, "GPU")
+            memory = (r.get("GPU Memory") or "").split(" ")[0]  # the instance's total ("640 GB"), or "NA"
             if itype.startswith("p5.4xlarge"):
-                count = 1  # fetch_aws.py: the API reports 8
-            memory = r.get("GPU Memory", "").split(" ")[0]
+                count, memory = 1, ""  # fetch_aws.py: the API reports 8 (and their memory) for a 1-GPU size
             return make_offer(self.name, self.provider, instance_type=itype, gpu_name=FAMILIES[fam], gpu_count=count,
                               price=number(self.name, r["PricePerUnit"], "PricePerUnit"), unit="instance-hour",
                               currency=r.get("Currency", "USD"), allocation="on_demand", observed_at=raw.fetched_at,
                               rates=rates, resolve=resolve, region=r["Region Code"],
                               memory_gb=float(memory) / count if memory.replace(".", "").isdigit() and count else None,
-                              vcpus=float(r["vCPU"]) if r.get("vCPU", "").isdigit() else None)
+                              vcpus=float(r["vCPU"]) if (r.get("vCPU") or "").isdigit() else None)
 
         return collect(rows, build)
 

@@ -1,7 +1,9 @@
 """Azure Retail Prices: ``GET https://prices.azure.com/api/retail/prices`` with an OData filter (no key), paged
 by ``NextPageLink``. USD per VM-hour. The price API has no GPU facts: ``GPU_SKUS`` maps the GPU VM sizes we track
 (after SkyPilot's ``fetch_azure.py`` family table and its hard-coded counts). Windows rows and Low Priority
-(Batch) meters are dropped; meters ending in " Spot" are spot prices.
+(Batch) meters are dropped; meters ending in " Spot" are spot prices. Rows of other VM sizes, Windows,
+DevTest or reservation terms, and superseded prices (an ``effectiveEndDate`` in the past: the preview API returns
+retired prices beside current ones) are counted as ignored.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from pipeline.sources.base import (
+    Ignored,
     ParseResult,
     RawPayload,
     Source,
@@ -25,6 +28,8 @@ from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
 
 BASE = "https://prices.azure.com/api/retail/prices"
+OTHER_TERMS = Ignored("Windows, Low Priority or non-Consumption terms")
+SUPERSEDED = Ignored("superseded price (effectiveEndDate passed)")
 #: armSkuName -> (GPU name, GPUs per VM)
 GPU_SKUS = {
     "Standard_ND96isr_H100_v5": ("H100", 8), "Standard_ND96is_H100_v5": ("H100", 8),
@@ -62,10 +67,15 @@ class Azure(Source):
         def build(item):  # type: ignore[no-untyped-def]
             sku = field(self.name, item, "armSkuName")
             meter = str(item.get("meterName", ""))
-            if "Windows" in str(item.get("productName", "")) or "Low Priority" in meter or sku not in GPU_SKUS:
+            if sku not in GPU_SKUS:
                 return None
+            if "Windows" in str(item.get("productName", "")) or "Low Priority" in meter:
+                return OTHER_TERMS
             if item.get("type", "Consumption") != "Consumption":
-                return None
+                return OTHER_TERMS
+            end = str(item.get("effectiveEndDate") or "")
+            if end and end[:10] < raw.fetched_at.date().isoformat():
+                return SUPERSEDED
             gpu, count = GPU_SKUS[sku]
             return make_offer(self.name, self.provider, instance_type=sku, gpu_name=gpu, gpu_count=count,
                               price=number(self.name, field(self.name, item, "retailPrice"), "retailPrice"),

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.sources.fx import FxError, FxRates
 
-Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics"]
-PriceUnit = Literal["instance-hour", "gpu-hour"]
+Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics", "monthly"]
+PriceUnit = Literal["instance-hour", "gpu-hour", "instance-month"]
+HOURS_PER_MONTH = 730  # the providers' own convention (Hetzner, Scaleway, Vultr monthly caps): 8760 h / 12
 
 
 class SourceError(Exception):
@@ -89,9 +90,11 @@ class Offer(BaseModel):
     zone: str | None = None
     gpu_name: str  # as the source names it
     gpu_id: str | None  # canonical catalog id; None when unmapped (never guessed)
-    gpu_count: float = Field(gt=0)
-    fractional: bool = False  # a slice of a GPU (vGPU, MIG, shared host)
-    gpu_memory_gb: float | None = None  # per GPU, as listed
+    gpu_count: float = Field(gt=0)  # GPU-equivalents rented: 8 for an 8-GPU node, 0.05 for a 1/20 vGPU slice
+    fractional: bool = False  # a slice of one GPU (vGPU, MIG): gpu_share < 1
+    gpu_share: float = Field(default=1.0, gt=0, le=1)  # share of each GPU that is rented (1/20 vGPU -> 0.05)
+    gpu_memory_gb: float | None = None  # per GPU device the renter sees (a slice: the slice's memory), never a total
+    parent_gpu_memory_gb: float | None = None  # per-GPU memory of the whole card a slice is cut from
     vcpus: float | None = None
     ram_gb: float | None = None
     currency: str
@@ -99,6 +102,7 @@ class Offer(BaseModel):
     price_per_gpu_hour: float = Field(gt=0)
     price_per_hour_usd: float = Field(gt=0)
     price_per_gpu_hour_usd: float = Field(gt=0)
+    price_per_month: float | None = None  # listed monthly price of the instance (allocation "monthly"), currency
     unit: PriceUnit  # how the source quotes it
     unit_scale: str = "1"  # "1", "cents", "1e-8", "nanos"
     fx_rate: float = 1.0  # units of the listed currency per USD on fx_date: usd = price / fx_rate
@@ -118,8 +122,13 @@ def make_offer(source: str, provider: str, *, instance_type: str, gpu_name: str,
                unit: PriceUnit, currency: str, allocation: Allocation, observed_at: datetime, rates: FxRates | None,
                resolve: Callable[..., tuple[str | None, str]], region: str | None = None, zone: str | None = None,
                memory_gb: float | None = None, vcpus: float | None = None, ram_gb: float | None = None,
-               availability: str | None = None, unit_scale: str = "1", fractional: bool | None = None) -> Offer:
-    """Build an offer from a listed price, converting per-GPU <-> per-instance and currency once.
+               availability: str | None = None, unit_scale: str = "1", fractional: bool | None = None,
+               gpu_share: float = 1.0, parent_memory_gb: float | None = None) -> Offer:
+    """Build an offer from a listed price, converting per-GPU <-> per-instance, month -> hour and currency once.
+
+    ``memory_gb`` is per GPU device (callers divide machine totals by the GPU count). For a slice of one GPU
+    (``gpu_share`` < 1), ``gpu_count`` is the GPU-equivalents rented (the share), ``memory_gb`` the slice's memory
+    and ``parent_memory_gb`` the whole card's, which is what the GPU map is matched on.
 
     Raises :class:`ParseError` for a price that is not positive or a currency without a rate, so the caller can
     count the row as rejected without losing the others.
@@ -128,8 +137,12 @@ def make_offer(source: str, provider: str, *, instance_type: str, gpu_name: str,
         raise RowRejected(source, "price", f"{instance_type}: price must be positive, got {price!r}")
     if not gpu_count > 0:
         raise RowRejected(source, "gpu_count", f"{instance_type}: GPU count must be positive, got {gpu_count!r}")
-    gpu_id, version = resolve(provider, gpu_name, instance_type, memory_gb)
-    per_instance = price * gpu_count if unit == "gpu-hour" else price
+    if not 0 < gpu_share <= 1:
+        raise RowRejected(source, "gpu_share", f"{instance_type}: GPU share must be in (0, 1], got {gpu_share!r}")
+    match_memory = parent_memory_gb if parent_memory_gb is not None else memory_gb
+    gpu_id, version = resolve(provider, gpu_name, instance_type, match_memory)
+    monthly = price if unit == "instance-month" else None
+    per_instance = price * gpu_count if unit == "gpu-hour" else price / HOURS_PER_MONTH if monthly else price
     rate, fx_date = 1.0, None
     if currency.upper() != "USD":
         if rates is None:
@@ -140,20 +153,36 @@ def make_offer(source: str, provider: str, *, instance_type: str, gpu_name: str,
             raise RowRejected(source, "currency", f"{instance_type}: {exc}") from exc
     return Offer(
         source=source, provider=provider, instance_type=instance_type, region=region, zone=zone, gpu_name=gpu_name,
-        gpu_id=gpu_id, gpu_count=gpu_count, fractional=fractional if fractional is not None else gpu_count < 1,
-        gpu_memory_gb=memory_gb, vcpus=vcpus, ram_gb=ram_gb, currency=currency.upper(),
-        price_per_hour=per_instance, price_per_gpu_hour=per_instance / gpu_count,
-        price_per_hour_usd=per_instance / rate, price_per_gpu_hour_usd=per_instance / rate / gpu_count, unit=unit,
+        gpu_id=gpu_id, gpu_count=gpu_count,
+        fractional=fractional if fractional is not None else (gpu_share < 1 or gpu_count < 1),
+        gpu_share=gpu_share, gpu_memory_gb=memory_gb, parent_gpu_memory_gb=parent_memory_gb, vcpus=vcpus,
+        ram_gb=ram_gb, currency=currency.upper(), price_per_hour=per_instance,
+        price_per_gpu_hour=per_instance / gpu_count, price_per_hour_usd=per_instance / rate,
+        price_per_gpu_hour_usd=per_instance / rate / gpu_count, price_per_month=monthly, unit=unit,
         unit_scale=unit_scale, fx_rate=rate, fx_date=fx_date, allocation=allocation, availability=availability,
         observed_at=observed_at, mapping_version=version,
     )
 
 
+class Ignored(str):
+    """What a row builder returns for a row that is not a GPU offer (a CPU plan, a Windows price): counted by
+    reason in :attr:`ParseResult.ignored`, never reported as rejected."""
+
+
+NOT_A_GPU_OFFER = Ignored("not a GPU offer")
+
+
 class ParseResult(BaseModel):
-    """Offers parsed from one payload, plus the rows that could not become offers and why."""
+    """Offers parsed from one payload, the rows that could not become offers and why, and the rows that were
+    out of scope (not GPU offers, other terms/OS) counted by reason."""
 
     offers: list[Offer]
     rejected: list[str] = Field(default_factory=list)  # one reason per rejected row
+    ignored: dict[str, int] = Field(default_factory=dict)  # reason -> rows quietly skipped (e.g. CPU-only plans)
+
+    @property
+    def ignored_total(self) -> int:
+        return sum(self.ignored.values())
 
     @property
     def unmapped(self) -> list[str]:
@@ -175,25 +204,29 @@ class RowOffers:
             self.rejected.append(str(exc))
 
 
-def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | RowOffers | None]) -> ParseResult:
-    """Build offers row by row: a rejected row is recorded and skipped, a shape error stops the parse. A build
-    returning :class:`RowOffers` keeps its good offers and adds its rejections."""
+def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | RowOffers | Ignored | None]) -> ParseResult:
+    """Build offers row by row: a rejected row is recorded and skipped, a row built as ``None`` or an
+    :class:`Ignored` reason is counted as ignored, a shape error stops the parse. A build returning
+    :class:`RowOffers` keeps its good offers and adds its rejections."""
     offers: list[Offer] = []
     rejected: list[str] = []
+    ignored: dict[str, int] = {}
     for item in items:
         try:
             built = build(item)
         except RowRejected as exc:
             rejected.append(str(exc))
             continue
-        if built is None:
+        if built is None or isinstance(built, Ignored):
+            reason = str(built or NOT_A_GPU_OFFER)
+            ignored[reason] = ignored.get(reason, 0) + 1
             continue
         if isinstance(built, RowOffers):
             offers.extend(built.offers)
             rejected.extend(built.rejected)
             continue
         offers.extend(built if isinstance(built, list) else [built])
-    return ParseResult(offers=offers, rejected=rejected)
+    return ParseResult(offers=offers, rejected=rejected, ignored=ignored)
 
 
 def json_body(source: str, part: RawPart) -> Any:

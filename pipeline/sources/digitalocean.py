@@ -1,5 +1,7 @@
 """DigitalOcean GPU Droplets: ``GET /v2/sizes`` (``DIGITALOCEAN_TOKEN``), paged by ``links.pages.next``.
-USD per droplet-hour (whole 1x or 8x node); ``gpu_info`` gives count, model and per-GPU VRAM."""
+USD per droplet-hour (whole 1x or 8x node); ``gpu_info`` gives count, model and the droplet's total VRAM
+(``gpu-h100x8-640gb``: ``vram.amount`` 640 for 8 GPUs), divided by the count. Sizes without ``gpu_info`` (the
+CPU droplets) are counted as ignored."""
 
 from __future__ import annotations
 
@@ -46,14 +48,26 @@ class DigitalOcean(Source):
             gpu = size.get("gpu_info")
             if not gpu:
                 return None
+            count = number(self.name, field(self.name, gpu, "count"), "gpu_info.count")
+            vram = gpu.get("vram") or {}
+            total_gb = vram_gb(vram)
             model = str(field(self.name, gpu, "model")).removeprefix("nvidia_").removeprefix("amd_")
             common = dict(instance_type=field(self.name, size, "slug"), gpu_name=model.upper(),
-                          gpu_count=number(self.name, field(self.name, gpu, "count"), "gpu_info.count"),
+                          gpu_count=count,
                           price=number(self.name, field(self.name, size, "price_hourly"), "price_hourly"),
                           unit="instance-hour", currency="USD", allocation="on_demand", observed_at=raw.fetched_at,
-                          rates=rates, resolve=resolve, memory_gb=(gpu.get("vram") or {}).get("amount"),
+                          rates=rates, resolve=resolve, memory_gb=total_gb / count if total_gb and count else None,
                           vcpus=size.get("vcpus"), ram_gb=size["memory"] / 1024 if size.get("memory") else None,
                           availability="available" if size.get("available") else "unavailable")
             return [make_offer(self.name, self.provider, region=r, **common) for r in size.get("regions") or [None]]
 
         return collect(sizes, build)
+
+
+def vram_gb(vram: dict) -> float | None:
+    """``{"amount": 640, "unit": "gib"}`` in GB as listed (GiB and GB both read as the marketed number)."""
+    amount = vram.get("amount")
+    if not amount:
+        return None
+    unit = str(vram.get("unit") or "gib").lower()
+    return float(amount) / 1024 if unit in ("mib", "mb") else float(amount)

@@ -14,7 +14,16 @@ from datetime import UTC, datetime
 
 import httpx
 
-from pipeline.sources.base import ParseResult, RawPayload, Source, collect, field, json_body, make_offer
+from pipeline.sources.base import (
+    Ignored,
+    ParseResult,
+    RawPayload,
+    Source,
+    collect,
+    field,
+    json_body,
+    make_offer,
+)
 from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
 
@@ -27,7 +36,12 @@ MACHINES = {
     "a3-highgpu-8g": ("A3", "H100 80GB", 8, 208, 1872), "a3-ultragpu-8g": ("A3", "H200 141GB", 8, 224, 2952),
     "g2-standard-4": ("G2", "L4", 1, 4, 16), "g2-standard-48": ("G2", "L4", 4, 48, 192),
 }
-GPU_SKU = re.compile(r"^(?:Spot Preemptible )?Nvidia (?P<name>.+?) GPU running in (?P<geo>.+)$")
+#: on-demand "Nvidia L4 GPU running in Americas"; spot mostly "Nvidia L4 GPU attached to Spot Preemptible VMs running
+#: in Americas", a few "Spot Preemptible Nvidia ..." (usageType Preemptible says which, the wording varies)
+GPU_SKU = re.compile(r"^(?:Spot Preemptible )?Nvidia (?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)?"
+                     r" running in (?P<geo>.+)$")
+NO_HOST_SKUS = Ignored("GPU SKU without its series' vCPU/RAM SKUs in that region")
+USAGES = {"OnDemand": "on_demand", "Preemptible": "spot"}  # commitments and reservations are other terms
 VM_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<series>\w+) Instance (?P<kind>Core|Ram) running in (?P<geo>.+)$")
 
 
@@ -62,6 +76,8 @@ class GoogleCloud(Source):
         for sku in skus:
             desc = field(self.name, sku, "description")
             usage = field(self.name, sku, "category", "usageType")
+            if usage not in USAGES:
+                continue
             for region in sku.get("serviceRegions") or []:
                 if (m := GPU_SKU.match(desc)) and sku["category"].get("resourceGroup") == "GPU":
                     gpus[(m["name"], usage, region)] = unit_price(self.name, sku)
@@ -74,11 +90,11 @@ class GoogleCloud(Source):
             machine, (series, gpu, count, vcpus, ram), usage, region = row
             core, mem = vm.get((series, "Core", usage, region)), vm.get((series, "Ram", usage, region))
             if core is None or mem is None:
-                return None  # host SKUs not listed: the machine cannot be priced whole
+                return NO_HOST_SKUS  # the machine cannot be priced whole
             price = vcpus * core + ram * mem + count * gpus[(gpu, usage, region)]
             return make_offer(self.name, self.provider, instance_type=machine, gpu_name=gpu, gpu_count=count,
                               price=price, unit="instance-hour", currency="USD",
-                              allocation="spot" if usage == "Preemptible" else "on_demand", observed_at=raw.fetched_at,
+                              allocation=USAGES[usage], observed_at=raw.fetched_at,
                               rates=rates, resolve=resolve, region=region, vcpus=vcpus, ram_gb=ram)
 
         return collect(sorted(rows), build)

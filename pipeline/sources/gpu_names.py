@@ -4,6 +4,11 @@
 instance-type regex and per-GPU memory bounds all match wins. Rows for a provider's known API mistakes sit at
 the top (the override table of ``shared/reference/prices/NOTES.md``). An unmatched name maps to ``None``:
 the offer is kept with ``gpu_id = null`` and reported, never guessed.
+
+``data/gpu_memory_bounds.csv`` holds, per canonical GPU, the per-GPU memory a listing may state (0.85x to 1.16x
+the marketed size: GiB vs GB, driver-visible vs marketed). A row whose GPU cannot have the stated per-GPU memory
+is passed over, so a machine total misread as per-GPU memory (640 GB "per H100", 128 GB "per V100") or a figure
+in the wrong unit (0.078 GB) leaves the offer unmapped instead of mapping it to the wrong card.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from pathlib import Path
 from sizing_core.gpus import catalog
 
 MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
-MAPPING_VERSION = "2026-11-29.1"  # bump whenever gpu_map.csv changes
+BOUNDS_PATH = Path(__file__).parent / "data" / "gpu_memory_bounds.csv"
+MAPPING_VERSION = "2026-12-01.1"  # bump whenever gpu_map.csv changes
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,21 @@ def rows() -> tuple[MapRow, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=1)
+def memory_bounds() -> dict[str, tuple[float, float]]:
+    """gpu_id -> (min, max) per-GPU memory in GB that a listing of that GPU may state."""
+    return {r["gpu_id"]: (float(r["min_memory_gb"]), float(r["max_memory_gb"]))
+            for r in csv.DictReader(BOUNDS_PATH.open())}
+
+
+def memory_fits(gpu_id: str, memory_gb: float | None) -> bool:
+    """Can a listing of ``gpu_id`` state ``memory_gb`` per GPU? True when either is unknown."""
+    if memory_gb is None or gpu_id not in memory_bounds():
+        return True
+    low, high = memory_bounds()[gpu_id]
+    return low <= memory_gb <= high
+
+
 def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: float | None = None
             ) -> tuple[str | None, str]:
     """(canonical gpu id or None, mapping version)."""
@@ -67,5 +88,21 @@ def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: fl
                 continue
         elif row.min_memory_gb is not None or row.max_memory_gb is not None:
             continue
+        if not memory_fits(row.gpu_id, memory_gb):
+            continue  # e.g. a machine total read as per-GPU memory: never the bigger card
         return row.gpu_id, MAPPING_VERSION
     return None, MAPPING_VERSION
+
+
+def per_gpu_memory(provider: str, raw_name: str, instance_type: str, memory_gb: float | None, count: float
+                   ) -> float | None:
+    """Per-GPU memory from a field that some listings fill per GPU and others with the machine total: the
+    as-listed reading when the GPU map accepts it for that name, else the total divided by the count when that
+    is accepted, else as listed (the offer then stays unmapped and is reported)."""
+    if memory_gb is None or count <= 1:
+        return memory_gb
+    if resolve(provider, raw_name, instance_type, memory_gb)[0] is not None:
+        return memory_gb
+    if resolve(provider, raw_name, instance_type, memory_gb / count)[0] is not None:
+        return memory_gb / count
+    return memory_gb

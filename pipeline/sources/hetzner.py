@@ -1,5 +1,7 @@
 """Hetzner dedicated GPU servers (GEX line): scraped from the public GPU server matrix page (no API has them:
-the Cloud API lists no GPU types). Monthly EUR prices; the hourly figure is monthly / 730.
+the Cloud API lists no GPU types). Dedicated servers are rented per month (plus a setup fee), not by the hour:
+offers are ``monthly`` with their monthly EUR price (``price_per_month``); the hourly figures are monthly / 730,
+for comparison only, and never an on-demand price.
 
 The page is parsed with BeautifulSoup by column headers, not positions: when the table or a header moves, the
 parser raises a ParseError naming what it looked for instead of reading the wrong cell.
@@ -25,7 +27,7 @@ class Hetzner(Source):
     name = "hetzner"
     provider = "hetzner"
     endpoint = URL
-    unit = "EUR per month (hourly = monthly / 730)"
+    unit = "EUR per server-month"
 
     def fetch(self, client: httpx.Client) -> RawPayload:
         return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=(self.get(client, URL),))
@@ -51,8 +53,8 @@ class Hetzner(Source):
             price_text = re.sub(r"[^\d.,]", "", cells[col["price"]]).replace(",", ".")
             monthly = number(self.name, price_text, "price")
             return make_offer(self.name, self.provider, instance_type=cells[col["model"]], gpu_name=m.group(2),
-                              gpu_count=int(m.group(1) or 1), price=monthly / 730, unit="instance-hour",
-                              unit_scale="month/730", currency="EUR", allocation="on_demand",
+                              gpu_count=int(m.group(1) or 1), price=monthly, unit="instance-month",
+                              currency="EUR", allocation="monthly",
                               observed_at=raw.fetched_at, rates=rates, resolve=resolve,
                               memory_gb=float(m.group(3)) if m.group(3) else None)
 

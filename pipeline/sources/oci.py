@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    NOT_A_GPU_OFFER,
+    Ignored,
     ParseError,
     ParseResult,
     RawPayload,
@@ -27,6 +29,8 @@ from pipeline.sources.gpu_names import resolve
 
 PRODUCTS = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/?currencyCode=USD"
 SHAPES = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json"
+INACTIVE = Ignored("shape not active")
+NO_PRICE = Ignored("no published price for the shape's part")
 #: shape name fragments whose GPU the name does not say plainly (fetch_oci.py overrides)
 NAME_OVERRIDES = {"GPU4": "A100", "A100-v2": "A100-80GB", "GPU3": "V100", "GPU2": "P100", "RTXPRO": "RTX PRO 6000"}
 
@@ -41,7 +45,7 @@ def shape_gpu(shape: str) -> str:
 
 class Oracle(Source):
     name = "oci"
-    provider = "oracle"
+    provider = "oci"  # one canonical id for Oracle (SkyPilot's catalog calls it oci too)
     endpoint = PRODUCTS
     unit = "USD per GPU-hour"
 
@@ -60,15 +64,17 @@ class Oracle(Source):
                 for p in loc.get("prices", []):
                     if p.get("model") == "PAY_AS_YOU_GO" and p.get("value"):
                         prices[item["partNumber"]] = (float(p["value"]), loc["currencyCode"])
-        gpu_shapes = [s for s in shapes if (s.get("subType") or {}).get("value") == "gpu" and s.get("status") == "ACTIVE"]
-
         def build(shape):  # type: ignore[no-untyped-def]
+            if (shape.get("subType") or {}).get("value") != "gpu":
+                return NOT_A_GPU_OFFER
+            if shape.get("status") != "ACTIVE":
+                return INACTIVE
             name = field(self.name, shape, "name")
             qty = number(self.name, field(self.name, shape, "gpuQty"), "gpuQty")
             part = next((p["partNumber"] for p in shape.get("products", []) if (p.get("type") or {}).get("value") in
                          ("ocpu", "gpu")), None)
             if part is None or part not in prices:
-                return None  # no published price for this shape's part
+                return NO_PRICE
             value, currency = prices[part]
             clean = re.sub(r"\s*\(.*\)$", "", name)
             common = dict(instance_type=clean, gpu_name=shape_gpu(clean), gpu_count=qty, unit="gpu-hour",
@@ -78,4 +84,4 @@ class Oracle(Source):
                 offers.append(make_offer(self.name, self.provider, price=value * 0.5, allocation="spot", **common))
             return offers
 
-        return collect(gpu_shapes, build)
+        return collect(shapes, build)

@@ -1,7 +1,10 @@
 """OVHcloud Public Cloud: ``GET https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE`` (public).
 
 Hourly plans end in ``.consumption``; prices are integers in 1e-8 currency units (sc-crawler's MICROCENTS);
-currency follows the subsidiary (EUR for IE). The GPU count comes from ``blobs.technical.gpu.number``.
+currency follows the subsidiary (EUR for IE). The GPU count comes from ``blobs.technical.gpu.number``; whether
+``gpu.memory.size`` is per GPU or the flavor's total is not documented, so it is read per GPU when the GPU map
+accepts that and divided by the count otherwise (``gpu_names.per_gpu_memory``). Non-GPU flavors and monthly plans
+are counted as ignored.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pipeline.sources.base import (
     number,
 )
 from pipeline.sources.fx import FxRates
-from pipeline.sources.gpu_names import resolve
+from pipeline.sources.gpu_names import per_gpu_memory, resolve
 
 URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE"
 UNITS_PER_CURRENCY = 100_000_000
@@ -48,12 +51,15 @@ class OVHcloud(Source):
                 return None
             pricing = field(self.name, addon, "pricings", 0)
             tech = addon["blobs"]["technical"]
+            name = field(self.name, gpu, "model")
+            count = number(self.name, gpu.get("number"), "gpu.number")
+            memory = per_gpu_memory(self.provider, str(name), plan, (gpu.get("memory") or {}).get("size"), count)
             return make_offer(self.name, self.provider, instance_type=addon.get("invoiceName") or plan,
-                              gpu_name=field(self.name, gpu, "model"), gpu_count=number(self.name, gpu.get("number"), "gpu.number"),
+                              gpu_name=name, gpu_count=count,
                               price=number(self.name, field(self.name, pricing, "price"), "price") / UNITS_PER_CURRENCY,
                               unit="instance-hour", unit_scale="1e-8", currency=currency, allocation="on_demand",
                               observed_at=raw.fetched_at, rates=rates, resolve=resolve,
-                              memory_gb=(gpu.get("memory") or {}).get("size"),
+                              memory_gb=memory,
                               vcpus=(tech.get("cpu") or {}).get("cores"), ram_gb=(tech.get("memory") or {}).get("size"))
 
         return collect(addons, build)

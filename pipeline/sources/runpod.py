@@ -1,7 +1,8 @@
 """RunPod: GraphQL ``gpuTypes`` (``RUNPOD_API_KEY``). Prices are per GPU-hour; Secure Cloud and Community Cloud
 are separate offers; spot = the interruptible price. A pod of n GPUs costs n x the per-GPU price, so offers are
 written for every GPU count the type allows (1, 2, 4, 8 up to ``maxGpuCount``). GraphQL errors come with
-HTTP 200 in ``errors``: a ParseError naming them."""
+HTTP 200 in ``errors``: a ParseError naming them. ``memoryInGb`` is per GPU. A type with ``secureCloud`` or
+``communityCloud`` false gets no offer on that cloud; types without any price are counted as ignored."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    Ignored,
     ParseError,
     ParseResult,
     RawPayload,
@@ -25,6 +27,7 @@ from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
 
 URL = "https://api.runpod.io/graphql"
+NO_PRICE = Ignored("no price on either cloud")
 QUERY = ("query { gpuTypes { id displayName manufacturer memoryInGb maxGpuCount secureCloud communityCloud "
          "securePrice communityPrice secureSpotPrice communitySpotPrice "
          "lowestPrice(input:{gpuCount:1}) { stockStatus availableGpuCounts } } }")
@@ -55,6 +58,8 @@ class RunPod(Source):
             offers = RowOffers()  # one bad price rejects that offer only, counted (issue #16)
             for cloud, price_key, spot_key in (("SECURE", "securePrice", "secureSpotPrice"),
                                                ("COMMUNITY", "communityPrice", "communitySpotPrice")):
+                if t.get(f"{cloud.lower()}Cloud") is False:
+                    continue  # not offered on that cloud: its price fields are leftovers
                 for count in counts:
                     common = dict(instance_type=f"{count}x_{name.replace(' ', '-')}_{cloud}", gpu_name=name,
                                   gpu_count=count, unit="gpu-hour", currency="USD", observed_at=raw.fetched_at,
@@ -63,6 +68,6 @@ class RunPod(Source):
                         if t.get(key) is not None:  # absent: not offered; 0 or negative: rejected and counted
                             offers.add(lambda a=allocation, k=key, c=common: make_offer(
                                 self.name, self.provider, allocation=a, price=number(self.name, t[k], k), **c))
-            return offers
+            return offers if offers.offers or offers.rejected else NO_PRICE
 
         return collect(types, build)

@@ -2,6 +2,9 @@
 
 EUR per instance-hour (``hourly_price``); ``gpu_info.gpu_memory`` in bytes per GPU. A zone that answers 404 does
 not offer Instances and is skipped; any other error fails the fetch.
+
+The list is paginated (``per_page`` at most 100; the catalog has ~136 types, total in ``X-Total-Count``): pages
+are read until one comes back with fewer than ``per_page`` types. Types without a GPU are counted as ignored.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    NOT_A_GPU_OFFER,
     ParseResult,
     RawPayload,
     Source,
@@ -24,7 +28,9 @@ from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
 
 ZONES = ("fr-par-1", "fr-par-2", "nl-ams-1", "pl-waw-2")
+PER_PAGE = 100
 URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers?per_page=100"
+MAX_PAGES = 20
 
 
 class Scaleway(Source):
@@ -33,8 +39,15 @@ class Scaleway(Source):
     unit = "EUR per instance-hour"
 
     def fetch(self, client: httpx.Client) -> RawPayload:
-        parts = tuple(self.get(client, URL.format(zone=z), allow_statuses=(404,)) for z in ZONES)
-        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=parts)
+        parts = []
+        for zone in ZONES:
+            for page in range(1, MAX_PAGES + 1):
+                url = URL.format(zone=zone) + (f"&page={page}" if page > 1 else "")
+                part = self.get(client, url, allow_statuses=(404,))
+                parts.append(part)
+                if part.status == 404 or len(json_body(self.name, part).get("servers") or {}) < PER_PAGE:
+                    break
+        return RawPayload(source=self.name, fetched_at=datetime.now(UTC), parts=tuple(parts))
 
     def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
         rows = []
@@ -49,7 +62,7 @@ class Scaleway(Source):
             zone, name, spec = row
             gpus = spec.get("gpu") or 0
             if not gpus:
-                return None
+                return NOT_A_GPU_OFFER
             info = field(self.name, spec, "gpu_info")
             return make_offer(self.name, self.provider, instance_type=name, gpu_name=field(self.name, info, "gpu_name"),
                               gpu_count=gpus, price=number(self.name, field(self.name, spec, "hourly_price"), "hourly_price"),

@@ -2,8 +2,9 @@
 one source per cloud, named ``skypilot-<cloud>``. Columns: InstanceType, AcceleratorName, AcceleratorCount,
 vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone; prices USD per instance-hour.
 
-SkyPilot's Vast rows are medians of bucketed marketplace offers (``marketplace_median``); RunPod's are per pod
-of the listed GPU count. Empty or zero prices mean "not offered" (e.g. spot-only shapes) and are skipped.
+SkyPilot's Vast rows are medians of bucketed marketplace offers (``marketplace_median``); Lium's are host-set
+marketplace prices (``marketplace``); RunPod's are per pod of the listed GPU count. GPU memory is read per GPU
+(:func:`per_gpu_memory_gb`). Provider ids are the canonical ones of the direct sources (``oci`` for Oracle). Empty or zero prices mean "not offered" (e.g. spot-only shapes) and are skipped.
 """
 
 from __future__ import annotations
@@ -39,16 +40,44 @@ CLOUDS = {
 }
 
 
-def per_gpu_memory_gb(gpu_info: str, count: float) -> float | None:
-    """Per-GPU memory from SkyPilot's python-repr GpuInfo; None when absent. The field holds the per-GPU size
-    in most catalogs and the total in some (Vast), so a value over 200 GB per GPU is divided by the count."""
+#: catalogs whose GpuInfo ``SizeInMiB`` is the machine's total, whatever ``Count`` says (Vast: 2x A100 40GB is
+#: 81920 MiB, 8x V100 16GB 131072 MiB)
+TOTAL_MEMORY_CLOUDS = ("vast",)
+#: catalogs whose prices are host-set marketplace prices, not a provider's list price
+MARKETPLACE_CLOUDS = {"vast": "marketplace_median", "lium": "marketplace"}
+
+
+def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "") -> float | None:
+    """Per-GPU memory in GB from SkyPilot's python-repr GpuInfo; None when absent or zero.
+
+    The field means different things per catalog: per GPU in most, the machine's total in some (Vast, and OCI
+    and Lium rows in some catalog versions), GB instead of MiB in Shadeform (H100 ``SizeInMiB`` 80). Rules, in
+    order: a value under 1 GiB is GB already; a catalog known to list totals is divided by the count; a value
+    equal to ``TotalGpuMemoryInMiB`` on a multi-GPU row is ambiguous (Lambda repeats the per-GPU size there,
+    Vast the total): the per-GPU reading is kept only if the GPU map accepts it for that name, else the total
+    is divided. A total that no card of that name can have leaves the offer unmapped (``gpu_memory_bounds.csv``).
+    """
     try:
         info = ast.literal_eval(gpu_info)
-        mib = float(info["Gpus"][0]["MemoryInfo"]["SizeInMiB"])
+        gpu = info["Gpus"][0]
+        mib = float(gpu["MemoryInfo"]["SizeInMiB"])
     except (ValueError, SyntaxError, KeyError, IndexError, TypeError):
         return None
+    if not mib:
+        return None
+    if mib < 1024:  # Shadeform: the number is GB (80 for an H100), not MiB
+        return mib
     gb = mib / 1024
-    return gb / count if gb > 200 and count >= 1 else (gb or None)
+    if count <= 1:
+        return gb
+    if cloud in TOTAL_MEMORY_CLOUDS:
+        return gb / count
+    total = info.get("TotalGpuMemoryInMiB", gpu.get("TotalGpuMemoryInMiB"))
+    if total is not None and abs(float(total) - mib * count) < 1:
+        return gb  # Size x Count = Total: Size is per GPU
+    if resolve(cloud, name, "", gb)[0] is not None:
+        return gb
+    return gb / count
 
 
 class SkyPilotCatalog(Source):
@@ -73,16 +102,17 @@ class SkyPilotCatalog(Source):
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise ParseError(self.name, missing[0], f"column missing from the catalog CSV header {reader.fieldnames}")
-        allocation = "marketplace_median" if self.cloud == "vast" else "on_demand"
+        allocation = MARKETPLACE_CLOUDS.get(self.cloud, "on_demand")
 
         def build(row: dict[str, str]):  # type: ignore[no-untyped-def]
-            if not row["AcceleratorName"]:
+            if not row["AcceleratorName"] or not float(row.get("AcceleratorCount") or 0):
                 return None
             count = number(self.name, row["AcceleratorCount"], "AcceleratorCount")
             common = dict(instance_type=row["InstanceType"], gpu_name=row["AcceleratorName"], gpu_count=count,
                           unit="instance-hour", currency="USD", observed_at=raw.fetched_at, rates=rates,
                           resolve=resolve, region=row["Region"] or None, zone=row.get("AvailabilityZone") or None,
-                          memory_gb=per_gpu_memory_gb(row.get("GpuInfo", ""), count),
+                          memory_gb=per_gpu_memory_gb(row.get("GpuInfo", ""), count, self.provider,
+                                                      row["AcceleratorName"]),
                           vcpus=float(row["vCPUs"]) if row.get("vCPUs") else None,
                           ram_gb=float(row["MemoryGiB"]) if row.get("MemoryGiB") else None)
             offers = RowOffers()  # a bad on-demand price must not take the row's valid spot price with it

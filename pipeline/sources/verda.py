@@ -1,5 +1,7 @@
 """Verda (ex-DataCrunch): ``GET https://api.verda.com/v1/instance-types?currency=usd`` (unauthenticated per its
-OpenAPI spec). Prices arrive as strings, per instance-hour; an empty on-demand price means spot-only."""
+OpenAPI spec). Prices arrive as strings, per instance-hour; an empty on-demand price means spot-only.
+``gpu_memory.size_in_gigabytes`` is the machine's total ("640GB GPU RAM" on an 8x H100): divided by the GPU count.
+CPU-only types (``number_of_gpus`` 0) are counted as ignored."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ class Verda(Source):
             common = dict(instance_type=field(self.name, item, "instance_type"), gpu_name=field(self.name, item, "model"),
                           gpu_count=count, unit="instance-hour", currency=str(item.get("currency", "usd")),
                           observed_at=raw.fetched_at, rates=rates, resolve=resolve,
-                          memory_gb=memory / count if memory and memory > 200 else memory,
+                          memory_gb=number(self.name, memory, "gpu_memory.size_in_gigabytes") / count if memory else None,
                           vcpus=(item.get("cpu") or {}).get("number_of_cores"),
                           ram_gb=(item.get("memory") or {}).get("size_in_gigabytes"))
             offers = []

@@ -1,0 +1,67 @@
+"""Price history that grows instead of being copied: ``exports/history/price_observations/date=YYYY-MM-DD/`` holds
+immutable part files, one per snapshot that found new observations for that UTC day. A part is never rewritten;
+the union of a day's parts is every observation of that day exactly once (an observation already in a part is
+never written again). Each snapshot hard-links the parts into its own ``price_observations/`` folder (no copy: the
+same inode) and lists them with their sha256 in ``manifest.json`` (``history``). Deleting an old snapshot only
+removes its links.
+
+The day is the UTC date of ``observed_at``, computed in SQL with ``AT TIME ZONE 'UTC'`` on a UTC cursor, so a
+03:00Z observation lands on its UTC day under any session time zone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+
+from pipeline.exports.parquet import write_parquet
+from pipeline.exports.publish import sha256_file
+from pipeline.exports.schema import HistoryPart
+from pipeline.exports.tables import PriceObservations, select_sql
+
+HISTORY_DIR = "history/price_observations"
+_DAY = "(observed_at AT TIME ZONE 'UTC')::DATE"
+
+
+def _quoted_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str) -> list[HistoryPart]:
+    """Write the observations not yet in any part (one new part per UTC day that has some) and return every part
+    of the days the database holds, oldest day first."""
+    root = exports_dir / HISTORY_DIR
+    days = [r[0] for r in cur.execute(f"SELECT DISTINCT {_DAY} FROM price_observations ORDER BY 1").fetchall()]
+    parts: list[HistoryPart] = []
+    for day in days:
+        folder = root / f"date={day.isoformat()}"
+        existing = sorted(folder.glob("part-*.parquet"))
+        where = f"{_DAY} = DATE '{day.isoformat()}'"
+        if existing:
+            where += (" AND NOT EXISTS (SELECT 1 FROM read_parquet(" + _quoted_list(existing) + ") h "
+                      "WHERE h.offer_key = p.offer_key AND h.observed_hour = p.observed_hour)")
+        query = f"{select_sql(PriceObservations)} FROM price_observations p WHERE {where} ORDER BY observed_at, offer_key"
+        new = cur.execute(f"SELECT count(*) FROM price_observations p WHERE {where}").fetchall()[0][0]
+        if new:
+            write_parquet(cur, query, PriceObservations, folder / f"part-{snap}.parquet")
+        for part in sorted(folder.glob("part-*.parquet")):
+            rows = cur.execute(f"SELECT count(*) FROM read_parquet('{part}')").fetchall()[0][0]
+            parts.append(HistoryPart(path=str(part.relative_to(exports_dir)), date=day.isoformat(), rows=rows,
+                                     sha256=sha256_file(part)))
+    return parts
+
+
+def link_into(snapshot_dir: Path, exports_dir: Path, parts: list[HistoryPart]) -> None:
+    """Hard-link every part into the snapshot as ``price_observations/date=.../part-*.parquet`` (copy only when
+    the file system refuses links)."""
+    for part in parts:
+        source = exports_dir / part.path
+        target = snapshot_dir / "price_observations" / source.parent.name / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)

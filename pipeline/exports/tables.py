@@ -1,0 +1,329 @@
+"""The published Parquet tables, described once: one class per file, one field per column with its type, unit,
+meaning and the SQL that reads it from DuckDB. The export SELECTs, the Parquet field metadata and the column half of
+the data dictionary (``docs/exports.md``) are all generated from these classes.
+
+Published names may differ from DuckDB's (the store keeps its names; migrations never rename): a column's ``sql``
+says where it comes from. Types: ``int`` -> INTEGER (``col(..., sql_type="BIGINT")`` for big counts), ``float`` ->
+DOUBLE, ``str`` -> VARCHAR, ``bool`` -> BOOLEAN, ``datetime`` -> TIMESTAMPTZ (written as UTC), ``date`` -> DATE;
+``X | None`` = nullable.
+
+How to add a column (any helper): add the column to DuckDB with your migration, then a field here with
+``col("meaning", unit=...)`` (``sql=`` when the published name or type differs). A DuckDB column of a published table
+that is neither published nor listed in ``unpublished`` (with the reason) fails ``tests/test_export_contract.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import types
+import typing
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+
+def col(meaning: str, unit: str | None = None, *, sql: str | None = None, sql_type: str | None = None) -> Any:  # noqa: ANN401
+    extra: dict[str, str] = {}
+    if unit:
+        extra["unit"] = unit
+    if sql:
+        extra["sql"] = sql
+    if sql_type:
+        extra["sql_type"] = sql_type
+    return Field(description=meaning, json_schema_extra=extra or None)
+
+
+class PublishedTable(BaseModel):
+    file: ClassVar[str]  # published path inside a snapshot
+    db_table: ClassVar[str]  # DuckDB table (or FROM clause) the columns are read from
+    description: ClassVar[str]
+    unpublished: ClassVar[dict[str, str]] = {}  # DuckDB column -> why it is not published
+    partition_key: ClassVar[str | None] = None  # a hive partition column: in the path, not inside the files
+
+
+class ColumnSpec(BaseModel):
+    name: str
+    sql_type: str
+    nullable: bool
+    unit: str | None
+    meaning: str
+    sql: str
+
+
+_SQL_TYPES = {int: "INTEGER", float: "DOUBLE", str: "VARCHAR", bool: "BOOLEAN", dt.datetime: "TIMESTAMPTZ",
+              dt.date: "DATE"}
+
+
+def columns(table: type[PublishedTable]) -> list[ColumnSpec]:
+    hints = typing.get_type_hints(table)
+    out = []
+    for name, field in table.model_fields.items():
+        hint = hints[name]
+        args = typing.get_args(hint)
+        nullable = isinstance(hint, types.UnionType) and type(None) in args
+        base = next(a for a in args if a is not type(None)) if nullable else hint
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        out.append(ColumnSpec(name=name, sql_type=str(extra.get("sql_type") or _SQL_TYPES[base]), nullable=nullable,
+                              unit=extra.get("unit"), meaning=field.description or "", sql=str(extra.get("sql") or name)))
+    return out
+
+
+SNAPSHOT_ID = col("snapshot the row was published in (same as manifest.json snapshot_id)", sql="'{snapshot_id}'")
+
+
+class Models(PublishedTable):
+    file = "models.parquet"
+    db_table = "models"
+    description = "Every tracked model (watchlist and discovered) with its latest Hub facts."
+
+    id: str = col("model id (models/<id>.json)")
+    repo: str = col("Hugging Face repo")
+    name: str = col("display name")
+    lab: str | None = col("organisation that released the model")
+    country: str | None = col("the lab's country")
+    released: str | None = col("release date YYYY-MM-DD as the watchlist lists it (the model JSON falls back to the "
+                               "Hub repo's creation date)")
+    base_model: str | None = col("repo this model derives from (quantized or fine-tuned variants)")
+    spec: str | None = col("id of the bundled spec sizing uses instead of a Hub config (null: the Hub config)")
+    current_sha: str | None = col("Hub commit sha of the latest ingested revision")
+    last_outcome: str | None = col("outcome of the last Hub fetch (ok, unchanged, http_error, ...)")
+    pipeline_tag: str | None = col("Hub pipeline tag")
+    license: str | None = col("license (model card or license:* tag)")
+    gguf_files_json: str | None = col("GGUF files by quant type as JSON text: {quant: {files, bytes, repo}} "
+                                      "(decode with json.loads / DuckDB json functions)", sql="gguf_files::VARCHAR")
+    derived_json: str | None = col("facts derived from the Hub payload as JSON text: {fact: {value, rule}}",
+                                   sql="derived::VARCHAR")
+    updated_at: dt.datetime = col("when the row was last written (UTC)")
+    snapshot_id: str = SNAPSHOT_ID
+
+
+class Gpus(PublishedTable):
+    file = "gpus.parquet"
+    db_table = "gpus"
+    description = "The GPU catalog (sizing_core/data/gpus.csv) as sizing used it."
+
+    id: str = col("canonical GPU id")
+    name: str = col("display name")
+    vendor: str = col("NVIDIA, AMD, Apple, Intel, ...")
+    kind: str = col("datacenter, workstation, consumer, apple or unified")
+    memory_gb: float = col("marketed memory", unit="GB (10^9 bytes)")
+    memory_gib_visible: float = col("memory the driver reports (H100 80GB: 81,559 MiB = 79.65 GiB), or the GPU's "
+                                    "default share of unified memory; before any engine reservation (compare "
+                                    "sizing.engine_usable_gib)", unit="GiB (2^30 bytes)", sql="memory_gib_usable")
+    memory_source: str = col("where memory_gib_visible comes from (nvidia-smi capture, vendor spec, share rule)")
+    bandwidth_gbs: float | None = col("memory bandwidth", unit="GB/s")
+    fp16_tflops_dense: float | None = col("dense FP16/BF16 tensor throughput", unit="TFLOPS")
+    fp8_tflops_dense: float | None = col("dense FP8 tensor throughput (null: no FP8)", unit="TFLOPS")
+    fp4_tflops_dense: float | None = col("dense FP4 tensor throughput (null: no FP4)", unit="TFLOPS")
+    supports_fp8: bool | None = col("FP8 tensor cores")
+    supports_nvfp4: bool | None = col("NVFP4 tensor cores")
+    supports_mxfp4: bool | None = col("MXFP4 tensor cores")
+    gpus_per_node: int = col("GPUs in one machine of the usual shape", unit="GPUs")
+    tdp_w: float | None = col("board power", unit="W")
+    launch_msrp_usd: float | None = col("launch list price", unit="USD")
+    row_hash: str = col("hash of the catalog row (changes drive recomputation of the sizing grid)")
+    snapshot_id: str = SNAPSHOT_ID
+
+
+_OFFER_COMMON_DOC = {
+    "listed_price_per_hour": "price of one instance per hour in the listed currency, after the unit scale "
+                             "(cents, 1e-8 units, per month) is applied",
+}
+
+
+class OffersCurrent(PublishedTable):
+    file = "offers_current.parquet"
+    db_table = "offers_current"
+    description = "Latest observation of every offer (provider x instance type x region x allocation)."
+
+    offer_key: str = col("stable id of the offer: source, instance type, region, zone, allocation")
+    source: str = col("price source (one provider may have several, e.g. aws and skypilot-aws)")
+    provider: str = col("provider that rents the instance")
+    instance_type: str = col("the provider's instance / product name")
+    region: str | None = col("region (null when the source lists none)")
+    zone: str | None = col("availability zone (null when the source lists none)")
+    gpu_name: str = col("GPU name as the source writes it")
+    gpu_id: str | None = col("canonical GPU id (gpus.parquet id); null = unmapped name")
+    gpu_count: int | None = col("whole GPUs in one instance (null for a fraction of a GPU: see gpu_fraction)",
+                                unit="GPUs",
+                                sql="CASE WHEN gpu_count = floor(gpu_count) THEN gpu_count END")
+    gpu_fraction: float | None = col("share of one GPU a fractional offer rents (null for whole GPUs)",
+                                     unit="GPUs", sql="CASE WHEN gpu_count <> floor(gpu_count) THEN gpu_count END")
+    fractional: bool = col("the offer rents a share of a GPU (MIG slice, time-sharing); never used for setups")
+    gpu_memory_gb: float | None = col("GPU memory as the source lists it", unit="GB")
+    vcpus: float | None = col("vCPUs of the instance", unit="vCPUs")
+    ram_gb: float | None = col("RAM of the instance as listed", unit="GB")
+    currency: str = col("ISO 4217 currency of the listed_* price columns (kept under this name: `vramlab cheapest` "
+                        "reads it)")
+    listed_price_per_hour: float = col(_OFFER_COMMON_DOC["listed_price_per_hour"], unit="currency/instance-hour",
+                                       sql="price_per_hour")
+    listed_price_per_gpu_hour: float = col("listed_price_per_hour / gpu_count", unit="currency/GPU-hour",
+                                           sql="price_per_gpu_hour")
+    price_per_hour_usd: float = col("price of one instance per hour in USD (ECB rate of fx_date)",
+                                    unit="USD/instance-hour")
+    price_per_gpu_hour_usd: float = col("price per GPU-hour in USD", unit="USD/GPU-hour")
+    listed_unit: str = col("how the source priced the offer: gpu-hour (per GPU) or instance-hour (per instance); "
+                           "not the unit of the price columns, which are always per hour as named", sql="unit")
+    fx_date: str | None = col("date of the ECB rate used for USD (null: listed in USD)")
+    allocation: str = col("on_demand, spot, marketplace, marketplace_median or bid_statistics")
+    availability: str | None = col("availability as the source states it")
+    first_seen: dt.datetime = col("first observation of the offer (UTC)")
+    last_seen: dt.datetime = col("latest observation of the offer (UTC)")
+    verified_at: dt.datetime = col("last time the price was actually seen at the source (UTC); a replayed "
+                                   "recording keeps its capture time")
+    removed: bool = col("absent from its source's latest successful fetch")
+    stale: bool = col("verified more than 2 hours before the as-of time")
+    previous_price_usd: float | None = col("previous price_per_hour_usd (null: never changed)",
+                                           unit="USD/instance-hour")
+    jump_unconfirmed: bool = col(">5x change not yet confirmed by a second observation")
+    snapshot_id: str = SNAPSHOT_ID
+
+
+class PriceObservations(PublishedTable):
+    file = "price_observations"
+    db_table = "price_observations"
+    description = ("Append-only price history: one row per offer per observation hour, in UTC-day partitions "
+                   "(hive layout date=YYYY-MM-DD) shared by every snapshot (see manifest.history).")
+    partition_key = "date"
+
+    offer_key: str = col("stable id of the offer (offers_current.offer_key)")
+    observed_hour: dt.datetime = col("observation time truncated to the hour (UTC); with offer_key the row's key")
+    observed_at: dt.datetime = col("when the payload was fetched (UTC)")
+    source: str = col("price source")
+    provider: str = col("provider")
+    instance_type: str = col("the provider's instance / product name")
+    region: str | None = col("region")
+    zone: str | None = col("availability zone")
+    gpu_name: str = col("GPU name as the source writes it")
+    gpu_id: str | None = col("canonical GPU id; null = unmapped")
+    gpu_count: int | None = col("whole GPUs in one instance (null for a fraction: see gpu_fraction)", unit="GPUs",
+                                sql="CASE WHEN gpu_count = floor(gpu_count) THEN gpu_count END")
+    gpu_fraction: float | None = col("share of one GPU a fractional offer rents", unit="GPUs",
+                                     sql="CASE WHEN gpu_count <> floor(gpu_count) THEN gpu_count END")
+    fractional: bool = col("the offer rents a share of a GPU")
+    gpu_memory_gb: float | None = col("GPU memory as listed", unit="GB")
+    vcpus: float | None = col("vCPUs", unit="vCPUs")
+    ram_gb: float | None = col("RAM as listed", unit="GB")
+    currency: str = col("ISO 4217 currency of the listed_* price columns")
+    listed_price_per_hour: float = col(_OFFER_COMMON_DOC["listed_price_per_hour"], unit="currency/instance-hour",
+                                       sql="price_per_hour")
+    listed_price_per_gpu_hour: float = col("listed_price_per_hour / gpu_count", unit="currency/GPU-hour",
+                                           sql="price_per_gpu_hour")
+    price_per_hour_usd: float = col("price of one instance per hour in USD", unit="USD/instance-hour")
+    price_per_gpu_hour_usd: float = col("price per GPU-hour in USD", unit="USD/GPU-hour")
+    listed_unit: str = col("how the source priced the offer: gpu-hour or instance-hour", sql="unit")
+    listed_unit_scale: str = col("scale of the listed number before conversion: 1, cents, 1e-8, month/730",
+                                 sql="unit_scale")
+    fx_rate: float = col("USD per unit of the listed currency used (1 for USD)", unit="USD/currency")
+    fx_date: str | None = col("date of the ECB rate (null: listed in USD)")
+    allocation: str = col("on_demand, spot, marketplace, marketplace_median or bid_statistics")
+    availability: str | None = col("availability as the source states it")
+    mapping_version: str = col("version of the GPU-name mapping that produced gpu_id")
+    raw_sha256: str | None = col("sha256 of the raw payload the row was parsed from (data/raw/...)")
+    date: dt.date = col("UTC day of observed_at: the hive partition key, in the path date=YYYY-MM-DD (not inside "
+                        "the files; read with hive_partitioning)", sql="(observed_at AT TIME ZONE 'UTC')::DATE")
+
+
+class Sizing(PublishedTable):
+    file = "sizing.parquet"
+    db_table = "sizing"
+    description = ("The sizing grid: model x format x context x GPU x engine. est_gpus is the exact planner's count "
+                   "where the model JSON shows the cell, the grid's closed form elsewhere (gpus_rule says which).")
+    unpublished = {"gpu_row_hash": "internal: drives recomputation when a GPU catalog row changes"}
+
+    model_id: str = col("model id")
+    revision: str = col("Hub commit sha sized, or spec:<hash> for a bundled spec")
+    format: str = col("weight format (native = the checkpoint's own)")
+    stored_format: str = col("the format native resolves to (e.g. fp8_block -> fp8)")
+    context: int = col("tokens of the one request", unit="tokens")
+    gpu_id: str = col("canonical GPU id")
+    gpu_kind: str = col("datacenter, workstation, consumer, apple or unified")
+    engine: str = col("engine id (vllm, sglang, llama.cpp, mlx)")
+    runs: bool = col("the engine runs this format on this GPU (natively or with a fallback kernel)")
+    native_support: bool = col("native kernels (false: fallback)")
+    above_max_context: bool = col("context is above the model's maximum (no count is given)")
+    weights_gib: float = col("weights in this format", unit="GiB")
+    kv_gib: float = col("KV cache of the request (BF16 cache, no tensor parallelism)", unit="GiB")
+    state_gib: float = col("linear-attention/SSM state of the request", unit="GiB")
+    single_gpu_gib: float = col("memory one GPU would need: weights + KV + state + the engine's activations",
+                                unit="GiB")
+    engine_usable_gib: float = col("memory the engine can use on one GPU for weights, cache, state and activations "
+                                   "(visible memory x the engine's fraction - its fixed overhead; H100 with vLLM: "
+                                   "0.9 x 79.65 - 1 = 70.68); compare gpus.memory_gib_visible",
+                                   unit="GiB", sql="s.usable_gib")
+    fits_single: bool = col("fits on one GPU")
+    json_column: str | None = col("the models/<model_id>.json gpusNeeded column this row is shown in (native, bf16, "
+                                  "fp8, q4_k_m; with gpu_id and context 8192); null: not shown in the JSON",
+                                  sql="x.json_column")
+    est_gpus: int | None = col("fewest GPUs: the exact planner's count where gpus_rule = exact_planner (equal to "
+                               "the model JSON's gpusNeeded), the grid's closed form elsewhere; null: see "
+                               "est_gpus_reason", unit="GPUs",
+                               sql="CASE WHEN x.model_id IS NOT NULL THEN x.exact_gpus ELSE s.est_gpus END")
+    gpus_rule: str = col("which rule gave est_gpus: exact_planner (sizing_core.placement, the cells the model JSON "
+                         "shows) or closed_form (the grid's vectorised rule)",
+                         sql="CASE WHEN x.model_id IS NOT NULL THEN 'exact_planner' ELSE 'closed_form' END")
+    closed_form_gpus: int | None = col("the grid's closed-form count for every cell (differs from est_gpus only "
+                                       "where gpus_rule = exact_planner and the closed form is off)", unit="GPUs",
+                                       sql="s.est_gpus")
+    est_gpus_reason: str | None = col(
+        "why est_gpus is null (null when it is set): engine_cannot_run_format, above_max_context, "
+        "no_plan_within_max_gpus (no plan of at most 128 GPUs, or a single layer does not fit), or the exact "
+        "planner's own reason", sql="{est_gpus_reason}")
+    decode_tokens_per_s: float | None = col("single-stream decode speed estimate with the closed-form count",
+                                            unit="tokens/s")
+    snapshot_id: str = SNAPSHOT_ID
+
+
+class CheapestSetups(PublishedTable):
+    file = "cheapest_setups.parquet"
+    db_table = "cheapest_setups"
+    description = ("Per model and format, the cheapest deployments for one request of 8K tokens with a BF16 KV "
+                   "cache, priced on whole instances; on_demand and spot lists apart.")
+
+    model_id: str = col("model id")
+    list: str = col("on_demand, or spot (spot, marketplace and bid statistics)")
+    rank: int = col("1 = cheapest within (model, list, format)")
+    format: str = col("weight format served")
+    provider: str = col("provider")
+    source: str = col("price source")
+    instance_type: str = col("the provider's instance type")
+    region: str | None = col("region")
+    gpu_id: str = col("canonical GPU id")
+    instances: int = col("whole instances rented", unit="instances")
+    gpus_per_instance: int = col("GPUs per instance", unit="GPUs")
+    gpus: int = col("GPUs rented (instances x gpus_per_instance)", unit="GPUs")
+    gpus_needed: int = col("GPUs the plan uses (<= gpus)", unit="GPUs")
+    tensor_parallel: int = col("tensor-parallel size", unit="GPUs")
+    pipeline_parallel: int = col("pipeline stages", unit="stages")
+    price_per_hour_usd: float = col("price of all instances per hour in USD", unit="USD/hour", sql="price_per_hour")
+    price_per_month_usd: float = col("price_per_hour_usd x 730 hours", unit="USD/month", sql="price_per_month")
+    price_per_gpu_hour_usd: float = col("price per rented GPU-hour in USD", unit="USD/GPU-hour",
+                                        sql="price_per_gpu_hour")
+    price_per_hour: float = col("DEPRECATED alias of price_per_hour_usd, kept for schema-1 readers and "
+                                "`vramlab cheapest`", unit="USD/hour")
+    price_per_month: float = col("DEPRECATED alias of price_per_month_usd (schema 1)", unit="USD/month")
+    price_per_gpu_hour: float = col("DEPRECATED alias of price_per_gpu_hour_usd (schema 1)", unit="USD/GPU-hour")
+    currency_listed: str = col("currency the provider listed the price in (ISO 4217)")
+    fx_date: str | None = col("date of the ECB rate used (null: listed in USD)")
+    allocation: str = col("on_demand, spot, marketplace, marketplace_median or bid_statistics")
+    engine: str = col("engine id of the plan")
+    verified_at: dt.datetime = col("last time the offer's price was seen at its source (UTC)")
+    computed_at: dt.datetime = col("when the setup was computed (UTC)")
+    snapshot_id: str = SNAPSHOT_ID
+
+
+#: every published Parquet table, in publishing order
+TABLES: tuple[type[PublishedTable], ...] = (Models, Gpus, OffersCurrent, Sizing, CheapestSetups, PriceObservations)
+
+
+def select_sql(table: type[PublishedTable], prefix: str = "", **params: str) -> str:
+    """The SELECT list that reads ``table`` from DuckDB with published names and types (``{placeholders}`` filled
+    from ``params``; plain column names get ``prefix``, e.g. ``s.`` when sizing is joined). The partition key is
+    left out (it is the folder)."""
+    exprs = []
+    for c in columns(table):
+        if c.name == table.partition_key:
+            continue
+        expr = f"{prefix}{c.sql}" if c.sql.isidentifier() else c.sql.format(**params)
+        exprs.append(f'CAST({expr} AS {c.sql_type}) AS "{c.name}"')
+    return "SELECT " + ", ".join(exprs)
