@@ -99,7 +99,7 @@ def test_healthy_sources_complete_and_snapshot_consistent(full_run: dict) -> Non
 
 
 VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
-            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt"}
+            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version"}
 #: cheapest setups are compared by their prices per rank: two offers at exactly the same price may swap places
 #: (a tie; the ranking does not promise an order between equals), everything else must be identical
 SETUP_TABLE_KEY = ("model_id", "list", "format", "rank", "price_per_hour")
@@ -111,6 +111,8 @@ def _setup_prices(items: list) -> list:
 
 
 def _strip(obj: Any) -> Any:
+    if isinstance(obj, dict) and any(k in obj for k in PRICE_KEYS) and ("provider" in obj or "instanceType" in obj):
+        return _setup_prices([obj])[0]  # a setup (or a recommendation naming one): its price decides
     if isinstance(obj, dict):
         return {k: (_setup_prices(v) if "etups" in k and isinstance(v, list) else _strip(v))
                 for k, v in obj.items() if k not in VOLATILE}
