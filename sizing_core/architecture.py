@@ -28,6 +28,10 @@ class QuantScheme(BaseModel):
     exclude: tuple[str, ...] = ()
     experts_only: bool = False  # only routed experts are quantized (gpt-oss style MXFP4)
     kv_cache_dtype: str | None = None  # what the checkpoint recommends for the KV cache
+    #: per-module formats (ModelOpt MIXED_PRECISION ``quantized_layers``): (module path, format, group size);
+    #: linear weights under none of them stay in the checkpoint dtype.
+    per_module: tuple[tuple[str, str, int | None], ...] = ()
+    unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
 
 
 class DeclaredParameters(BaseModel):
@@ -54,6 +58,8 @@ class Architecture(BaseModel):
     dtype_bytes: float = 2  # the checkpoint's unquantized dtype
     native: QuantScheme
     declared: DeclaredParameters | None = None
+    architecture_source: str = "family"  # "family" (a row of hf_config.FAMILIES), "generic", or "spec"
+    notes: tuple[str, ...] = ()  # what was assumed: generic rule, family defaults, unknown quantization
 
     @property
     def num_layers(self) -> int:
@@ -95,5 +101,6 @@ class Architecture(BaseModel):
 
     def attention_layers(self) -> list[int]:
         """Indices of layers whose mixer keeps a per-token cache (llama.cpp's attn_v counter runs over these)."""
-        kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention"}
+        kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention",
+                 "parallel_hybrid"}
         return [i for i, layer in enumerate(self.layers) if layer.mixer and layer.mixer.kind in kinds]

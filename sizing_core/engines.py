@@ -2,9 +2,13 @@
 
 Sources (see ``docs/placement.md``): vLLM ``gpu_memory_utilization`` (0.9 of the driver-reported total, then the
 profile run's activation peak, CUDA graphs and non-torch memory come out of it); SGLang ``mem_fraction_static``;
-llama.cpp's compute buffer; vLLM's quantization hardware matrix (FP8 W8A8 on Ada/Hopper/Blackwell/CDNA3+, FP8 and
-NVFP4 weight-only through Marlin on older NVIDIA GPUs, NVFP4 native only on Blackwell, MXFP4 native on Blackwell
-and CDNA4).
+llama.cpp's compute buffer; vLLM's quantization hardware matrix, by compute capability
+(https://docs.vllm.ai/en/v0.11.2/features/quantization/ and v0.14.0: AWQ from Turing 7.5, GPTQ from Volta 7.0,
+Marlin from Ampere 8.0, INT8 W8A8 from Turing 7.5, FP8 W8A8 from Ada 8.9 and on AMD; none of AWQ/GPTQ/INT8 on AMD;
+https://docs.vllm.ai/en/v0.32.0/features/quantization/llm_compressor/fp8/: FP8 checkpoints run weight-only W8A16
+through FP8-Marlin from 7.5), NVFP4 native only on Blackwell (Marlin weight-only from 8.0), MXFP4 native on
+Blackwell and CDNA4. Where a format runs only through a fallback kernel, ``Support.native`` is False and the note
+names the fallback.
 """
 
 from __future__ import annotations
@@ -124,6 +128,8 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
     if fmt == "native":
         if arch is None:
             raise SizingError("the native format needs the model's architecture")
+        if arch.native.unsupported:
+            return Support(runs=False, native=False, note=f"native format unknown: {arch.native.unsupported}")
         if engine.id in ("llama.cpp", "mlx") and arch.native.weight_format not in ("bf16", "fp16", "fp32", "mxfp4"):
             return Support(runs=False, native=False,
                            note=f"{engine.name} cannot load the {arch.native.weight_format} checkpoint; "
@@ -158,16 +164,31 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
     if fmt == "fp8":
         if gpu.supports_fp8:
             return Support(runs=True, native=True, note="FP8 W8A8")
-        if gpu.is_nvidia and cc >= 8.0 and not moe:
-            return Support(runs=True, native=False, note="FP8 weight-only (W8A16) through FP8-Marlin")
+        if gpu.is_nvidia and cc >= 7.5 and not moe:
+            return Support(runs=True, native=False,
+                           note=f"no FP8 tensor cores (compute capability {cc:g} < 8.9): weight-only W8A16 through "
+                                "FP8-Marlin")
         return Support(runs=False, native=False,
-                       note="FP8 MoE needs compute capability >= 8.9" if moe else "no FP8 kernels for this GPU")
+                       note="FP8 MoE needs compute capability >= 8.9" if moe and cc >= 7.5 else
+                       f"no FP8 kernels for {gpu.name} (vLLM: W8A8 from compute capability 8.9, W8A16 from 7.5)")
     if fmt == "int8":
-        return Support(runs=True, native=True, note="INT8 W8A8")
+        if gpu.is_nvidia and cc >= 7.5:
+            return Support(runs=True, native=True, note="INT8 W8A8")
+        return Support(runs=False, native=False,
+                       note=f"vLLM's INT8 W8A8 kernels need an NVIDIA GPU of compute capability >= 7.5 (Turing); "
+                            f"{gpu.name} is not supported (an 8-bit GGUF q8_0 with llama.cpp is the fallback)")
     if fmt == "awq_int4":
-        if gpu.is_nvidia:
-            return Support(runs=True, native=True, note="AWQ/GPTQ int4 (Marlin)")
-        return Support(runs=False, native=False, note="AWQ kernels are NVIDIA-only in vLLM's hardware matrix")
+        if gpu.is_nvidia and cc >= 8.0:
+            return Support(runs=True, native=True, note="AWQ/GPTQ int4 (Marlin kernels)")
+        if gpu.is_nvidia and cc >= 7.5:
+            return Support(runs=True, native=True,
+                           note="AWQ/GPTQ int4 without Marlin (Marlin needs compute capability >= 8.0)")
+        if gpu.is_nvidia and cc >= 7.0:
+            return Support(runs=True, native=False,
+                           note="Volta: no AWQ and no Marlin kernels in vLLM (compute capability 7.5 / 8.0 needed); "
+                                "a GPTQ int4 checkpoint runs through the slower GPTQ (exllama) kernels")
+        return Support(runs=False, native=False,
+                       note="AWQ/GPTQ kernels need an NVIDIA GPU in vLLM's hardware table (not AMD)")
     if fmt == "nvfp4":
         if gpu.supports_nvfp4:
             return Support(runs=True, native=True, note="NVFP4 on Blackwell FP4 tensor cores")

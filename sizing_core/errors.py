@@ -19,3 +19,8 @@ class ConfigError(SizingError):
 
 class UnknownFormatError(SizingError):
     """A weight format or cache dtype name we do not know."""
+
+
+class UnsupportedQuantization(SizingError):
+    """The checkpoint's own quantization scheme is unknown: its native size cannot be computed (every other
+    format, the KV cache and the parameters still can)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .architecture import Architecture, QuantScheme
-from .errors import UnknownFormatError
+from .errors import UnknownFormatError, UnsupportedQuantization
 from .tensors import Role, Tensor
 
 #: ggml block types: (elements per block, bytes per block).
@@ -178,19 +178,55 @@ def is_excluded(name: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+def _format_bits(fmt: str, group: int | None, t: Tensor, unquantized: float) -> float:
+    if fmt in ("bf16", "fp16", "fp32"):
+        return unquantized
+    if fmt == "int4":
+        return 4.0 + 16 / (group or 128)
+    if fmt == "int8":
+        return 8.0 + 32 / t.cols
+    if fmt == "awq_int4" and group:
+        return 4.0 + (16 + 4) / group
+    return LINEAR_BITS[fmt]
+
+
+_EXPERT_INDEX = re.compile(r"\.experts\.\d+(?=\.|$)")
+
+
+def _module_key(path: str) -> str:
+    """A ``quantized_layers`` path in our tensor naming: language-model prefixes folded, expert indices dropped."""
+    path = _normalise(path)
+    if path.startswith("backbone."):
+        path = "model." + path[len("backbone."):]
+    path = _EXPERT_INDEX.sub(".experts", path)
+    return path.replace(".shared_expert.", ".shared_experts.")
+
+
+@lru_cache(maxsize=64)
+def _per_module_index(per_module: tuple[tuple[str, str, int | None], ...]) -> dict[str, tuple[str, int | None]]:
+    return {_module_key(path): (fmt, group) for path, fmt, group in per_module}
+
+
+def _per_module_format(scheme: QuantScheme, name: str) -> tuple[str, int | None] | None:
+    index = _per_module_index(scheme.per_module)
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        hit = index.get(".".join(parts[:k]))
+        if hit is not None:
+            return hit
+    return None
+
+
 def _scheme_bits(scheme: QuantScheme, t: Tensor, unquantized: float) -> float:
     if not t.is_linear or is_excluded(t.name, scheme.exclude):
         return unquantized
+    if scheme.per_module:  # MIXED_PRECISION: a listed module has its own format, the rest stays unquantized
+        hit = _per_module_format(scheme, t.name)
+        return unquantized if hit is None else _format_bits(hit[0], hit[1], t, unquantized)
     if scheme.experts_only and not t.is_routed_expert:
         return unquantized
     fmt = scheme.expert_format if (t.is_routed_expert and scheme.expert_format) else scheme.weight_format
-    if fmt == "int4":
-        return 4.0 + 16 / (scheme.group_size or 128)
-    if fmt == "int8":
-        return 8.0 + 32 / t.cols
-    if fmt == "awq_int4" and scheme.group_size:
-        return 4.0 + (16 + 4) / scheme.group_size
-    return LINEAR_BITS[fmt]
+    return _format_bits(fmt, scheme.group_size, t, unquantized)
 
 
 #: What each non-GGUF target format leaves in BF16 besides non-linear tensors: the LM head always.
@@ -211,6 +247,8 @@ def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None
         return [_gguf_bits(fmt, t, ctx) for t in tensors]
     if fmt == "native":
         scheme = arch.native
+        if scheme.unsupported:
+            raise UnsupportedQuantization(f"{arch.model}: native weights unknown ({scheme.unsupported})")
         if scheme.weight_format in ("bf16", "fp16", "fp32"):
             return [LINEAR_BITS[scheme.weight_format]] * len(tensors)
         return [16.0 if t.role == Role.VISION else _scheme_bits(scheme, t, unquantized) for t in tensors]

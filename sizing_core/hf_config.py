@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .architecture import Architecture, DeclaredParameters, QuantScheme
@@ -25,11 +26,14 @@ from .layers import (
     FullAttention,
     GatedDeltaNet,
     KimiDeltaAttention,
+    LinearAttention,
     LinearReplacement,
     Mamba2,
     Mixer,
     MLAAttention,
     MoE,
+    ParallelHybrid,
+    ShortConv,
     SlidingWindowAttention,
 )
 from .quantization import native_scheme
@@ -54,6 +58,8 @@ class Fields:
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
         value = self.data.get(key)
+        if isinstance(value, list) and value and all(v == value[0] for v in value):
+            value = value[0]  # a per-layer list with one value for every layer (Hunyuan's moe_topk, ...)
         if value is None:
             if default is None:
                 raise ConfigError(self.model, self._name(key), "is missing")
@@ -107,15 +113,29 @@ def _gqa(c: Fields, **extra: Any) -> dict[str, Any]:
     return dict(num_heads=heads, num_kv_heads=c.int("num_key_value_heads", heads), head_dim=_head_dim(c), **extra)
 
 
+_KIND_ALIASES = {"attention": "full_attention", "global": "full_attention", "full": "full_attention",
+                 "global_attention": "full_attention", "sliding": "sliding_attention", "local": "sliding_attention",
+                 "local_attention": "sliding_attention", "sliding_window": "sliding_attention",
+                 "chunked_attention": "chunked_attention", "linear": "linear_attention"}
+
+
 def _attention_kinds(c: Fields, n: int) -> list[str]:
     """``full_attention`` / ``sliding_attention`` / ``linear_attention`` per layer from any known encoding."""
     if c.has("layer_types"):
         kinds = [str(k) for k in c.list("layer_types", n)[:n]]
-        return ["full_attention" if k == "attention" else k for k in kinds]
+        return [_KIND_ALIASES.get(k, k) for k in kinds]
+    if c.has("attn_type_list"):  # MiniMax-Text-01 / M1: 0 = lightning linear attention, 1 = softmax attention
+        return ["full_attention" if int(k) else "linear_attention" for k in c.list("attn_type_list", n)[:n]]
     if c.has("full_attention_interval"):
         every = c.int("full_attention_interval")
         return ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(n)]
     if c.has("sliding_window_pattern") and c.has("sliding_window"):
+        pattern = c.raw("sliding_window_pattern")
+        if isinstance(pattern, str):  # EXAONE 4 style "LLLG": L = local (sliding), G = global, repeated
+            if not pattern or set(pattern.upper()) - {"L", "G"}:
+                raise ConfigError(c.model, "sliding_window_pattern", f"unknown pattern {pattern!r}")
+            return ["sliding_attention" if pattern[i % len(pattern)].upper() == "L" else "full_attention"
+                    for i in range(n)]
         every = c.int("sliding_window_pattern")
         return ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n)]
     if c.has("use_sliding_window"):  # Qwen2/Qwen3: SWA only when switched on, on layers >= max_window_layers
@@ -128,78 +148,173 @@ def _attention_kinds(c: Fields, n: int) -> list[str]:
     return ["full_attention"] * n
 
 
+def _window(c: Fields) -> int:
+    return c.first_int("sliding_window", "sliding_window_size")
+
+
+def window_covers_context(c: Fields) -> bool:
+    """A window at least as long as the maximum context never slides: the layer is full attention (Phi-3.5-mini
+    and Phi-4-mini set ``sliding_window`` 262144 with a 131072-token context)."""
+    max_ctx = c.raw("max_position_embeddings")
+    return isinstance(max_ctx, int) and max_ctx > 0 and _window(c) >= max_ctx
+
+
 def _attention(c: Fields, kind: str, **gqa: Any) -> Mixer:
     if kind == "full_attention":
         return FullAttention(**gqa)
     if kind == "sliding_attention":
-        return SlidingWindowAttention(window=c.int("sliding_window"), **gqa)
+        if window_covers_context(c):
+            return FullAttention(**gqa)
+        return SlidingWindowAttention(window=_window(c), **gqa)
+    if kind == "chunked_attention":
+        return ChunkedLocalAttention(chunk=c.int("attention_chunk_size"), **gqa)
+    if kind == "linear_attention":  # plain linear attention (MiniMax lightning): a fixed state per request
+        dtype = str(c.raw("dtype", c.raw("torch_dtype", "bfloat16"))).lower()
+        return LinearAttention(num_heads=gqa["num_heads"], head_dim=gqa["head_dim"],
+                               state_dtype_bytes=DTYPE_BYTES.get(dtype, 2))
     raise ConfigError(c.model, "layer_types", f"unknown attention kind {kind!r}")
 
 
+_EXPERTS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+_TOP_K = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "top_k_experts", "moe_topk", "moe_k",
+          "moe_top_k", "num_activated_experts")
+_EXPERT_WIDTH = ("moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size", "intermediate_size")
+_SHARED_COUNT = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts", "num_shared_expert")
+_FIRST_DENSE = ("first_k_dense_replace", "moe_layer_start_index", "first_dense_layers")
+#: The expert width of latent MoE (Nemotron 3 Super, Kimi K3): routed experts run in a smaller space.
+_LATENT = ("moe_latent_size", "routed_expert_hidden_size", "moe_latent_hidden_size")
+
+
 def _top_k(c: Fields) -> int:
-    return c.first_int("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "top_k_experts",
-                       "moe_topk")
+    return c.first_int(*_TOP_K)
 
 
 def _num_experts(c: Fields) -> int:
-    return c.first_int("num_experts", "n_routed_experts", "num_local_experts", default=0, minimum=0)
+    return c.first_int(*_EXPERTS, default=0, minimum=0)
 
 
 def _is_moe_layer(c: Fields, i: int, n: int) -> bool:
-    """Which layers carry experts, from DeepSeek, Qwen, GLM and Llama-4 style switches."""
+    """Which layers carry experts, from DeepSeek, Qwen, GLM, ERNIE and Llama-4 style switches."""
     if _num_experts(c) == 0:
         return False
     if c.has("mlp_layer_types"):
         return c.list("mlp_layer_types", n)[i] == "sparse"
-    if i < c.int("first_k_dense_replace", 0, minimum=0):
+    if i < c.first_int(*_FIRST_DENSE, default=0, minimum=0):
+        return False
+    if c.has("moe_layer_end_index") and i > c.int("moe_layer_end_index", minimum=0):
         return False
     if i in (c.raw("mlp_only_layers") or []):
         return False
     freq = c.raw("moe_layer_freq")
     if isinstance(freq, list):
         return bool(c.list("moe_layer_freq", n)[i])
-    step = c.first_int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", default=1)
+    step = c.first_int("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_interval",
+                       default=1)
     if c.has("interleave_moe_layer_step"):
         return (i + 1) % step == 0
     return i % step == 0
 
 
 def _shared_width(c: Fields) -> int:
-    if c.has("shared_expert_intermediate_size"):
-        return c.int("shared_expert_intermediate_size", minimum=0)
-    shared = c.first_int("n_shared_experts", "num_shared_experts", default=0, minimum=0)
-    per = c.first_int("share_expert_dim", "moe_intermediate_size", default=0, minimum=0)
+    for key in ("shared_expert_intermediate_size", "shared_intermediate_size", "moe_shared_expert_intermediate_size"):
+        if c.has(key):
+            width = c.int(key, minimum=0)
+            return width * c.first_int(*_SHARED_COUNT, default=1, minimum=0) if key.startswith("moe_shared") \
+                else width
+    shared = c.first_int(*_SHARED_COUNT, default=0, minimum=0)
+    per = c.first_int("share_expert_dim", *_EXPERT_WIDTH, default=0, minimum=0)
     return shared * per
 
 
-def _mlp(c: Fields, i: int, n: int, **moe_extra: Any) -> MLP:
+def _mlp(c: Fields, i: int, n: int, *, gated: bool = True, bias: bool = False, **moe_extra: Any) -> MLP:
     if _is_moe_layer(c, i, n):
-        return MoE(num_experts=_num_experts(c), top_k=_top_k(c),
-                   expert_intermediate=c.first_int("moe_intermediate_size", "intermediate_size"),
-                   shared_intermediate=_shared_width(c), **moe_extra)
-    return DenseMLP(intermediate=c.int("intermediate_size"))
+        return MoE(num_experts=_num_experts(c), top_k=_top_k(c), expert_intermediate=c.first_int(*_EXPERT_WIDTH),
+                   shared_intermediate=_shared_width(c), latent_size=c.first_int(*_LATENT, default=0, minimum=0),
+                   gated=gated, **moe_extra)
+    return DenseMLP(intermediate=c.first_int("intermediate_size", "ffn_hidden_size"), gated=gated, bias=bias)
 
 
 def _mtp_count(c: Fields) -> int:
-    return c.first_int("num_nextn_predict_layers", "mtp_num_hidden_layers", default=0, minimum=0)
+    return c.first_int("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules", default=0, minimum=0)
+
+
+def _num_layers(c: Fields) -> int:
+    """``num_hidden_layers``, or the length of a per-layer list when the config only gives that."""
+    if c.has("num_hidden_layers"):
+        return c.int("num_hidden_layers")
+    for key in ("layer_types", "layers_block_type"):
+        if isinstance(c.raw(key), list) and c.raw(key):
+            return len(c.raw(key))
+    return c.int("num_hidden_layers")
 
 
 # ------------------------------------------------------------------------------------------ families
 Layers = tuple[list[DecoderLayer], list[DecoderLayer]]  # (decoder layers, MTP layers)
 
 
-def _generic(c: Fields) -> Layers:
-    """Dense and MoE transformers with GQA attention and optional sliding windows (Llama, Mistral, Qwen2/3,
-    Qwen3-MoE, Mixtral, Phi-3, MiMo, Step-3.x, ...)."""
-    n = c.int("num_hidden_layers")
-    qk_norm = c.raw("model_type", "").startswith("qwen3") or c.bool("use_qk_norm")
-    bias = c.bool("attention_bias") or c.bool("qkv_bias") or c.raw("model_type") == "qwen2"
-    gqa = _gqa(c, qk_norm=qk_norm, bias=bias, fused_qkv=c.raw("model_type") == "phi3")
+def _decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = False, attn_bias: bool | None = None,
+             o_bias: bool | None = None, fused_qkv: bool = False, gated: bool = True, mlp_bias: bool | None = None,
+             router_bias: bool | None = None, shared_gate: bool = False, norms: int | None = None) -> Layers:
+    """The standard decoder: GQA attention (full, sliding or windowed per layer) and a dense or MoE MLP.
+
+    Every switch left at ``None`` is read from the config's own field (``use_qk_norm``/``qk_layernorm``,
+    ``attention_bias``/``qkv_bias``/``use_bias``/``bias``, ``mlp_bias``, ``use_moe_router_bias``/
+    ``use_routing_bias``); the family table fixes the ones a family's code hard-wires.
+    """
+    n = _num_layers(c)
+    if qk_norm is None:
+        qk_norm = c.bool("use_qk_norm") or c.bool("qk_layernorm")
+    if attn_bias is None:
+        attn_bias = any(c.bool(k) for k in ("attention_bias", "qkv_bias", "use_bias", "bias", "use_qkv_bias"))
+    if o_bias is None:
+        o_bias = c.bool("use_bias") or c.bool("attention_out_bias") or (c.bool("bias") and not c.has("attention_bias"))
+    if mlp_bias is None:
+        mlp_bias = c.bool("mlp_bias") or c.bool("use_bias")
+    if router_bias is None:
+        router_bias = c.bool("use_moe_router_bias") or c.bool("use_routing_bias")
+    gqa = _gqa(c, qk_norm=qk_norm, qk_norm_full=qk_norm_full, bias=attn_bias, o_bias=o_bias, fused_qkv=fused_qkv)
     kinds = _attention_kinds(c, n)
-    router_bias = c.bool("use_moe_router_bias")
-    layers = [DecoderLayer(mixer=_attention(c, kinds[i], **gqa), mlp=_mlp(c, i, n, router_bias=router_bias))
+    layers = [DecoderLayer(mixer=_attention(c, kinds[i], **gqa),
+                           mlp=_mlp(c, i, n, gated=gated, bias=mlp_bias, router_bias=router_bias,
+                                    **({"shared_gate": True} if shared_gate else {})),
+                           norms=norms)
               for i in range(n)]
     return layers, [layers[-1]] * _mtp_count(c)
+
+
+def standard(**switches: Any) -> Callable[[Fields], Layers]:
+    """A family that is the standard decoder with some switches fixed by its modelling code."""
+    return lambda c: _decoder(c, **switches)
+
+
+def _generic(c: Fields) -> Layers:
+    return _decoder(c)
+
+
+def _structural(c: Fields) -> tuple[Callable[[Fields], Layers], str]:
+    """For an unknown model_type: the builder its fields call for. A new name on a known structure (an MLA
+    model, a Nemotron-H style hybrid, ...) is read by that structure's fields, not as a plain decoder."""
+    if isinstance(c.raw("linear_attn_config"), dict):
+        return _kimi_linear, "Kimi Delta Attention + MLA layers (linear_attn_config present)"
+    if c.has("compress_ratios"):
+        return _deepseek_v4, "compressed sparse attention (compress_ratios present)"
+    if c.has("kv_lora_rank"):
+        return _deepseek, "MLA attention (kv_lora_rank present): one latent per token"
+    if c.has("hybrid_layer_pattern") and c.has("swa_num_key_value_heads"):
+        return _mimo_v2, "hybrid_layer_pattern with separate sliding-window shapes"
+    if c.has("global_head_dim") or c.has("num_global_key_value_heads"):
+        return _gemma4, "sliding and global layers with their own KV shapes (global_head_dim present)"
+    if c.has("attention_chunk_size") and c.has("intermediate_size_mlp"):
+        return _llama4, "chunked local attention with interleaved MoE (attention_chunk_size present)"
+    if c.has("linear_num_value_heads"):
+        return _qwen_hybrid, "Gated DeltaNet hybrid (linear_num_value_heads present)"
+    if c.has("hybrid_override_pattern") or (c.has("layers_block_type") and c.has("mamba_num_heads")):
+        return _nemotron_h, "Mamba2 hybrid blocks (hybrid_override_pattern / layers_block_type present)"
+    if c.has("block_configs"):
+        return _decilm, "per-layer block_configs"
+    if c.has("mamba_d_ssm") and c.has("num_attention_heads"):
+        return _falcon_h1, "parallel attention + Mamba2 in every layer (mamba_d_ssm present)"
+    return _generic, "standard decoder"
 
 
 def _gpt_oss(c: Fields) -> Layers:
@@ -290,10 +405,25 @@ def _kimi_linear(c: Fields) -> Layers:
     return [DecoderLayer(mixer=mla if i in full else kda, mlp=_mlp(c, i, n, router_bias=True)) for i in range(n)], []
 
 
+_BLOCK_NAMES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E", "M": "M", "*": "*", "-": "-", "E": "E"}
+
+
+def _block_pattern(c: Fields, key: str) -> str:
+    """A ``layers_block_type`` list (``mamba``/``attention``/``mlp``/``moe``) as hybrid_override_pattern characters."""
+    kinds = [str(k) for k in c.list(key)]
+    if bad := sorted(set(kinds) - set(_BLOCK_NAMES)):
+        raise ConfigError(c.model, key, f"unknown block kinds {bad}")
+    return "".join(_BLOCK_NAMES[k] for k in kinds)
+
+
 def _nemotron_h(c: Fields) -> Layers:
     """Nemotron-H / Nemotron 3: one block per pattern character, M=Mamba2, *=attention, -=MLP, E=MoE."""
-    pattern = str(c.raw("hybrid_override_pattern", ""))
-    n = c.int("num_hidden_layers")
+    if c.has("layers_block_type") and not c.has("hybrid_override_pattern"):
+        # Newer Nemotron-H configs list block kinds by name and may leave out num_hidden_layers.
+        pattern = _block_pattern(c, "layers_block_type")
+    else:
+        pattern = str(c.raw("hybrid_override_pattern", ""))
+    n = len(pattern) if not c.has("num_hidden_layers") else c.int("num_hidden_layers")
     if len(pattern) != n:
         raise ConfigError(c.model, "hybrid_override_pattern", f"has {len(pattern)} characters, expected {n}")
     dtype = str(c.raw("dtype", c.raw("torch_dtype", "bfloat16")))
@@ -314,14 +444,102 @@ def _nemotron_h(c: Fields) -> Layers:
             return DecoderLayer(mlp=DenseMLP(intermediate=c.int("intermediate_size"), gated=False))
         if ch == "E":
             shared = c.int("moe_shared_expert_intermediate_size", 0, minimum=0) * c.int("n_shared_experts", 1)
-            return DecoderLayer(mlp=MoE(num_experts=c.int("n_routed_experts"), top_k=_top_k(c),
+            return DecoderLayer(mlp=MoE(num_experts=c.first_int(*_EXPERTS), top_k=_top_k(c),
                                         expert_intermediate=c.int("moe_intermediate_size"), shared_intermediate=shared,
-                                        gated=False, router_bias=True, latent_size=c.int("moe_latent_size", 0, minimum=0)))
+                                        gated=False, router_bias=True, latent_size=c.first_int(*_LATENT, default=0, minimum=0)))
         raise ConfigError(c.model, field, f"unknown block character {ch!r}")
 
     layers = [block(ch, "hybrid_override_pattern") for ch in pattern]
-    mtp = [block(ch, "mtp_hybrid_override_pattern") for ch in str(c.raw("mtp_hybrid_override_pattern", ""))]
+    mtp_pattern = (_block_pattern(c, "mtp_layers_block_type") if c.has("mtp_layers_block_type")
+                   else str(c.raw("mtp_hybrid_override_pattern", "")))
+    mtp = [block(ch, "mtp_hybrid_override_pattern") for ch in mtp_pattern]
     return layers, mtp * _mtp_count(c)
+
+
+def _model_dtype(c: Fields) -> float:
+    dtype = str(c.raw("dtype", c.raw("torch_dtype", "bfloat16"))).lower()
+    return DTYPE_BYTES.get(dtype, 2)
+
+
+def _lfm2(c: Fields) -> Layers:
+    """LFM2 (Liquid): short-convolution layers and GQA attention layers (``layer_types`` or ``full_attn_idxs``),
+    each followed by a SwiGLU MLP whose width Lfm2Config adjusts: 2/3 of ``block_ff_dim``, times
+    ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``; MoE layers (``lfm2_moe``) after
+    ``num_dense_layers``."""
+    n = _num_layers(c)
+    if c.has("layer_types"):
+        kinds = [str(k) for k in c.list("layer_types", n)[:n]]
+    else:
+        full = {int(i) for i in c.list("full_attn_idxs")}
+        kinds = ["full_attention" if i in full else "conv" for i in range(n)]
+    ff = c.first_int("block_ff_dim", "intermediate_size")
+    if c.bool("block_auto_adjust_ff_dim", True):
+        ff = int(2 * ff / 3)
+        mult = c.raw("block_ffn_dim_multiplier")
+        if isinstance(mult, int | float) and mult:
+            ff = int(mult * ff)
+        multiple = c.int("block_multiple_of", 256)
+        ff = multiple * ((ff + multiple - 1) // multiple)
+    conv = ShortConv(hidden=c.int("hidden_size"), conv_kernel=c.int("conv_L_cache", 3), bias=c.bool("conv_bias"),
+                     conv_dtype_bytes=_model_dtype(c))
+    attn = FullAttention(**_gqa(c, qk_norm=True))
+    dense_first = c.int("num_dense_layers", 0, minimum=0)
+    layers = []
+    for i, kind in enumerate(kinds):
+        if kind not in ("conv", "full_attention", "attention"):
+            raise ConfigError(c.model, "layer_types", f"unknown LFM2 layer kind {kind!r}")
+        if _num_experts(c) and i >= dense_first:
+            mlp: MLP = MoE(num_experts=_num_experts(c), top_k=_top_k(c), expert_intermediate=c.int("moe_intermediate_size"),
+                           router_bias=c.bool("use_expert_bias"))
+        else:
+            mlp = DenseMLP(intermediate=ff)
+        layers.append(DecoderLayer(mixer=conv if kind == "conv" else attn, mlp=mlp))
+    return layers, []
+
+
+def _granite_hybrid(c: Fields) -> Layers:
+    """Granite 4.0 (granitemoehybrid): Mamba2 and attention layers from ``layer_types``; every layer has a
+    shared SwiGLU MLP of ``shared_intermediate_size`` and, when ``num_local_experts`` > 0, routed experts of
+    ``intermediate_size`` beside it."""
+    n = _num_layers(c)
+    kinds = [str(k) for k in c.list("layer_types", n)[:n]] if c.has("layer_types") else ["attention"] * n
+    heads = c.int("mamba_n_heads", 1)
+    dtype = _model_dtype(c)
+    mamba = Mamba2(num_heads=heads, head_dim=c.first_int("mamba_d_head", default=c.int("mamba_expand", 2)
+                                                         * c.int("hidden_size") // heads),
+                   n_groups=c.int("mamba_n_groups", 1), state_size=c.int("mamba_d_state", 128),
+                   conv_kernel=c.int("mamba_d_conv", 4), conv_bias=c.bool("mamba_conv_bias", True),
+                   conv_dtype_bytes=dtype, ssm_dtype_bytes=dtype) if "mamba" in kinds else None
+    attn = FullAttention(**_gqa(c, bias=c.bool("attention_bias")))
+    shared = c.int("shared_intermediate_size", 0, minimum=0)
+    experts = c.int("num_local_experts", 0, minimum=0)
+    if experts:
+        mlp: MLP = MoE(num_experts=experts, top_k=_top_k(c), expert_intermediate=c.int("intermediate_size"),
+                       shared_intermediate=shared)
+    else:
+        mlp = DenseMLP(intermediate=shared or c.int("intermediate_size"))
+    layers = []
+    for kind in kinds:
+        if kind not in ("mamba", "attention"):
+            raise ConfigError(c.model, "layer_types", f"unknown Granite hybrid layer kind {kind!r}")
+        layers.append(DecoderLayer(mixer=mamba if kind == "mamba" else attn, mlp=mlp))
+    return layers, []
+
+
+def _falcon_h1(c: Fields) -> Layers:
+    """Falcon-H1: every layer runs GQA attention and a Mamba2 mixer in parallel (``mamba_d_ssm`` inner width,
+    ``mamba_n_heads`` x ``mamba_d_head``), then a SwiGLU MLP."""
+    n = _num_layers(c)
+    heads = c.int("mamba_n_heads")
+    dtype = _model_dtype(c)
+    ssm = Mamba2(num_heads=heads, head_dim=c.first_int("mamba_d_head", default=c.int("mamba_d_ssm") // heads),
+                 n_groups=c.int("mamba_n_groups", 1), state_size=c.int("mamba_d_state"),
+                 conv_kernel=c.int("mamba_d_conv", 4), conv_bias=c.bool("mamba_conv_bias", True),
+                 conv_dtype_bytes=dtype, ssm_dtype_bytes=dtype)
+    mixer = ParallelHybrid(attention=FullAttention(**_gqa(c, bias=c.bool("attention_bias"))), ssm=ssm)
+    layer = DecoderLayer(mixer=mixer, mlp=DenseMLP(intermediate=c.int("intermediate_size"),
+                                                   bias=c.bool("projectors_bias")))
+    return [layer] * n, []
 
 
 def _decilm(c: Fields) -> Layers:
@@ -406,20 +624,104 @@ def _mimo_v2(c: Fields) -> Layers:
     return layers, [layers[-1]] * _mtp_count(c)
 
 
-FAMILIES: dict[str, Callable[[Fields], Layers]] = {
-    **{t: _generic for t in ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "mixtral", "phi3",
-                             "mimo", "qwen3_vl_text", "qwen3_vl_moe_text", "step3p7", "granite", "olmo2")},
-    "gpt_oss": _gpt_oss,
-    **{t: _deepseek for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite",
-                              "glm_moe_dsa")},
-    "deepseek_v4": _deepseek_v4,
-    **{t: _qwen_hybrid for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")},
-    "kimi_linear": _kimi_linear,
-    "nemotron_h": _nemotron_h,
-    "nemotron-nas": _decilm,
-    "llama4_text": _llama4,
-    "gemma4_text": _gemma4,
-    "mimo_v2_flash": _mimo_v2,
+@dataclass(frozen=True)
+class Family:
+    """One row of the family table: how to build the layers, what differs from the generic decoder, and the
+    defaults of the family's config class that its ``config.json`` files may leave out."""
+
+    build: Callable[[Fields], Layers]
+    rule: str
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+_GENERIC_RULE = "standard decoder (the generic rule)"
+_TIED = {"tie_word_embeddings": True}
+
+#: Every model_type we know, in one table. ``docs/sizing.md`` lists the same rows.
+FAMILIES: dict[str, Family] = {
+    # --- the standard decoder, switches read from the config
+    **{t: Family(_generic, _GENERIC_RULE) for t in (
+        "llama", "mistral", "ministral", "ministral3", "mixtral", "mimo", "step3p7",
+        "granite", "granitemoe", "granitemoeshared", "smollm3", "seed_oss", "hunyuan_v1_dense", "glm", "olmo",
+        "helium")},
+    "exaone4": Family(standard(qk_norm=True), "per-head q/k norm; sliding_window_pattern such as \"LLLG\" "
+                                             "(L sliding, G global) or layer_types"),
+    "glm4": Family(standard(norms=4), "post-attention and post-MLP norms (4 per layer); fused gate_up"),
+    "nemotron": Family(standard(gated=False, norms=4), "two-matrix squared-ReLU MLP; LayerNorm1P with bias"),
+    "arcee": Family(standard(gated=False), "two-matrix ReLU² MLP (up, down)"),
+    "apertus": Family(standard(gated=False, qk_norm=True), "two-matrix xIELU MLP; per-head q/k norm"),
+    "qwen2": Family(standard(attn_bias=True, o_bias=False), "q/k/v biases always (Qwen2 modelling code)"),
+    "qwen2_moe": Family(standard(attn_bias=True, o_bias=False, shared_gate=True),
+                        "q/k/v biases; shared expert with a sigmoid gate"),
+    "qwen3": Family(standard(qk_norm=True), "per-head q/k RMSNorm"),
+    **{t: Family(standard(qk_norm=True), "per-head q/k RMSNorm; experts of moe_intermediate_size") for t in (
+        "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
+    "phi3": Family(standard(fused_qkv=True),
+                   "fused qkv_proj; a sliding_window >= max_position_embeddings is full attention (Phi-3.5/4-mini)"),
+    "phimoe": Family(standard(norms=4), "LayerNorm with bias (2 per layer, weight + bias); experts of intermediate_size"),
+    "olmo2": Family(standard(qk_norm=True, qk_norm_full=True), "q_norm over all heads (H*d), k_norm over Hkv*d"),
+    "olmo3": Family(standard(qk_norm=True, qk_norm_full=True),
+                    "as OLMo 2, with sliding/full layer_types"),
+    "gemma": Family(standard(), "GeGLU MLP; tied embeddings", _TIED),
+    "gemma2": Family(standard(norms=4),
+                     "alternating sliding (even layers) and global attention; 4 norms per layer; tied embeddings",
+                     {**_TIED, "sliding_window_pattern": 2, "head_dim": 256, "sliding_window": 4096}),
+    "gemma3_text": Family(standard(qk_norm=True, norms=4),
+                          "5 sliding : 1 global (sliding_window_pattern 6 or layer_types); per-head q/k norm; "
+                          "4 norms per layer; tied embeddings; Gemma3TextConfig defaults for omitted fields",
+                          {**_TIED, "sliding_window_pattern": 6, "head_dim": 256, "sliding_window": 4096,
+                           "vocab_size": 262208, "max_position_embeddings": 131072, "num_key_value_heads": 4,
+                           "num_attention_heads": 8}),
+    "cohere": Family(standard(qk_norm_full=True, norms=1),
+                     "parallel attention + MLP behind one LayerNorm; optional q/k LayerNorm over all heads; tied "
+                     "embeddings", _TIED),
+    "cohere2": Family(standard(norms=1), "parallel block, one LayerNorm; 3 sliding : 1 global (sliding_window_pattern "
+                                         "4 or layer_types); tied embeddings", {**_TIED, "sliding_window_pattern": 4}),
+    "starcoder2": Family(standard(gated=False, attn_bias=None, norms=4),
+                         "two-matrix MLP (c_fc, c_proj) and biases everywhere when use_bias; LayerNorm with bias",
+                         {**_TIED, "use_bias": True}),
+    "internlm2": Family(standard(fused_qkv=True), "fused wqkv; biases when `bias`"),
+    "internlm3": Family(_generic, _GENERIC_RULE),
+    "deepseek": Family(_generic, "DeepSeek V1 MoE: multi-head attention, n_routed_experts + n_shared_experts of "
+                                 "moe_intermediate_size after first_k_dense_replace dense layers"),
+    "minicpm": Family(_generic, "standard decoder; embedding/residual scales change no shapes", _TIED),
+    "minicpm3": Family(lambda c: _deepseek(c), "MLA attention (q_lora/kv_lora) with a dense MLP", _TIED),
+    **{t: Family(standard(qk_norm=True, qk_norm_full=True, router_bias=True),
+                 "experts of intermediate_size; q/k RMSNorm over all heads; router correction bias; MTP modules "
+                 "counted apart") for t in ("minimax_m2", "minimax_m3")},
+    **{t: Family(standard(), "attn_type_list: 0 = lightning linear attention (fixed heads x d x d state), 1 = "
+                             "softmax attention; experts of intermediate_size") for t in (
+        "minimax", "minimax_m1", "minimax_text_01")},
+    "glm4_moe": Family(standard(attn_bias=True, o_bias=False, router_bias=True),
+                       "GLM-4.5/4.6/4.7: q/k/v biases, router correction bias, first_k_dense_replace dense layers, "
+                       "num_nextn_predict_layers MTP layer counted apart"),
+    "ernie4_5": Family(standard(), "standard decoder (use_bias switches biases)", _TIED),
+    "ernie4_5_moe": Family(standard(router_bias=True),
+                           "moe_num_experts/moe_k/moe_num_shared_experts; dense before moe_layer_start_index", _TIED),
+    "hunyuan_v1_moe": Family(standard(qk_norm=True), "per-head q/k norm; experts of moe_intermediate_size"),
+    "bailing_moe": Family(standard(fused_qkv=True, router_bias=True), "fused query_key_value; shared experts"),
+    "gpt_oss": Family(_gpt_oss, "q/k/v/o biases, attention sinks, expert biases, router bias; sliding/full layer_types"),
+    **{t: Family(_deepseek, "MLA: one (kv_lora_rank + qk_rope_head_dim) latent per token, replicated on every TP "
+                            "rank; DSA indexer key when index_head_dim") for t in (
+        "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "glm_moe_dsa")},
+    "deepseek_v4": Family(_deepseek_v4, "compressed sparse attention (compress_ratios, sliding window, indexer)"),
+    **{t: Family(_qwen_hybrid, "Gated DeltaNet layers, gated full attention every full_attention_interval") for t in (
+        "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")},
+    "kimi_linear": Family(_kimi_linear, "Kimi Delta Attention + MLA layers from linear_attn_config (1-based)"),
+    "nemotron_h": Family(_nemotron_h, "Mamba2 / attention / MLP / MoE blocks from hybrid_override_pattern or "
+                                      "layers_block_type; latent MoE width moe_latent_size"),
+    "nemotron-nas": Family(_decilm, "DeciLM per-layer block_configs"),
+    **{t: Family(_lfm2, "short-convolution (fixed state (K-1) x hidden) and GQA layers from layer_types / "
+                        "full_attn_idxs; MLP width adjusted as Lfm2Config (2/3, multiplier, multiple of 256); tied "
+                        "embeddings", {"tie_word_embeddings": True}) for t in ("lfm2", "lfm2_moe")},
+    "falcon_h1": Family(_falcon_h1, "attention and Mamba2 in parallel in every layer (KV per token and a fixed "
+                                    "state per request), then a SwiGLU MLP"),
+    "granitemoehybrid": Family(_granite_hybrid, "Granite 4.0: Mamba2 / attention layer_types, shared MLP of "
+                                                "shared_intermediate_size in every layer, experts beside it",
+                               {"tie_word_embeddings": True}),
+    "llama4_text": Family(_llama4, "chunked local attention on 3 of 4 layers; interleaved MoE with a shared expert"),
+    "gemma4_text": Family(_gemma4, "sliding and global layers with their own KV shapes; keys double as values"),
+    "mimo_v2_flash": Family(_mimo_v2, "hybrid_layer_pattern: sliding layers with their own shapes"),
 }
 
 
@@ -460,19 +762,98 @@ def load_json(model: str, text: str | bytes, what: str = "config.json") -> dict[
     return data
 
 
+#: Blocks that wrap the language model's config in multimodal and remote-code checkpoints.
+TEXT_WRAPPERS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+#: Other names for the standard fields, read by the generic path (GPT-2 / Falcon / ChatGLM style configs).
+_ALIASES = {
+    "num_hidden_layers": ("n_layers", "num_layers", "n_layer"),
+    "hidden_size": ("d_model", "n_embd", "dim"),
+    "num_attention_heads": ("n_heads", "n_head", "num_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "multi_query_group_num", "n_head_kv"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
+    "vocab_size": ("padded_vocab_size", "n_vocab"),
+}
+
+
+def _text_block(top: Fields) -> Fields:
+    for key in TEXT_WRAPPERS:
+        if isinstance(top.data.get(key), dict) and top.data[key]:
+            return top.sub(key)
+    return top
+
+
+def _with_defaults(text: Fields, top: Fields, defaults: dict[str, Any]) -> tuple[Fields, list[str]]:
+    """The text block with the family's config-class defaults filled in where neither block sets the key."""
+    missing = {k: v for k, v in defaults.items() if text.data.get(k) is None and top.data.get(k) is None}
+    if not missing:
+        return text, []
+    return Fields(text.model, {**text.data, **missing}, text.path), sorted(missing)
+
+
+def _with_aliases(text: Fields) -> tuple[Fields, list[str]]:
+    found = {}
+    for canonical, aliases in _ALIASES.items():
+        if text.data.get(canonical) is None:
+            alias = next((a for a in aliases if isinstance(text.data.get(a), int)), None)
+            if alias is not None:
+                found[canonical] = alias
+    if not found:
+        return text, []
+    data = {**text.data, **{k: text.data[a] for k, a in found.items()}}
+    return Fields(text.model, data, text.path), [f"{k} from {a}" for k, a in found.items()]
+
+
+def _generic_note(model_type: str, text: Fields, aliases: list[str]) -> str:
+    assumed = ["GQA attention (num_key_value_heads, head_dim or hidden/heads)",
+               "gated 3-matrix MLP" + (" / experts" if _num_experts(text) else ""),
+               "biases only where the config says so"]
+    if text.data.get("tie_word_embeddings") is None:
+        assumed.append("untied LM head (tie_word_embeddings absent)")
+    if aliases:
+        assumed.append("aliases: " + ", ".join(aliases))
+    return f"unknown model_type {model_type!r} sized by the generic decoder rule: " + "; ".join(assumed)
+
+
+def _native(model: str, quant_source: dict[str, Any], hf_quant: dict[str, Any] | None, dtype: str,
+            expert_dtype: Any) -> QuantScheme:
+    """The checkpoint's format; an unknown scheme is recorded with its reason and never stops the sizing."""
+    try:
+        return native_scheme(model, quant_source, hf_quant, dtype, expert_dtype)
+    except ConfigError as exc:
+        where = "hf_quant_config.json" if hf_quant is not None else "quantization_config"
+        return QuantScheme(source=where, weight_format="unknown", unsupported=str(exc))
+
+
 def parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | None = None,
                  native: QuantScheme | None = None, declared: DeclaredParameters | None = None) -> Architecture:
-    """Build the architecture of ``model`` from its parsed config (and optional ModelOpt sidecar)."""
+    """Build the architecture of ``model`` from its parsed config (and optional ModelOpt sidecar).
+
+    A ``model_type`` in :data:`FAMILIES` uses its row; any other is sized by the generic decoder rule when the
+    standard fields are there (``architecture_source`` "generic", with a note of what was assumed). Only a field
+    needed for weights or KV that is missing is an error, naming the field."""
     top = Fields(model, config)
-    text = top.sub("text_config") if isinstance(config.get("text_config"), dict) else top
+    text = _text_block(top)
     model_type = text.raw("model_type") or top.raw("model_type")
     if model_type is None:
         raise ConfigError(model, "model_type", "is missing")
-    builder = FAMILIES.get(str(model_type))
-    if builder is None:
-        raise ConfigError(model, f"{text.path}model_type",
-                          f"unknown model_type {model_type!r} (known: {', '.join(sorted(FAMILIES))})")
-    layers, mtp = builder(text)
+    family = FAMILIES.get(str(model_type))
+    notes: list[str] = []
+    if family is not None:
+        text, defaulted = _with_defaults(text, top, family.defaults)
+        if defaulted:
+            notes.append(f"{model_type} config-class defaults used for: {', '.join(defaulted)}")
+        layers, mtp = family.build(text)
+        source = "family"
+    else:
+        text, aliases = _with_aliases(text)
+        build, structure = _structural(text)
+        layers, mtp = build(text)
+        notes.append(_generic_note(str(model_type), text, aliases) if build is _generic else
+                     f"unknown model_type {model_type!r} sized by the rule its fields call for: {structure}"
+                     + ("; untied LM head (tie_word_embeddings absent)"
+                        if text.data.get("tie_word_embeddings") is None else ""))
+        source = "generic"
     hidden = text.int("hidden_size")
     vision_cfg = config.get("vision_config")
     vision = estimate_vision_parameters(vision_cfg, hidden) if isinstance(vision_cfg, dict) else 0
@@ -484,12 +865,14 @@ def parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | 
     if dtype.lower() not in DTYPE_BYTES:
         raise ConfigError(model, "torch_dtype", f"unknown dtype {dtype!r}")
     quant_source = config if "quantization_config" in config else text.data
-    scheme = native or native_scheme(model, quant_source, hf_quant, dtype, text.raw("expert_dtype"))
+    scheme = native or _native(model, quant_source, hf_quant, dtype, text.raw("expert_dtype"))
+    if scheme.unsupported:
+        notes.append(f"native format unknown: {scheme.unsupported}")
     tie = text.raw("tie_word_embeddings", top.raw("tie_word_embeddings", False))
     max_ctx = text.raw("max_position_embeddings") or text.raw("model_max_length")
     return Architecture(
         model=model, model_type=str(model_type), hidden_size=hidden, vocab_size=text.int("vocab_size"),
         tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), vision_parameters=vision,
         extra_parameters=extra, max_context=int(max_ctx) if max_ctx else None, dtype_bytes=DTYPE_BYTES[dtype.lower()],
-        native=scheme, declared=declared,
+        native=scheme, declared=declared, architecture_source=source, notes=tuple(notes),
     )

@@ -45,6 +45,7 @@ class FullAttention(_Kind):
     sinks: bool = False  # gpt-oss learned attention sinks, one per head
     k_eq_v: bool = False  # Gemma 4 global layers: keys double as values, one cached tensor
     fused_qkv: bool = False  # Phi-3 stores one qkv_proj
+    qk_norm_full: bool = False  # OLMo 2 / MiniMax-M2: q_norm over all heads (H*d), k_norm over Hkv*d
 
     @property
     def vdim(self) -> int:
@@ -68,7 +69,8 @@ class FullAttention(_Kind):
         if self.o_bias:
             out.append(vector(p, "o_proj_bias", hidden, layer))
         if self.qk_norm:
-            out.append(vector(p, "qk_norm", 2 * self.head_dim, layer))
+            width = q_out // (2 if self.q_gate else 1) + k_out if self.qk_norm_full else 2 * self.head_dim
+            out.append(vector(p, "qk_norm", width, layer))
         if self.sinks:
             out.append(vector(p, "sinks", self.num_heads, layer))
         return out
@@ -121,7 +123,10 @@ class MLAAttention(_Kind):
 
     The cached latent is ``kv_lora_rank + qk_rope_head_dim`` wide, with no factor 2 for K and V and no head
     dimension, so every tensor-parallel rank holds all of it. DeepSeek sparse attention (V3.2, GLM-5) adds an
-    indexer key of ``indexer_head_dim`` per token, counted at the cache dtype.
+    indexer key per token, stored as vLLM's ``DeepseekV32IndexerCache`` does whatever the main cache dtype: FP8 key
+    of ``indexer_head_dim`` bytes plus one float32 scale per 128 values (128 + 4 = 132 B per token and layer for
+    DeepSeek-V3.2 / GLM-5). With an FP8 cache those sparse models use FlashMLA's ``fp8_ds_mla`` layout for the
+    latent: 512 FP8 values + 4 float32 scales (one per 128) + the 64 rope values kept in BF16 = 656 B.
     """
 
     kind: Literal["mla"] = "mla"
@@ -161,7 +166,14 @@ class MLAAttention(_Kind):
         return out
 
     def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
-        return (self.kv_lora_rank + self.qk_rope_head_dim + self.indexer_head_dim) * cache_bytes
+        if not self.indexer_head_dim:
+            return (self.kv_lora_rank + self.qk_rope_head_dim) * cache_bytes
+        indexer = self.indexer_head_dim + math.ceil(self.indexer_head_dim / 128) * 4  # FP8 key + fp32 scales
+        if cache_bytes == 1:  # fp8_ds_mla: FP8 latent + fp32 scale per 128 + BF16 rope part
+            latent = self.kv_lora_rank + math.ceil(self.kv_lora_rank / 128) * 4 + self.qk_rope_head_dim * 2
+        else:
+            latent = (self.kv_lora_rank + self.qk_rope_head_dim) * cache_bytes
+        return latent + indexer
 
     def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
         return context * self.kv_bytes_per_token(cache_bytes, tp)
@@ -349,6 +361,72 @@ class Mamba2(_Recurrent):
         return conv + ssm
 
 
+class ParallelHybrid(_Kind):
+    """Falcon-H1: attention and a Mamba2 mixer side by side in every layer, their outputs summed. Caches both:
+    the attention's KV per token and the Mamba2 state per request."""
+
+    kind: Literal["parallel_hybrid"] = "parallel_hybrid"
+    attention: FullAttention
+    ssm: Mamba2
+
+    def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
+        return self.attention.tensors(prefix, hidden, layer) + self.ssm.tensors(prefix, hidden, layer)
+
+    def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
+        return self.attention.kv_bytes_per_token(cache_bytes, tp)
+
+    def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
+        return self.attention.kv_bytes_per_request(context, cache_bytes, tp)
+
+    def state_bytes(self, tp: int) -> float:
+        return self.ssm.state_bytes(tp)
+
+
+class LinearAttention(_Recurrent):
+    """Plain (lightning) linear attention, MiniMax-Text-01 / M1 style: fused qkv, an output gate, a norm and o_proj.
+    State: ``heads x head_dim x head_dim`` per request (vLLM ``linear_attention_state_shape``), in the model dtype."""
+
+    kind: Literal["linear_attention"] = "linear_attention"
+    num_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    state_dtype_bytes: float = 2
+
+    def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
+        p = f"{prefix}.self_attn"
+        inner = self.num_heads * self.head_dim
+        return [matrix(p, "qkv_proj", Role.ATTN_QKV, 3 * inner, hidden, layer),
+                matrix(p, "output_gate", Role.ATTN_OTHER, inner, hidden, layer),
+                vector(p, "norm", inner, layer),
+                matrix(p, "out_proj", Role.ATTN_OUTPUT, hidden, inner, layer)]
+
+    def state_bytes(self, tp: int) -> float:
+        return _per_rank(self.num_heads, tp) * self.head_dim * self.head_dim * self.state_dtype_bytes
+
+
+class ShortConv(_Recurrent):
+    """LFM2 gated short convolution: in_proj h -> 3h (B, C, x), a depthwise conv of ``conv_kernel`` taps,
+    out_proj h -> h. State: the last ``conv_kernel - 1`` inputs of the ``hidden`` channels (vLLM
+    ``short_conv_state_shape``), in the model dtype."""
+
+    kind: Literal["short_conv"] = "short_conv"
+    hidden: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
+    bias: bool = False
+    conv_dtype_bytes: float = 2
+
+    def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
+        p = f"{prefix}.conv"
+        out = [matrix(p, "in_proj", Role.SSM_IN, 3 * self.hidden, hidden, layer),
+               Tensor(f"{p}.conv", Role.SSM_CONV, self.hidden, self.conv_kernel, 1, layer),
+               matrix(p, "out_proj", Role.SSM_OUT, hidden, self.hidden, layer)]
+        if self.bias:
+            out.append(vector(p, "biases", 3 * self.hidden + self.hidden + hidden, layer))
+        return out
+
+    def state_bytes(self, tp: int) -> float:
+        return (self.conv_kernel - 1) * math.ceil(self.hidden / tp) * self.conv_dtype_bytes
+
+
 class LinearReplacement(_Kind):
     """DeciLM (Nemotron-NAS) blocks whose attention or FFN was replaced by one hidden x hidden linear layer."""
 
@@ -367,9 +445,11 @@ class LinearReplacement(_Kind):
         return 0.0
 
 
+ParallelHybrid.model_rebuild()
+
 Mixer = Annotated[
     FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
-    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | LinearReplacement,
+    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement,
     Field(discriminator="kind"),
 ]
 
@@ -460,6 +540,7 @@ MLP = Annotated[DenseMLP | MoE | LinearReplacement, Field(discriminator="kind")]
 class DecoderLayer(_Kind):
     mixer: Mixer | None = None
     mlp: MLP | None = None
+    norms: int | None = None  # hidden-size norm vectors in the layer when not one per sub-block (Gemma: 4)
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         out: list[Tensor] = []
@@ -471,6 +552,8 @@ class DecoderLayer(_Kind):
             out += self.mlp.tensors(prefix, hidden, layer) if not isinstance(self.mlp, LinearReplacement) \
                 else [matrix(f"{prefix}.mlp", "linear", Role.FFN_DOWN, hidden, hidden, layer)]
             norms += 1
+        if self.norms is not None:
+            norms = self.norms
         if norms:
             out.append(vector(prefix, "layernorms", norms * hidden, layer))
         return out

@@ -17,6 +17,9 @@ class CheckpointFacts(CamelModel):
     parameter_total: int | None = None
     total_bytes: int | None = None
     source: str
+    #: exact served parameters from the shards' headers (packed values unpacked, scales, MTP and tied copies
+    #: left out): comparable with config arithmetic, unlike the Hub's stored-element count
+    header_parameters: int | None = None
 
 
 def checkpoint_facts(data: dict[str, Any], source: str) -> CheckpointFacts:
@@ -62,6 +65,12 @@ class ParameterCounts(CamelModel):
     declared_source: str | None = None
     safetensors_total: int | None = None  # as stored: includes MTP heads, duplicated tied heads, packed FP4
     checkpoint_bytes: int | None = None
+    checkpoint_parameters: int | None = None  # served parameters read from the shards' safetensors headers
+    difference_pct: float | None = None  # (config - checkpoint) / checkpoint, in percent
+    used_reason: str | None = None  # why ``total`` is what it is when config and checkpoint disagree
+
+#: Config arithmetic and checkpoint headers may differ by this much before the headers' count is used.
+AGREEMENT_PCT = 1.0
 
 
 def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = None) -> ParameterCounts:
@@ -84,4 +93,18 @@ def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = No
     if checkpoint is not None:
         counts = counts.model_copy(update=dict(safetensors_total=checkpoint.parameter_total,
                                                checkpoint_bytes=checkpoint.total_bytes))
+        exact = checkpoint.header_parameters
+        if exact:
+            diff = (total - exact) / exact * 100
+            update: dict[str, Any] = dict(checkpoint_parameters=exact, difference_pct=round(diff, 3))
+            if abs(diff) > AGREEMENT_PCT and arch.declared is None:
+                update |= dict(total=exact, active=max(1, counts.active - (total - exact)),
+                               non_embedding=exact - embedding, used="safetensors", declared_source=checkpoint.source,
+                               used_reason=f"config arithmetic ({total:,}) differs from the checkpoint headers "
+                                           f"({exact:,}) by {diff:+.2f}% > {AGREEMENT_PCT}%: the headers are the "
+                                           f"fact (tensors the {arch.architecture_source} rule does not model)")
+            else:
+                update |= dict(used_reason=f"config arithmetic agrees with the checkpoint headers within "
+                                           f"{AGREEMENT_PCT}% ({diff:+.3f}%)")
+            counts = counts.model_copy(update=update)
     return counts

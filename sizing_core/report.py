@@ -36,9 +36,12 @@ class SizingReport(CamelModel):
     layers: dict[str, int]  # decoder layers per mixer kind, plus "total"
     mlp_layers: dict[str, int]
     max_context: int | None
+    architecture_source: str  # "family", "generic" (unknown model_type, standard fields) or "spec"
+    notes: list[str]  # what was assumed (generic rule, family defaults, unknown quantization): warnings
     native_format: str
     native_source: str
-    weights_gib: dict[str, float] = Field(serialization_alias="weightsGiB")
+    native_unsupported: str | None = None  # why weightsGiB.native is null
+    weights_gib: dict[str, float | None] = Field(serialization_alias="weightsGiB")
     kv_cache_bytes_per_token: dict[str, int | float] = Field(serialization_alias="kvCacheBytesPerToken")
     kv_cache_gib_per_request: list[KVRow] = Field(serialization_alias="kvCacheGiBPerRequest")
     recurrent_state_gib_per_request: float = Field(serialization_alias="recurrentStateGiBPerRequest")
@@ -58,7 +61,8 @@ def size_model(arch: Architecture, tensor_parallel: int = 1, contexts: tuple[int
     if not contexts or any(c <= 0 for c in contexts):
         raise ValueError(f"contexts must be positive token counts, got {list(contexts)}")
     counts = count_parameters(arch, checkpoint)
-    weights = {fmt: round(weight_bytes(arch, fmt) / GIB, 2) for fmt in (*WEIGHT_FORMATS, "native")}
+    weights: dict[str, float | None] = {fmt: round(weight_bytes(arch, fmt) / GIB, 2) for fmt in WEIGHT_FORMATS}
+    weights["native"] = None if arch.native.unsupported else round(weight_bytes(arch, "native") / GIB, 2)
     native_source = arch.native.source
     if checkpoint is not None and checkpoint.total_bytes:
         weights["native"] = round(checkpoint.total_bytes / GIB, 2)
@@ -75,6 +79,7 @@ def size_model(arch: Architecture, tensor_parallel: int = 1, contexts: tuple[int
     layers = {"total": arch.num_layers, **arch.mixer_counts()}
     return SizingReport(
         model=arch.model, model_type=arch.model_type, tensor_parallel=tp,
+        architecture_source=arch.architecture_source, notes=list(arch.notes), native_unsupported=arch.native.unsupported,
         parameters=counts.total / 1e9, active_parameters=counts.active / 1e9, parameter_counts=counts,
         layers=layers, mlp_layers=arch.mlp_counts(), max_context=arch.max_context,
         native_format=arch.native.weight_format + (f"+{arch.native.expert_format} experts"

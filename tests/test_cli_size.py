@@ -98,7 +98,7 @@ def _config(tmp_path: Path, **changes: object) -> Path:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"model_type": "not_a_model"}, "unknown model_type 'not_a_model'"),
+    ({"model_type": "not_a_model", "hidden_size": None}, "field 'hidden_size' is missing"),
     ({"num_hidden_layers": None}, "field 'num_hidden_layers' is missing"),
     ({"hidden_size": -4096}, "field 'hidden_size' must be >= 1, got -4096"),
     ({"num_key_value_heads": "eight"}, "field 'num_key_value_heads' must be an integer"),
@@ -109,6 +109,19 @@ def test_malformed_config_exits_non_zero_with_one_line(tmp_path: Path, changes: 
     assert out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], out.stderr
+
+
+def test_unknown_model_type_sizes_with_a_warning(tmp_path: Path) -> None:
+    """Issue #11: a new model_type with the standard fields is sized by the generic rule; the CLI warns (stderr),
+    exit status 0, and the JSON says where the architecture came from."""
+    out = vramlab("size", str(_config(tmp_path, model_type="not_a_model")), "--json")
+    assert out.returncode == 0, out.stderr
+    assert "warning:" in out.stderr and "unknown model_type 'not_a_model'" in out.stderr
+    report = json.loads(out.stdout)
+    assert report["architectureSource"] == "generic"
+    assert any("generic decoder rule" in n for n in report["notes"])
+    # Same shapes as Llama-3.1-8B: 32 layers x 2 (K,V) x 8 KV heads x 128 x 2 bytes.
+    assert report["kvCacheBytesPerToken"]["bf16"] == 32 * 2 * 8 * 128 * 2
 
 
 def test_not_json_exits_non_zero(tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ def test_config_sizes(name: str) -> None:
     assert w["native"] <= w["bf16"] + 0.01
     rows = report.kv_cache_gib_per_request
     assert all(a.bf16 <= b.bf16 for a, b in zip(rows, rows[1:], strict=False))  # KV never shrinks with context
-    assert report.kv_cache_bytes_per_token["fp8"] * 2 == report.kv_cache_bytes_per_token["bf16"]
+    if name != "zai-org__GLM-5":  # DSA: indexer cache and fp8_ds_mla keep their own layouts (test_families)
+        assert report.kv_cache_bytes_per_token["fp8"] * 2 == report.kv_cache_bytes_per_token["bf16"]
 
 
 @pytest.mark.parametrize(("name", "fmt"), [

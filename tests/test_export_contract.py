@@ -329,3 +329,64 @@ def test_runs_with_follows_native_format_and_layer_kinds() -> None:
     assert runs_with(arch("meta-llama__Llama-3.1-8B")) == ["SGLang", "llama.cpp", "vLLM"]
     assert runs_with(arch("deepseek-ai__DeepSeek-V3")) == ["SGLang", "vLLM"]  # FP8 block checkpoint
     assert runs_with(load_registered("kimi-k3.1-pro")[1]) == ["SGLang", "vLLM"]
+
+
+def test_parquet_fields_carry_their_dictionary(published: dict) -> None:
+    import pyarrow.parquet as pq
+
+    snap = published["tmp"] / "exports" / "latest"
+    schema = pq.read_schema(snap / "sizing.parquet")
+    est = schema.field("est_gpus")
+    assert est.metadata[b"unit"] == b"GPUs" and b"exact planner" in est.metadata[b"description"]
+    assert schema.field("engine_usable_gib").metadata[b"unit"].startswith(b"GiB")
+    assert schema.metadata[b"vramlab:schema_version"] == b"2"
+    offers = pq.read_schema(snap / "offers_current.parquet")
+    assert str(offers.field("gpu_count").type) == "int32" and str(offers.field("verified_at").type) == \
+        "timestamp[us, tz=UTC]"
+    assert "listed_price_per_hour" in offers.names and "price_per_hour" not in offers.names
+
+
+def test_a_model_breaking_the_contract_is_listed_as_failed(published: dict, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model whose file would not validate is left out with its reason; the other models are published."""
+    import pipeline.exports.model_json as model_json
+
+    real = model_json.gpus_needed
+
+    def one_row_for_qwq(arch):  # type: ignore[no-untyped-def]
+        needed, placements = real(arch)
+        if arch.model.startswith("Qwen/QwQ"):
+            needed = {"scenario": needed.scenario, "gpus": [g.model_dump() for g in needed.gpus[:1]]}  # < 9 rows
+        return needed, placements
+
+    monkeypatch.setattr(model_json, "gpus_needed", one_row_for_qwq)
+    con = duckdb.connect(str(published["db"]), read_only=True)
+    try:
+        tracked = [t for t in tracked_models(published["tmp"]) if t.entry.id in ("qwq-32b", "qwen3-8b")]
+        snap = publish(con, tmp_path / "exports", tracked, {}, as_of=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                       mode="replay", now=datetime(2026, 12, 1, 3, tzinfo=UTC), provenance={"code_version": "t"})
+    finally:
+        con.close()
+    index = {m["id"]: m for m in json.loads((snap / "index.json").read_text())["models"]}
+    assert index["qwen3-8b"]["status"] == "ok" and (snap / "models" / "qwen3-8b.json").exists()
+    assert index["qwq-32b"]["status"] == "failed" and "gpusNeeded.gpus" in index["qwq-32b"]["reason"]
+    assert not (snap / "models" / "qwq-32b.json").exists()
+
+
+def test_released_comes_from_the_hub_when_the_watchlist_has_none(published: dict, tmp_path: Path) -> None:
+    """The bundled Hub recordings carry no createdAt; a live payload does (model API ``createdAt``). Given one, the
+    model file and models.parquet both publish its UTC day."""
+    import dataclasses
+
+    con = duckdb.connect(str(published["db"]), read_only=True)
+    try:
+        t = next(t for t in tracked_models(published["tmp"]) if t.hub is not None and not t.entry.released)
+        t = dataclasses.replace(t, hub=t.hub.model_copy(update={"created_at": "2025-01-20T03:00:00.000Z"}))
+        snap = publish(con, tmp_path / "exports", [t], {}, as_of=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                       mode="replay", now=datetime(2026, 12, 1, 3, tzinfo=UTC), provenance={"code_version": "t"})
+        row = con.execute(f"SELECT released, hub_created_at FROM '{snap}/models.parquet' WHERE id = ?",
+                          [t.entry.id]).fetchall()[0]
+    finally:
+        con.close()
+    assert json.loads((snap / "models" / f"{t.entry.id}.json").read_text())["released"] == "2025-01-20"
+    assert row[0] == "2025-01-20" and row[1] == datetime(2025, 1, 20, 3, tzinfo=UTC)

@@ -167,7 +167,7 @@ def test_derived_facts_from_chat_template(tmp_path: Path) -> None:
 def test_discovery_adds_new_repos(tmp_path: Path) -> None:
     from pipeline.sources.huggingface import discover
 
-    listing = [{"id": "Qwen/Qwen3-8B"}, {"id": "someone/new-model-7b"}]
+    listing = [{"id": "Qwen/Qwen3-8B", "downloads": 2_500_000}, {"id": "someone/new-model-7b", "downloads": 50_000}]
     url = f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit=50"
     c, _ = client({url: httpx.Response(200, json=listing)})
     assert discover(c, tmp_path, WATCHLIST) == ["someone/new-model-7b"]
@@ -193,3 +193,31 @@ def test_safetensors_and_config_counts_agree_or_are_explained(tmp_path: Path, re
         assert counts.total / stored > 1.7
     else:
         assert counts.total == pytest.approx(stored, rel=0.01)
+
+
+def test_discovery_sizes_what_it_finds_and_says_how(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #11: discovered repos go through the same path; the summary (the discovery metadata of
+    raw_hub__models) counts how many sized by family/generic rule, how many exactly from headers, and why the
+    others failed. The minimum download count is configurable."""
+    from pipeline.ingest.models import discovery_summary
+    from pipeline.sources.huggingface import discovery_url
+
+    monkeypatch.setenv("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", "1000")
+    trending = [{"id": "sentence-transformers/all-MiniLM-L6-v2", "downloads": 90_000_000},  # genuine headers
+                {"id": "someone/new-model-7b", "downloads": 50_000},  # not in the replay: fetch fails (404)
+                {"id": "someone/tiny-experiment", "downloads": 5},  # below the minimum: not discovered
+                {"id": "Qwen/Qwen3-8B", "downloads": 2_500_000}]  # already tracked
+    c, _ = client({discovery_url("trendingScore", 50): httpx.Response(200, json=trending)})
+    results = ingest_hub(tmp_path, replay=True, discovery=True, client=c)
+    summary = discovery_summary(results, tmp_path)
+    assert summary["new"] == ["sentence-transformers/all-MiniLM-L6-v2", "someone/new-model-7b"]
+    assert summary["below_min_downloads"] == 1 and summary["min_downloads"] == 1000
+    assert summary["already_tracked"] == 1 + 3  # Qwen3-8B in trending; the 3 of the downloads listing
+    assert summary["sized"] == {"family": 0, "generic": 1, "exact_from_headers": 1}
+    assert summary["failed"] == {"fetch missing": 1}
+    minilm = next(m for m in summary["models"] if m["repo"].startswith("sentence-transformers"))
+    assert minilm["exact"] and "unknown model_type 'bert'" in minilm["why"]
+
+    monkeypatch.setenv("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", "many")
+    with pytest.raises(ValueError, match="VRAMLAB_DISCOVERY_MIN_DOWNLOADS"):
+        ingest_hub(tmp_path / "again", replay=True, discovery=True, client=c)

@@ -79,3 +79,88 @@ def test_multi_instance_setups_stay_in_one_offer() -> None:
     setups = cheapest_setups(a, "q4_k_m", [one, other])
     # each setup rents all its instances from one region of one offer: no mixing of regions
     assert {(s.region, s.price_per_hour / s.instances) for s in setups} == {("b", 0.35), ("a", 0.4)}
+
+
+# --- what a user would really deploy (issue #10 item 4) ---------------------------------------------------------
+
+def _needed(model: str, gpu_id: str, fmt: str, per_node: int) -> int:
+    gpu = get_gpu(gpu_id)
+    placed = fewest_gpus(arch(model), gpu.model_copy(update={"max_gpus_per_node": per_node}), default_engine(gpu), fmt)
+    assert placed.gpus is not None
+    return placed.gpus
+
+
+def test_llama_cpp_rpc_is_flagged_and_never_ranked_above_a_single_machine_within_25_percent() -> None:
+    a = arch("meta-llama__Llama-3.1-70B")
+    n = _needed("meta-llama__Llama-3.1-70B", "rtx-4090", "q4_k_m", 1)
+    assert 2 <= n <= 4  # ~40 GiB of Q4_K_M weights over 24 GB cards
+    rpc_price = n * 0.30
+    single = offer(provider="box", instance_type="4x4090", gpu_id="rtx-4090", gpu_count=4,
+                   price_per_hour_usd=round(rpc_price * 1.2, 4))  # 20 % dearer than the RPC chain
+    chain = offer(provider="cheap", instance_type="1x4090", gpu_id="rtx-4090", gpu_count=1, price_per_hour_usd=0.30)
+    first, second = cheapest_setups(a, "q4_k_m", [chain, single])
+    assert (first.instance_type, first.nodes, first.deployment) == ("4x4090", 1, "single_machine")
+    assert (second.instances, second.nodes, second.deployment) == (n, n, "llama.cpp-rpc")
+    assert second.price_per_hour < first.price_per_hour and "RPC" in second.flags[0]
+    assert second.layout == f"{n} x 1 GPU ({n} nodes), TP 1 x PP {second.pipeline_parallel}"
+    # 30 % dearer: now the RPC chain (ranked at 1.25 x its price) comes first
+    single["price_per_hour_usd"] = round(rpc_price * 1.3, 4)
+    assert cheapest_setups(a, "q4_k_m", [chain, single])[0].deployment == "llama.cpp-rpc"
+
+
+def test_rpc_chains_longer_than_four_machines_are_not_offered() -> None:
+    a = arch("meta-llama__Llama-3.1-70B")
+    n = _needed("meta-llama__Llama-3.1-70B", "rtx-4090", "bf16", 1)
+    assert n > 4  # 140 GB of BF16 weights: 6+ cards
+    chain = offer(provider="cheap", instance_type="1x4090", gpu_id="rtx-4090", gpu_count=1, price_per_hour_usd=0.30)
+    assert cheapest_setups(a, "bf16", [chain]) == []  # before: n separately rented machines chained as one
+
+
+def test_vllm_spans_nodes_only_over_a_rented_cluster_interconnect() -> None:
+    a = arch("meta-llama__Llama-3.1-70B")
+    n = _needed("meta-llama__Llama-3.1-70B", "h100", "bf16", 1)
+    assert n > 1
+    plain = offer(provider="somecloud", instance_type="1xH100", gpu_count=1, price_per_hour_usd=2.0)
+    assert cheapest_setups(a, "bf16", [plain]) == []  # before: n one-GPU VMs as vLLM pipeline stages
+    p5 = offer(provider="aws", instance_type="p5.48xlarge", gpu_count=8, price_per_hour_usd=55.04)
+    [setup] = cheapest_setups(a, "bf16", [plain, p5])
+    assert (setup.instances, setup.deployment, setup.interconnect) == (1, "single_machine", None)
+    # a model that needs two 8-GPU nodes: only the EFA family may span them
+    big = arch("deepseek-ai__DeepSeek-V3")
+    two = [s for s in cheapest_setups(big, "bf16", [p5, offer(provider="lambda", instance_type="gpu_8x_h100_sxm5",
+                                                              gpu_count=8, price_per_hour_usd=23.92)])]
+    assert [(s.provider, s.deployment) for s in two] == [("aws", "cluster")]
+    assert two[0].nodes >= 2 and two[0].interconnect.startswith("EFA")
+    assert two[0].tensor_parallel <= 8 and two[0].pipeline_parallel == two[0].nodes
+
+
+def test_ties_break_the_same_way_whatever_the_input_order() -> None:
+    a = arch("meta-llama__Llama-3.1-8B")
+    offers = [offer(provider=p, instance_type=i, region=r, gpu_count=1, price_per_hour_usd=2.0)
+              for p, i, r in (("b", "x", "r2"), ("a", "y", "r1"), ("a", "x", "r2"), ("a", "x", "r1"))]
+    expected = [("a", "x", "r1"), ("a", "x", "r2"), ("a", "y", "r1"), ("b", "x", "r2")]  # provider, type, region
+    for order in (offers, offers[::-1], offers[1:] + offers[:1]):
+        assert [(s.provider, s.instance_type, s.region) for s in cheapest_setups(a, "bf16", order)] == expected
+
+
+def test_a_format_the_gpu_runs_only_through_a_fallback_says_so() -> None:
+    a = arch("meta-llama__Llama-3.1-8B")
+    v100 = offer(provider="verda", instance_type="1V100.6V", gpu_id="v100", gpu_count=1, price_per_hour_usd=0.9)
+    assert cheapest_setups(a, "int8", [v100]) == []  # INT8 W8A8 does not run on Volta
+    [awq] = cheapest_setups(a, "awq_int4", [v100])
+    assert not awq.native_support and "GPTQ" in awq.support_note and awq.flags[0].startswith("not native")
+    [bf16] = cheapest_setups(a, "bf16", [v100 | {"gpu_id": "v100-32gb"}])
+    assert bf16.native_support and bf16.flags == []
+
+
+def test_the_ecb_rate_date_travels_with_a_converted_price_and_goes_stale() -> None:
+    a = arch("meta-llama__Llama-3.1-8B")
+    eur = offer(currency="EUR", gpu_count=1, price_per_hour_usd=2.5)
+    # 2024-02-27 -> 2026-11-28: 366 + 365 days to 2026-02-27, then 28+31+30+31+30+31+31+30+31+1 = 274: 1005 days
+    [old] = cheapest_setups(a, "bf16", [eur | {"fx_date": "2024-02-27"}], as_of=NOW)
+    assert old.fx_date == "2024-02-27" and old.fx_stale and "1005 days" in old.flags[0]
+    for fx_date, stale in (("2026-11-24", False), ("2026-11-23", True)):  # 4 days is a weekend plus a holiday
+        [s] = cheapest_setups(a, "bf16", [eur | {"fx_date": fx_date}], as_of=NOW)
+        assert s.fx_stale is stale
+    [usd] = cheapest_setups(a, "bf16", [offer(gpu_count=1, price_per_hour_usd=2.5)], as_of=NOW)
+    assert usd.fx_date is None and not usd.fx_stale

@@ -143,3 +143,12 @@ def test_hetzner_dedicated_servers_are_monthly(replayed: dict) -> None:
     o = one(replayed, "hetzner", instance_type="GEX130")
     assert (o.allocation, o.unit, o.price_per_month, o.gpu_id) == ("monthly", "instance-month", 838, "rtx-6000-ada")
     assert o.price_per_hour == pytest.approx(838 / 730)
+
+
+def test_non_gpu_rows_are_counted_as_ignored_not_rejected(replayed: dict) -> None:
+    # aws replay, per region (3 files): the p5.48xlarge Windows and Reserved rows are other terms (m7i.large never
+    # lands: the streaming fetch keeps GPU-family lines only). digitalocean: s-1vcpu-1gb is a CPU droplet.
+    aws, _ = replayed["results"]["aws"]
+    assert aws.ignored == {"other terms, OS, tenancy or software": 2 * 3} and aws.rejected == 0
+    do, _ = replayed["results"]["digitalocean"]
+    assert do.ignored == {"not a GPU offer": 1} and do.rejected == 0

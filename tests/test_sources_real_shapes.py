@@ -51,10 +51,18 @@ def test_aws_no_preinstalled_software_is_the_literal_NA() -> None:
     assert (p5[0].price_per_hour, p5[0].gpu_count, p5[0].gpu_id) == (55.04, 8, "h100")
     assert p5[0].gpu_memory_gb == 640 / 8  # "GPU Memory" is the instance's total
     assert by(result.offers, instance_type="g6e.xlarge")[0].gpu_id == "l40s"
-    # the 2 genuine c6i rows are not GPU offers; 4 GPU rows are other terms (Windows, SQL Web, CapacityBlock,
-    # an unused capacity reservation) - counted, never rejected
-    assert result.ignored == {"not a GPU offer": 2, "other terms, OS, tenancy or software": 4}
+    # the 2 genuine c6i rows are not GPU offers; 5 GPU rows are other terms (Windows, SQL Web, CapacityBlock, an
+    # unused capacity reservation, Dedicated Host tenancy) - counted, never rejected
+    assert result.ignored == {"not a GPU offer": 2, "other terms, OS, tenancy or software": 5}
     assert result.rejected == []
+
+
+def test_aws_g6f_is_a_slice_of_an_l4() -> None:
+    """g6f.large lists "GPU" 1 and "GPU Memory" 3 GB: an eighth of a 24 GB L4, not a whole L4 with 3 GB (before:
+    a 3 GB "L4" whole GPU at 0.206 $/GPU-h)."""
+    g6f = by(parse("aws", "aws.index.excerpt.csv").offers, instance_type="g6f.large")[0]
+    assert g6f.fractional and g6f.gpu_share == pytest.approx(3 / 24) and g6f.gpu_id == "l4"
+    assert g6f.price_per_gpu_hour == pytest.approx(0.206 * 8)  # the whole-card equivalent
 
 
 # --- Lambda ----------------------------------------------------------------------------------------------------
@@ -109,7 +117,17 @@ def test_vultr_bare_metal_gpu_machines_are_collected() -> None:
     assert h100[0].gpu_count == 8 and h100[0].gpu_id == "h100" and h100[0].price_per_gpu_hour == 23.92 / 8
     assert by(offers, instance_type="vbm-256c-2048gb-8-mi300x-gpu")[0].gpu_id == "mi300x"
     a40 = by(offers, instance_type="vcg-a40-24c-120g-48vram")[0]  # vdm plan in /v2/plans, no GPU fields
-    assert (a40.gpu_id, a40.gpu_count, a40.region) == ("a40", 1, "blr")
+    assert (a40.gpu_id, a40.gpu_count, a40.region, a40.gpu_memory_gb) == ("a40", 1, "blr", 48)
+
+
+def test_vultr_bare_metal_a100_is_the_80gb_card() -> None:
+    """A bare-metal id names the GPU only ("...-8-a100-gpu"): without a memory figure "A100" meant the 40 GB part."""
+    plan = {"id": "vbm-64c-2048gb-8-a100-gpu", "cpu_threads": 128, "ram": 2097152, "hourly_cost": 12.9,
+            "type": "NVMe", "locations": ["ewr"]}
+    body = json.dumps({"plans_metal": [plan], "meta": {"links": {"next": ""}}}).encode()
+    raw = RawPayload(source="vultr", fetched_at=AT, parts=(RawPart(url="https://x/plans-metal", status=200, body=body),))
+    [offer] = PRICE_SOURCES["vultr"].parse(raw).offers
+    assert (offer.gpu_count, offer.gpu_memory_gb, offer.gpu_id) == (8, 80, "a100-80gb-sxm")
 
 
 # --- Scaleway --------------------------------------------------------------------------------------------------
@@ -212,6 +230,9 @@ def test_digitalocean_vram_is_the_droplet_total() -> None:
     # Shadeform (real row of its catalog): the number is GB, not MiB (before: 80 / 1024 = 0.078 GB)
     ("shadeform", "H100", 1, "{'Gpus': [{'Name': 'H100', 'Manufacturer': 'NVIDIA', 'Count': 1.0, "
                              "'MemoryInfo': {'SizeInMiB': 80}}]}", 80),
+    # Shadeform-style GB figure holding an 8-GPU total (320 GB for 8x A100 40GB): divided, not "320 GB per A100"
+    ("shadeform", "A100", 8, "{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8.0, "
+                             "'MemoryInfo': {'SizeInMiB': 320}}]}", 40),
     # Lambda (real row): Size = Total on 8 GPUs, and it is per GPU (40 GB A100s, not 5 GB)
     ("lambda", "A100", 8, "{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8.0, "
                           "'MemoryInfo': {'SizeInMiB': 40960}}], 'TotalGpuMemoryInMiB': 40960}", 40),
@@ -234,12 +255,15 @@ def test_memory_bounds_keep_totals_from_mapping_to_a_bigger_card() -> None:
     assert resolve("x", "V100", "", 128)[0] is None and resolve("x", "V100", "", 16)[0] == "v100"
     assert resolve("x", "H100", "", 640)[0] is None and resolve("x", "H100", "", 80 / 1024)[0] is None
     assert resolve("x", "A100", "gpu_1x_a100_80gb", 40)[0] == "a100-40gb"  # the memory wins over a name hint
+    assert resolve("vast", "A100 PCIE", "", 40)[0] == "a100-40gb"  # the 40 GB PCIe card, not the 80 GB one
+    assert resolve("vast", "Tesla V100", "", 32)[0] == "v100-32gb"
     assert memory_fits("l40s", 46068 / 1024) and not memory_fits("a100-40gb", 80)
 
 
 @pytest.mark.parametrize(("provider", "name", "expected"), [
     ("runpod", "A100 SXM 40GB", "a100-40gb"), ("verda", "A100-40GB", "a100-40gb"),
-    ("verda", "A100-80GB-320GB", "a100-80gb-sxm"),
+    ("verda", "A100-80GB-320GB", "a100-80gb-sxm"), ("vastai", "H200 NVL", "h200-nvl"),
+    ("runpod", "RTX 4000 Ada SFF", "rtx-4000-ada"), ("ovh", "Tesla V100S", "v100-32gb"),
 ])
 def test_names_that_failed_to_map(provider: str, name: str, expected: str) -> None:
     """Before: all three came out unmapped (``gpu_id = null``)."""
@@ -255,3 +279,58 @@ def test_lium_is_a_marketplace_and_oracle_has_one_id() -> None:
     raw = RawPayload(source="skypilot-lium", fetched_at=AT, parts=(RawPart(url="x", status=200, body=body),))
     offers = PRICE_SOURCES["skypilot-lium"].parse(raw).offers
     assert offers and {o.allocation for o in offers} <= {"marketplace", "spot"}
+
+
+def test_azure_nv_a10_v5_sizes_are_slices_of_one_a10() -> None:
+    """NV6ads_A10_v5 rents 1/6 of an A10: a fractional offer (before: not collected at all). Constructed row in
+    the field layout of the genuine Retail Prices rows; the price is illustrative."""
+    item = {"armSkuName": "Standard_NV6ads_A10_v5", "armRegionName": "eastus", "retailPrice": 0.454,
+            "currencyCode": "USD", "meterName": "NV6ads A10 v5", "productName": "Virtual Machines NVadsA10 v5 Series",
+            "type": "Consumption", "unitOfMeasure": "1 Hour"}
+    body = json.dumps({"Items": [item], "NextPageLink": None}).encode()
+    raw = RawPayload(source="azure", fetched_at=AT, parts=(RawPart(url="https://x/prices", status=200, body=body),))
+    [offer] = PRICE_SOURCES["azure"].parse(raw).offers
+    assert offer.fractional and offer.gpu_share == pytest.approx(1 / 6) and offer.gpu_id == "a10"
+    assert offer.price_per_gpu_hour == pytest.approx(0.454 * 6)  # the whole-card equivalent
+
+
+def _raw(source: str, body: object) -> RawPayload:
+    return RawPayload(source=source, fetched_at=AT,
+                      parts=(RawPart(url=f"https://x/{source}", status=200, body=json.dumps(body).encode()),))
+
+
+def test_runpod_placeholder_price_of_a_cloud_the_type_is_not_on() -> None:
+    """RunPod leaves a stale ``communityPrice`` when ``communityCloud`` is false (a public tracker saw
+    ``"communityPrice":0.5,"communityCloud":false`` for H200 for months). Before: published as a 0.50 $/h H200.
+    Constructed type in the gpuTypes layout."""
+    h200 = {"id": "NVIDIA H200", "displayName": "H200 SXM", "memoryInGb": 141, "maxGpuCount": 1,
+            "secureCloud": True, "communityCloud": False, "securePrice": 3.99, "communityPrice": 0.5,
+            "secureSpotPrice": None, "communitySpotPrice": None, "lowestPrice": {"stockStatus": "Low"}}
+    offers = PRICE_SOURCES["runpod"].parse(_raw("runpod", {"data": {"gpuTypes": [h200]}})).offers
+    assert [(o.instance_type, o.price_per_hour) for o in offers] == [("1x_H200-SXM_SECURE", 3.99)]
+    assert offers[0].gpu_id == "h200"
+
+
+def test_ovh_hourly_pricing_and_monthly_plans() -> None:
+    """The hourly entry is the one with ``intervalUnit: hour`` (constructed addon in the layout a public test
+    quotes); the ``.monthly.postpaid`` plan of the same flavor is ignored, not a second on-demand price."""
+    def addon(plan: str, price: int, unit: str) -> dict:
+        return {"planCode": plan, "invoiceName": "h100-760", "pricings": [
+            {"interval": 1, "intervalUnit": "month", "price": 999_00000000, "type": "renew"},
+            {"interval": 1, "intervalUnit": unit, "price": price, "type": "consumption"}],
+            "blobs": {"technical": {"cpu": {"cores": 60}, "memory": {"size": 760},
+                                    "gpu": {"model": "H100", "number": 2, "memory": {"size": 160}}}}}
+    body = {"locale": {"currencyCode": "EUR"}, "addons": [addon("h100-760.consumption", 560_000_000, "hour"),
+                                                         addon("h100-760.monthly.postpaid", 999_00000000, "month")]}
+    result = PRICE_SOURCES["ovh"].parse(_raw("ovh", body), FxRates(date="2024-02-27", per_eur={"EUR": 1, "USD": 1.0856}))
+    [offer] = result.offers
+    assert (offer.price_per_hour, offer.currency, offer.gpu_count) == (5.6, "EUR", 2)
+    assert offer.gpu_memory_gb == 80 and offer.gpu_id == "h100"  # 160 is the flavor's total: 80 per H100
+    assert result.ignored == {"monthly plan of an hourly flavor (the .consumption plan is kept)": 1}
+
+
+def test_digitalocean_size_without_regions_is_not_an_offer() -> None:
+    size = {"slug": "gpu-l40sx1-48gb", "price_hourly": 1.57, "regions": [], "available": False, "vcpus": 8,
+            "memory": 65536, "gpu_info": {"count": 1, "model": "nvidia_l40s", "vram": {"amount": 48, "unit": "gib"}}}
+    result = PRICE_SOURCES["digitalocean"].parse(_raw("digitalocean", {"sizes": [size], "links": {}}))
+    assert result.offers == [] and result.ignored == {"no region offers the size": 1}

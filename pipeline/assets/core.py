@@ -15,6 +15,7 @@ from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
 from pipeline.sources.huggingface import HubModel, HubState, load_watchlist
 from pipeline.sources.landing import read_log, read_log_report
+from pipeline.storage.checkpoints import load_checkpoint_headers
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import (
     PRICE_CEILING,
@@ -231,10 +232,13 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
     revisions = [HubModel.model_validate_json(p.read_text()) for p in sorted((state.root / "models").glob("*/*.json"))]
     with store(duckdb) as con:
         counts = load_models(con, results, revisions, datetime.now(UTC))
+        counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision (sizing #11)
         present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}
     missing = [e.id for e in watchlist.models if e.id not in present]
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": counts["models"], "new_revisions": counts["new_revisions"]},
+        metadata={"dagster/row_count": counts["models"], "new_revisions": counts["new_revisions"],
+                  "checkpoint_revisions": counts["checkpoint_revisions"],
+                  "checkpoint_disagreements": counts["checkpoint_disagreements"]},
         check_results=[_check("watchlist_complete", "core__models", not missing, f"missing: {missing}")])
 
 

@@ -6,9 +6,18 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
-from pipeline.assets.core import POOL, code_version, core__gpus, core__models, core__offers_current
+from pipeline.assets.core import POOL, code_version, core__gpus, core__models
+from pipeline.assets.quality import core__offer_quality
 from pipeline.compute.grid import compute_grid
-from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, Planner, cheapest_setups, overall, setup_from_row
+from pipeline.compute.setups import (
+    ON_DEMAND,
+    SPOT_LIKE,
+    Planner,
+    cheapest_setups,
+    eligible_offers,
+    overall,
+    setup_from_row,
+)
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
 from pipeline.resources import VramlabSettings, store
@@ -60,24 +69,23 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
 
 
 @dg.asset(name="out__cheapest_setups", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb"},
-          deps=[core__offers_current, core__models], tags={"vramlab/layer": "out"},
+          deps=[core__offer_quality, core__models], tags={"vramlab/layer": "out"},
           description="Per model and format, the cheapest on-demand deployments (one request of 8K tokens, BF16 "
-                      "KV cache) from current non-stale offers, priced on whole instances; spot/marketplace apart.")
+                      "KV cache) from current non-stale offers the quality stage keeps (no duplicate, quarantined, "
+                      "marketplace or monthly offer), priced on whole instances; spot/marketplace apart.")
 def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     now = datetime.now(UTC)
+    as_of = vramlab.as_of()
     rows = []
     with store(duckdb) as con:
-        cursor = con.execute("SELECT * FROM offers_current WHERE NOT stale AND NOT removed AND NOT jump_unconfirmed "
-                             "AND NOT fractional AND gpu_id IS NOT NULL")
-        names = [d[0] for d in cursor.description]
-        offers = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+        offers = eligible_offers(con)
         for t in tracked:
             for fmt in SETUP_FORMATS:
                 planner = Planner(t.arch, fmt, 8192, 1, "bf16")
                 for list_name, allocations in (("on_demand", ON_DEMAND), ("spot", SPOT_LIKE)):
                     for rank, s in enumerate(cheapest_setups(t.arch, fmt, offers, top=TOP, allocations=allocations,
-                                                             planner=planner)):
+                                                             planner=planner, as_of=as_of)):
                         rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "format": fmt,
                                      "provider": s.provider, "source": s.source, "instance_type": s.instance_type,
                                      "region": s.region, "gpu_id": s.gpu, "instances": s.instances,
@@ -87,7 +95,9 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                                      "price_per_month": s.price_per_month, "price_per_gpu_hour": s.price_per_gpu_hour,
                                      "currency_listed": s.currency_listed, "fx_date": s.fx_date,
                                      "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
-                                     "computed_at": now})
+                                     "computed_at": now, "nodes": s.nodes, "deployment": s.deployment,
+                                     "interconnect": s.interconnect, "native_support": s.native_support,
+                                     "support_note": s.support_note, "flags": s.flags, "fx_stale": s.fx_stale})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:
@@ -110,7 +120,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     with store(duckdb) as con:
         cols = [d[0] for d in con.execute("SELECT * FROM cheapest_setups LIMIT 0").description]
         setups: dict[str, tuple[list, list]] = {}
-        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, price_per_hour").fetchall()
+        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank").fetchall()
         for r in rows:
             row = dict(zip(cols, r, strict=True))
             model_lists = setups.setdefault(row["model_id"], ([], []))

@@ -4,7 +4,7 @@ is reported in its own metadata and never fails the others. Scraping never opens
 
 import dagster as dg
 
-from pipeline.ingest.models import discovery_enabled, hub_client, ingest_hub
+from pipeline.ingest.models import discovery_enabled, discovery_summary, hub_client, ingest_hub
 from pipeline.ingest.prices import client_for, latest_rates
 from pipeline.resources import VramlabSettings
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
@@ -47,15 +47,24 @@ PRICE_ASSETS = [_raw_price_asset(s, [asset_name(CURRENCY_SOURCE.name)]) for s in
                       "discovered ones when VRAMLAB_DISCOVERY=1); unchanged shas are not re-fetched.")
 def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
     s = vramlab.settings
-    results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery_enabled(), client=hub_client(s.replay))
+    discovery = discovery_enabled()
+    results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=hub_client(s.replay))
     rows = [f"| {e.repo} | {log.outcome if log else 'spec'} | {(model.sha[:12] if model else '')} |"
             for e, log, model in results]
     outcomes = {}
     for _, log, _ in results:
         key = log.outcome if log else "spec"
         outcomes[key] = outcomes.get(key, 0) + 1
+    extra = {}
+    if discovery:  # how the discovered models sized: exactly from headers, by family/generic rule, or why not
+        found = discovery_summary(results, s.data_dir)
+        extra = {"discovery": dg.MetadataValue.json({k: v for k, v in found.items() if k != "models"}),
+                 "discovered_models": dg.MetadataValue.md(
+                     "| repo | sized | exact (headers) | note / reason |\n|---|---|---|---|\n" + "\n".join(
+                         f"| {m['repo']} | {m['sized']} | {m['exact']} | {(m['why'] or '')[:160]} |"
+                         for m in found["models"]))}
     return dg.MaterializeResult(metadata={
-        "models": len(results), "outcomes": dg.MetadataValue.json(outcomes),
+        **extra, "models": len(results), "outcomes": dg.MetadataValue.json(outcomes),
         "table": dg.MetadataValue.md("| repo | outcome | sha |\n|---|---|---|\n" + "\n".join(rows))})
 
 

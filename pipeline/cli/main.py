@@ -73,6 +73,8 @@ def cmd_size(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(str(exc)) from None
     report = size_model(arch, args.tensor_parallel, args.contexts, checkpoint)
+    for note in report.notes:  # generic rule / family defaults / unknown quantization: warnings, not errors
+        print(f"warning: {report.model}: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), indent=1))
     else:
@@ -219,7 +221,7 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
                   for s in cheapest_setups(tracked.arch, fmt, offers, context=args.context, top=args.top,
                                            allocations=ON_DEMAND)]
     if args.format:
-        chosen = sorted((s for s in setups if s.format == args.format), key=lambda s: s.price_per_hour)[: args.top]
+        chosen = sorted((s for s in setups if s.format == args.format), key=lambda s: s.rank_key)[: args.top]
     else:  # the most faithful format per rented configuration, 4-bit and above
         chosen = overall(setups, top=args.top)
     rows = [s.model_dump(mode="json", by_alias=False) | {"gpu_id": s.gpu} for s in chosen]

@@ -22,12 +22,13 @@ def print_size_report(report: SizingReport, console: _RichConsole | None = None)
     kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
     console.print(f"[bold]{report.model}[/bold] ({report.model_type}): {report.parameters:,.2f}B parameters, "
                   f"{report.active_parameters:,.2f}B active (from {counts.used}); {report.layers['total']} layers: "
-                  f"{kinds}; native format {report.native_format} ({report.native_source})")
+                  f"{kinds}; native format {report.native_format} ({report.native_source}); "
+                  f"architecture from {report.architecture_source}")
     weights = Table(title="Weights (GiB)")
     weights.add_column("format")
     weights.add_column("GiB", justify="right")
     for fmt, value in report.weights_gib.items():
-        weights.add_row(fmt, f"{value:,.2f}")
+        weights.add_row(fmt, "unknown" if value is None else f"{value:,.2f}")
     console.print(weights)
     kv = Table(title=f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
     for col in ("context", "bf16", "fp8"):

@@ -43,6 +43,8 @@ def model_figures(model_id: str, revision: str, arch: Architecture) -> tuple[pl.
     """(per format: weight/largest-layer/active bytes; per context and TP: KV and state bytes) for one model."""
     fmt_rows = []
     for fmt in GRID_FORMATS:
+        if fmt == "native" and arch.native.unsupported:
+            continue  # unknown checkpoint scheme: no native cells (sizing #11)
         bits = tensor_bits(arch, fmt)
         per_layer = [0.0] * arch.num_layers
         total = active = 0.0

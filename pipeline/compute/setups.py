@@ -2,18 +2,35 @@
 
 For each GPU kind with current offers, the planner (``sizing_core.placement``) gives the fewest GPUs under the
 engine's rules, re-planned for each instance shape (TP cannot exceed the GPUs in one instance). A provider that
-sells 8-GPU instances charges for 8 even when 6 would do; several instances are used only when the engine spans
-machines (vLLM/SGLang pipeline stages, llama.cpp RPC), always of one offer (same provider, instance type and
-region). Stale, removed, fractional and unconfirmed-jump offers are excluded. On-demand and spot/marketplace
-prices are separate lists, never mixed.
+sells 8-GPU instances charges for 8 even when 6 would do. Only offers the quality stage keeps are used (see
+:func:`eligible_offers`); on-demand and spot/marketplace prices are separate lists, never mixed.
+
+What a user would really deploy:
+
+- **One machine first.** A setup spans several instances (always of one offer: same provider, instance type and
+  region) only in two cases: the instance family is rented with a cluster interconnect (InfiniBand, RoCE, EFA or an
+  NVLink domain, named per family in ``data/interconnect.csv``) and the engine splits layers across nodes (vLLM
+  pipeline stages: TP inside a node, PP across nodes); or llama.cpp's RPC backend over up to
+  :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls it
+  a fragile, insecure proof of concept that must never run on an open network).
+- **Ranking.** Any setup of more than one machine is ranked as if it cost :data:`MULTI_MACHINE_RANK_FACTOR` times
+  its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, then
+  provider, instance type, region, GPU and format, so every reader (CLI, JSON, Parquet) gets the same order.
+- **Formats** say whether the GPU runs them natively (``native_support``, ``support_note`` names the fallback).
 """
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Iterable
-from datetime import datetime
-from typing import Any
+from datetime import date, datetime
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import Field
 
 from sizing_core import Architecture
 from sizing_core.cost import HOURS_PER_MONTH
@@ -22,8 +39,33 @@ from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.schema import CamelModel
 
+#: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
+#: between two rate dates, so an older rate is stale, like a source not fetched for that long
+FX_STALE_AFTER_DAYS = 4
+#: a setup of several machines ranks as if it cost this much more (never above a one-machine setup within 25 %)
+MULTI_MACHINE_RANK_FACTOR = 1.25
+#: llama.cpp RPC over separately rented machines: at most this many machines (every token crosses every hop)
+MAX_RPC_MACHINES = 4
+RPC_FLAG = ("llama.cpp RPC across separately rented machines over their public network: the RPC backend is a "
+            "proof of concept, fragile and insecure on an open network (ggml-org/llama.cpp tools/rpc/README.md)")
+Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
+
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
+
+
+def eligible_offers(con: Any) -> list[dict[str, Any]]:
+    """Current offers the quality stage keeps for setups (``offer_quality.eligible``: not a losing duplicate, not
+    quarantined, rentable by the hour), with the canonical provider and the allocation class in place of the
+    source's own labels; stale, removed, unconfirmed-jump and fractional offers left out as before."""
+    cursor = con.execute("""
+        SELECT c.* REPLACE (q.canonical_provider AS provider, q.allocation_class AS allocation)
+        FROM offers_current c JOIN offer_quality q USING (offer_key)
+        WHERE q.eligible AND NOT c.stale AND NOT c.removed AND NOT c.jump_unconfirmed AND NOT c.fractional
+          AND c.gpu_id IS NOT NULL
+        ORDER BY c.offer_key""")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
 class Setup(CamelModel):
@@ -48,6 +90,45 @@ class Setup(CamelModel):
     format: str
     engine: str
     verified_at: datetime
+    nodes: int = Field(1, description="machines rented (instances); more than 1 only over a cluster interconnect "
+                                      "or, flagged, llama.cpp RPC")
+    deployment: Deployment = Field("single_machine", description="single_machine | cluster (rented interconnect) "
+                                                                 "| llama.cpp-rpc (flagged)")
+    interconnect: str | None = Field(None, description="the cluster fabric the nodes share (multi-node only)")
+    native_support: bool = Field(True, description="the GPU runs this format natively (False: a fallback kernel, "
+                                                   "named in support_note)")
+    support_note: str = Field("", description="how the engine runs the format on this GPU")
+    flags: list[str] = Field(default_factory=list, description="what a user should know before renting this")
+    fx_stale: bool = Field(False, description="the price was converted with an ECB rate more than 4 days older than "
+                                              "the snapshot's as-of time (fx_date says which)")
+
+    @property
+    def layout(self) -> str:
+        """``2 x 8 GPUs (2 nodes), TP 8 x PP 2`` — what is rented and how the model is split."""
+        nodes = f"{self.nodes} node{'s' if self.nodes > 1 else ''}"
+        return (f"{self.instances} x {self.gpus_per_instance} GPU{'s' if self.gpus_per_instance > 1 else ''} "
+                f"({nodes}), TP {self.tensor_parallel} x PP {self.pipeline_parallel}")
+
+    @property
+    def rank_key(self) -> tuple:
+        """One order for every reader: multi-machine setups ranked at 1.25x their price, then stable ties."""
+        factor = MULTI_MACHINE_RANK_FACTOR if self.nodes > 1 else 1.0
+        return (round(self.price_per_hour * factor, 6), self.price_per_hour, self.provider, self.instance_type,
+                self.region or "", self.gpu, self.format)
+
+
+@lru_cache(maxsize=1)
+def interconnects() -> tuple[tuple[str, str, str], ...]:
+    """``data/interconnect.csv``: (provider, instance pattern, fabric) of families rented with a cluster fabric."""
+    text = (resources.files("pipeline.compute") / "data" / "interconnect.csv").read_text()
+    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines()))
+
+
+def cluster_fabric(provider: str, instance_type: str) -> str | None:
+    for prov, pattern, fabric in interconnects():
+        if prov == provider and fnmatchcase(instance_type, pattern):
+            return fabric
+    return None
 
 
 def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: bool) -> int | None:
@@ -60,7 +141,11 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
 
 
 def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
-    return (offer["allocation"] in allocations and offer.get("gpu_id") is not None and not offer.get("stale")
+    """An offer a setup may use; rows that carry the quality stage's columns (``eligible``, ``allocation_class``,
+    e.g. a published ``offers_current`` table) are judged by them, so no reader bypasses the quarantine."""
+    allocation = offer.get("allocation_class") or offer["allocation"]
+    return (allocation in allocations and offer.get("eligible") is not False and offer.get("duplicate_of") is None
+            and offer.get("gpu_id") is not None and not offer.get("stale")
             and not offer.get("removed") and not offer.get("jump_unconfirmed") and not offer.get("fractional")
             and offer["gpu_count"] >= 1)
 
@@ -83,30 +168,47 @@ class Planner:
 
 def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]], *, context: int = 8192,
                     concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
-                    allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | None = None) -> list[Setup]:
-    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot)."""
+                    allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | None = None,
+                    as_of: datetime | None = None) -> list[Setup]:
+    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot).
+    With ``as_of``, a price converted with an ECB rate older than :data:`FX_STALE_AFTER_DAYS` is marked and
+    flagged (the rate's own date travels with the price as ``fx_date``)."""
     gpus = catalog()
     planner = planner or Planner(arch, fmt, context, concurrency, kv_cache_dtype)
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for offer in offers:
         if usable_offer(offer, allocations) and offer["gpu_id"] in gpus:
             groups.setdefault((offer["gpu_id"], int(offer["gpu_count"])), []).append(offer)
-    # cheapest candidate per (provider, instance type, region): (price, offer, placement, instances)
-    best: dict[tuple[str, str, str | None], tuple[float, dict[str, Any], Placement, int]] = {}
-    for (gpu_id, per_instance), group in groups.items():
-        placed = planner.place(gpus[gpu_id], per_instance)
+    # the best setup per (provider, instance type, region)
+    best: dict[tuple[str, str, str | None], Setup] = {}
+    for (gpu_id, per_instance), group in sorted(groups.items()):
+        gpu = gpus[gpu_id]
+        placed = planner.place(gpu, per_instance)
         if placed.gpus is None or placed.plan is None:
             continue
-        count = instances_needed(placed.gpus, per_instance, default_engine(gpus[gpu_id]).splits_layers)
+        engine = default_engine(gpu)
+        count = instances_needed(placed.gpus, per_instance, engine.splits_layers)
         if count is None:
             continue
         for offer in group:
-            price = count * offer["price_per_hour_usd"]
+            how = deployment(engine.id, count, offer)
+            if how is None:
+                continue
+            setup = _setup(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how, as_of=as_of)
             key = (offer["provider"], offer["instance_type"], offer.get("region"))
-            if key not in best or price < best[key][0]:
-                best[key] = (price, offer, placed, count)
-    ranked = sorted(best.values(), key=lambda c: (c[0], c[1]["provider"], c[1]["instance_type"]))[:top]
-    return [_setup(price, offer, placed, count, gpus[offer["gpu_id"]], fmt) for price, offer, placed, count in ranked]
+            if key not in best or setup.rank_key < best[key].rank_key:
+                best[key] = setup
+    return sorted(best.values(), key=lambda s: s.rank_key)[:top]
+
+
+def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
+    """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
+    if machines == 1:
+        return "single_machine", None
+    if engine_id == "llama.cpp":
+        return ("llama.cpp-rpc", None) if machines <= MAX_RPC_MACHINES else None
+    fabric = cluster_fabric(offer["provider"], offer["instance_type"])
+    return ("cluster", fabric) if fabric else None
 
 
 def setup_from_row(row: dict[str, Any]) -> Setup:
@@ -119,20 +221,46 @@ def setup_from_row(row: dict[str, Any]) -> Setup:
                  pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
                  price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
                  currency_listed=row["currency_listed"], fx_date=row["fx_date"], allocation=row["allocation"],
-                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"])
+                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"],
+                 nodes=row.get("nodes") or row["instances"], deployment=row.get("deployment") or "single_machine",
+                 interconnect=row.get("interconnect"),
+                 native_support=True if row.get("native_support") is None else row["native_support"],
+                 support_note=row.get("support_note") or "", flags=list(row.get("flags") or []),
+                 fx_stale=bool(row.get("fx_stale")))
 
 
-def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str) -> Setup:
+def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
+    """Days between the ECB rate a price was converted with and the as-of time (None: USD, or no as-of)."""
+    if not fx_date or as_of is None:
+        return None
+    return (as_of.date() - date.fromisoformat(fx_date)).days
+
+
+def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str,
+           how: Deployment = "single_machine", fabric: str | None = None, *, as_of: datetime | None = None) -> Setup:
     assert placed.gpus is not None and placed.plan is not None
     per_instance = int(offer["gpu_count"])
+    flags = []
+    fx_age = fx_age_days(offer.get("fx_date"), as_of)
+    fx_stale = fx_age is not None and fx_age > FX_STALE_AFTER_DAYS
+    if fx_stale:
+        flags.append(f"{offer['currency']} price converted with the ECB rate of {offer['fx_date']}, {fx_age} days "
+                     "before this snapshot: the USD figure is stale")
+    if how == "llama.cpp-rpc":
+        flags.append(RPC_FLAG)
+    if not placed.native_support:
+        flags.append(f"not native on {gpu.name}: {placed.support_note}")
     return Setup(
         provider=offer["provider"], source=offer["source"], instance_type=offer["instance_type"],
         region=offer.get("region"), gpu=gpu.id, gpu_name=gpu.name, instances=count, gpus_per_instance=per_instance,
         gpus=count * per_instance, gpus_needed=placed.gpus, tensor_parallel=placed.plan.tensor_parallel,
         pipeline_parallel=placed.plan.pipeline_parallel, price_per_hour=round(price, 4),
         price_per_month=round(price * HOURS_PER_MONTH, 2), price_per_gpu_hour=round(price / (count * per_instance), 4),
-        currency_listed=offer["currency"], fx_date=offer.get("fx_date"), allocation=offer["allocation"], format=fmt,
-        engine=default_engine(gpu).id, verified_at=offer["verified_at"])
+        currency_listed=offer["currency"], fx_date=offer.get("fx_date"),
+        allocation=offer.get("allocation_class") or offer["allocation"], format=fmt,
+        engine=default_engine(gpu).id, verified_at=offer["verified_at"], nodes=count, deployment=how,
+        interconnect=fabric, native_support=placed.native_support, support_note=placed.support_note, flags=flags,
+        fx_stale=fx_stale)
 
 
 #: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful
@@ -147,6 +275,7 @@ def overall(setups: list[Setup], top: int = 5) -> list[Setup]:
         if s.format not in FIDELITY:
             continue
         key = (s.provider, s.instance_type, s.region, s.instances)
-        if key not in best or FIDELITY.index(s.format) < FIDELITY.index(best[key].format):
+        if key not in best or (FIDELITY.index(s.format), s.rank_key) < (FIDELITY.index(best[key].format),
+                                                                          best[key].rank_key):
             best[key] = s
-    return sorted(best.values(), key=lambda x: (x.price_per_hour, FIDELITY.index(x.format)))[:top]
+    return sorted(best.values(), key=lambda x: (x.rank_key[0], FIDELITY.index(x.format), x.rank_key))[:top]

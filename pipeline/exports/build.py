@@ -11,16 +11,18 @@ from typing import Any
 
 import duckdb
 import polars as pl
+from pydantic import ValidationError
 
 from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.exports.dictionary import dictionary
 from pipeline.exports.history import append_history, link_into
-from pipeline.exports.model_json import build_model_export, js_numbers
+from pipeline.exports.model_json import build_model_export, js_numbers, released_date
 from pipeline.exports.parquet import utc_cursor, write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, IndexFile, json_schema
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
+from pipeline.ingest.models import header_facts
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
 from sizing_core import size_model
@@ -77,8 +79,19 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
-            model = build_model_export(t, size_model(t.arch), on_demand, spot, verified, provenance,
-                                       now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), exact)
+            cells: list[dict[str, Any]] = []
+            report = size_model(t.arch, checkpoint=header_facts(t.hub))  # headers: exact bytes/params (#11)
+            sized = provenance | {"architectureSource": report.architecture_source, "sizingNotes": report.notes}
+            try:
+                model = build_model_export(t, report, on_demand, spot, verified, sized,
+                                           now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), cells)
+            except ValidationError as exc:  # one model breaking the contract must not stop the others' files
+                index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
+                              "parameters": None, "path": None,
+                              "reason": f"breaks the export contract: {exc.error_count()} errors, first: "
+                                        f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"})
+                continue
+            exact += cells
             writer.write_json(f"models/{t.entry.id}.json", js_numbers(model.model_dump(mode="json")))
             hook(f"models/{t.entry.id}.json")
             index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "ok", "name": t.entry.name,
@@ -92,6 +105,12 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             cur.register("exact_cells", pl.DataFrame(exact, schema={
                 "model_id": pl.String, "format": pl.String, "context": pl.Int32, "gpu_id": pl.String,
                 "engine": pl.String, "json_column": pl.String, "exact_gpus": pl.Int32, "exact_reason": pl.String}))
+            hub_dates = [(t.entry.id, t.hub.created_at) for t in tracked if t.hub is not None and t.hub.created_at]
+            cur.register("hub_dates", pl.DataFrame(
+                {"id": [i for i, _ in hub_dates],
+                 "hub_created_at": [datetime.fromisoformat(c.replace("Z", "+00:00")) for _, c in hub_dates],
+                 "hub_created_day": [released_date(None, c) for _, c in hub_dates]},
+                schema={"id": pl.String, "hub_created_at": pl.Datetime("us", "UTC"), "hub_created_day": pl.String}))
             for table in TABLES:
                 if table is PriceObservations:
                     parts = append_history(cur, exports_dir, snap)

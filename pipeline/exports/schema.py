@@ -115,7 +115,8 @@ class WeightsGiB(BaseModel):
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, float]  # one key per further weight format (fp16, int8, q8_0, ... nvfp4)
 
-    native: float = d("weights in the checkpoint's own format (the safetensors size when known)", unit="GiB")
+    native: float | None = d("weights in the checkpoint's own format (the safetensors size when known; null when "
+                             "the checkpoint's quantization scheme is unknown, #11)", unit="GiB")
     bf16: float = d("weights in BF16", unit="GiB")
     fp8: float = d("weights in FP8 (modules a checkpoint keeps in BF16 stay BF16)", unit="GiB")
     q4_k_m: float = d("weights as GGUF Q4_K_M (its per-tensor type mix)", unit="GiB")
@@ -221,6 +222,10 @@ _describe_inherited(PublishedParameterCounts, {
     "declared_source": ("where the declared counts were read", None),
     "safetensors_total": ("parameter count the safetensors metadata stores (packed FP4 counts half)", "parameters"),
     "checkpoint_bytes": ("size of the checkpoint's weight files", "bytes"),
+    "checkpoint_parameters": ("served parameters read from the safetensors shard headers (null: not read)",
+                              "parameters"),
+    "difference_pct": ("(config_total - checkpoint_parameters) / checkpoint_parameters", "percent"),
+    "used_reason": ("why total is config arithmetic or the headers' count (they may differ by at most 1%)", None),
 })
 
 

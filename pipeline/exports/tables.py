@@ -14,6 +14,7 @@ that is neither published nor listed in ``unpublished`` (with the reason) fails 
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import types
 import typing
@@ -73,7 +74,7 @@ SNAPSHOT_ID = col("snapshot the row was published in (same as manifest.json snap
 
 class Models(PublishedTable):
     file = "models.parquet"
-    db_table = "models"
+    db_table = "models LEFT JOIN hub_dates USING (id)"  # hub_dates: registered by build.py from the Hub state
     description = "Every tracked model (watchlist and discovered) with its latest Hub facts."
 
     id: str = col("model id (models/<id>.json)")
@@ -81,8 +82,10 @@ class Models(PublishedTable):
     name: str = col("display name")
     lab: str | None = col("organisation that released the model")
     country: str | None = col("the lab's country")
-    released: str | None = col("release date YYYY-MM-DD as the watchlist lists it (the model JSON falls back to the "
-                               "Hub repo's creation date)")
+    released: str | None = col("release date YYYY-MM-DD: the watchlist's, else the UTC day of hub_created_at (as "
+                               "the model JSON's released)", sql="coalesce(released, hub_created_day)")
+    hub_created_at: dt.datetime | None = col("when the Hub repo was created (createdAt of the model API, UTC; null: "
+                                             "not sent, e.g. the bundled recordings)")
     base_model: str | None = col("repo this model derives from (quantized or fine-tuned variants)")
     spec: str | None = col("id of the bundled spec sizing uses instead of a Hub config (null: the Hub config)")
     current_sha: str | None = col("Hub commit sha of the latest ingested revision")
@@ -305,10 +308,22 @@ class CheapestSetups(PublishedTable):
     price_per_gpu_hour: float = col("DEPRECATED alias of price_per_gpu_hour_usd (schema 1)", unit="USD/GPU-hour")
     currency_listed: str = col("currency the provider listed the price in (ISO 4217)")
     fx_date: str | None = col("date of the ECB rate used (null: listed in USD)")
-    allocation: str = col("on_demand, spot, marketplace, marketplace_median or bid_statistics")
+    allocation: str = col("allocation class of the offer (offer quality stage): on_demand, spot or marketplace; "
+                          "monthly offers never enter setups")
     engine: str = col("engine id of the plan")
     verified_at: dt.datetime = col("last time the offer's price was seen at its source (UTC)")
     computed_at: dt.datetime = col("when the setup was computed (UTC)")
+    nodes: int | None = col("machines rented; more than 1 only over a rented cluster interconnect or, flagged, "
+                            "llama.cpp RPC", unit="machines")
+    deployment: str | None = col("single_machine, cluster (nodes joined by a rented fabric: see interconnect) or "
+                                 "llama.cpp-rpc (separately rented machines; flagged)")
+    interconnect: str | None = col("the cluster fabric joining the nodes (multi-node setups only)")
+    native_support: bool | None = col("the GPU runs the format natively (false: a fallback kernel, see "
+                                      "support_note)")
+    support_note: str | None = col("how the engine runs the format on this GPU")
+    flags: builtins.list[str] | None = col("what a user should know before renting this setup", sql_type="VARCHAR[]")
+    fx_stale: bool | None = col("the price was converted with an ECB rate more than 4 days older than the "
+                                "snapshot's as-of time")
     snapshot_id: str = SNAPSHOT_ID
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pipeline.sources.http import SourceClient, make_client
 from pipeline.sources.huggingface import (
@@ -17,6 +18,7 @@ from pipeline.sources.huggingface import (
     Watchlist,
     discover,
     discovered_entries,
+    discovery_stats,
     ingest_model,
     load_watchlist,
 )
@@ -38,6 +40,21 @@ def discovery_enabled() -> bool:
     return os.environ.get("VRAMLAB_DISCOVERY", "").lower() in ("1", "true", "yes")
 
 
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def discovery_limits() -> tuple[int, int]:
+    """(models per listing, minimum downloads): ``VRAMLAB_DISCOVERY_LIMIT`` (50),
+    ``VRAMLAB_DISCOVERY_MIN_DOWNLOADS`` (1000)."""
+    return max(1, _env_int("VRAMLAB_DISCOVERY_LIMIT", 50)), _env_int("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", 1000)
+
+
 def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client: SourceClient | None = None,
                watchlist: Watchlist | None = None) -> list[tuple[WatchEntry, FetchLogEntry | None, HubModel | None]]:
     watchlist = watchlist or load_watchlist()
@@ -45,7 +62,8 @@ def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client:
     state = HubState(data_dir)
     entries = list(watchlist.models)
     if discovery:
-        discover(client, data_dir, watchlist)
+        limit, min_downloads = discovery_limits()
+        discover(client, data_dir, watchlist, limit=limit, min_downloads=min_downloads)
         entries += discovered_entries(data_dir)
     out = []
     for entry in entries:
@@ -57,6 +75,29 @@ def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client:
     return out
 
 
+def checkpoint_facts(model: HubModel | None) -> CheckpointFacts | None:
+    """What the checkpoint itself says about one revision: the shard headers (exact parameters and bytes) when
+    they were read, else the Hub's safetensors counts / index ``total_size``."""
+    if model is None:
+        return None
+    summary = model.checkpoint_headers.summary if model.checkpoint_headers else None
+    if summary is None and not (model.safetensors_total or model.checkpoint_bytes):
+        return None
+    return CheckpointFacts(
+        parameters_by_dtype=model.safetensors_parameters, parameter_total=model.safetensors_total,
+        total_bytes=summary.file_bytes if summary else model.checkpoint_bytes,
+        header_parameters=summary.parameters if summary else None,
+        source=(f"safetensors headers ({summary.files} shards) " if summary else "hub ")
+        + f"{model.repo}@{model.sha[:12]}")
+
+
+def header_facts(model: HubModel | None) -> CheckpointFacts | None:
+    """Only header-derived facts (exact bytes and parameters), for exports: the Hub API's counts are stored
+    elements (packed FP4, MTP, tied copies) and are not published as the model's size."""
+    facts = checkpoint_facts(model)
+    return facts if facts is not None and facts.header_parameters else None
+
+
 def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
     """Size a watchlist model from its Hub revision (or its manual spec). Raises SizingError with the reason."""
     if entry.spec:
@@ -64,8 +105,42 @@ def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
     if model is None:
         raise SizingError(f"{entry.repo}: no ingested revision to size")
     arch = parse_config(entry.repo, model.config, model.hf_quant_config)
-    facts = None
-    if model.safetensors_total or model.checkpoint_bytes:
-        facts = CheckpointFacts(parameters_by_dtype=model.safetensors_parameters, parameter_total=model.safetensors_total,
-                                total_bytes=model.checkpoint_bytes, source=f"hub {entry.repo}@{model.sha[:12]}")
-    return size_model(arch, checkpoint=facts)
+    return size_model(arch, checkpoint=checkpoint_facts(model))
+
+
+def sizing_outcome(entry: WatchEntry, log: FetchLogEntry | None,
+                   model: HubModel | None) -> tuple[str, bool, str | None]:
+    """(how the architecture was read: ``family`` / ``generic``, or ``failed``; whether the checkpoint headers
+    were read, making bytes and parameters exact; the note or the reason it failed)."""
+    if model is None:
+        return "failed", False, (f"fetch {log.outcome}" if log else "no revision")
+    try:
+        report = size_entry(entry, model)
+    except SizingError as exc:
+        return "failed", False, str(exc)
+    exact = bool(model.checkpoint_headers and model.checkpoint_headers.summary)
+    why = [*report.notes, *([report.parameter_counts.used_reason] if exact else [])]
+    return report.architecture_source, exact, "; ".join(n for n in why if n) or None
+
+
+def discovery_summary(results: list[tuple[WatchEntry, FetchLogEntry | None, HubModel | None]],
+                      data_dir: Path) -> dict[str, Any]:
+    """What discovery found and how each discovered model sized: the discovery metadata of ``raw_hub__models``.
+    ``sized``: by family rule / generic rule, and how many of those exactly from checkpoint headers;
+    ``failed``: count per reason."""
+    tracked = {m.repo for m in load_watchlist().models}
+    rows: list[dict[str, Any]] = []
+    sized = {"family": 0, "generic": 0, "exact_from_headers": 0}
+    failed: dict[str, int] = {}
+    for entry, log, model in results:
+        if entry.repo in tracked:
+            continue
+        how, exact, why = sizing_outcome(entry, log, model)
+        if how == "failed":
+            key = why if (why or "").startswith("fetch ") else (why or "").split(": ", 1)[-1][:80]
+            failed[key] = failed.get(key, 0) + 1
+        else:
+            sized[how] = sized.get(how, 0) + 1
+            sized["exact_from_headers"] += exact
+        rows.append({"repo": entry.repo, "sized": how, "exact": exact, "why": why})
+    return {**discovery_stats(data_dir), "sized": sized, "failed": failed, "models": rows}

@@ -3,7 +3,8 @@
 
 The files are hundreds of MB, so the fetch streams them and keeps the 5 metadata lines, the header and the rows
 of GPU instance families only (what lands is exactly that subset of the bytes received, line for line). Rows are
-filtered as SkyPilot does: OnDemand, Linux, no pre-installed software, CapacityStatus Used, Shared/Host tenancy.
+filtered as SkyPilot does: OnDemand, Linux, no pre-installed software, CapacityStatus Used, Shared tenancy
+(Dedicated Host rows price a whole host, not the instance), Product Family "Compute Instance".
 The real file writes "no pre-installed software" as the literal ``NA`` (older files and SkyPilot's tests leave it
 empty): both are accepted, anything else ("SQL Web", ...) is another product. Rows of other terms, operating
 systems, tenancies, capacity reservations or ``MarketOption`` values are counted as ignored, not rejected.
@@ -39,6 +40,9 @@ URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
 NO_SOFTWARE = ("NA", "")  # "Pre Installed S/W" of a plain instance: "NA" in the real files, empty in older ones
 OTHER_TERMS = Ignored("other terms, OS, tenancy or software")
+DUPLICATE = Ignored("second row for the same instance type and region")
+#: families sold as slices of one card: family -> memory of the whole card (GB)
+SLICED_FAMILIES = {"g6f": 24, "gr6f": 24}
 #: instance family -> GPU name as AWS's GpuInfo reports it (overrides in gpu_map.csv fix p4de/p5en/p3dn)
 FAMILIES = {"p6-b300": "B300", "p6-b200": "B200", "p6e-gb200": "GB200", "p5en": "NVIDIA", "p5e": "H200",
             "p5": "H100", "p4de": "A100", "p4d": "A100", "p3dn": "V100", "p3": "V100", "g6e": "L40S", "g6f": "L4",
@@ -86,6 +90,8 @@ class AWS(Source):
                     raise ParseError(self.name, col, f"{part.url}: column missing after the 5 metadata lines")
             rows += list(reader)
 
+        seen: set[tuple[str, str]] = set()
+
         def build(r):  # type: ignore[no-untyped-def]
             itype = r["Instance Type"]
             fam = family(itype)
@@ -94,19 +100,30 @@ class AWS(Source):
             keep = (r["TermType"] == "OnDemand" and r["Operating System"] == "Linux"
                     and (r.get("Pre Installed S/W") or "NA") in NO_SOFTWARE
                     and (r.get("CapacityStatus") or "Used") == "Used"
-                    and (r.get("Tenancy") or "Shared") in ("Shared", "Host") and (r.get("Unit") or "Hrs") == "Hrs"
-                    and (r.get("MarketOption") or "OnDemand") == "OnDemand")
+                    and (r.get("Tenancy") or "Shared") == "Shared" and (r.get("Unit") or "Hrs") == "Hrs"
+                    and (r.get("MarketOption") or "OnDemand") == "OnDemand"
+                    and (r.get("Product Family") or "Compute Instance").startswith("Compute Instance"))
             if not keep:
                 return OTHER_TERMS
+            key = (itype, r["Region Code"])
+            if key in seen:
+                return DUPLICATE
+            seen.add(key)
             count = number(self.name, r.get("GPU") or 0, "GPU")
             memory = (r.get("GPU Memory") or "").split(" ")[0]  # the instance's total ("640 GB"), or "NA"
             if itype.startswith("p5.4xlarge"):
                 count, memory = 1, ""  # fetch_aws.py: the API reports 8 (and their memory) for a 1-GPU size
+            total = float(memory) if memory.replace(".", "").isdigit() else None
+            share, card = 1.0, None
+            if fam in SLICED_FAMILIES and total and total < SLICED_FAMILIES[fam]:
+                card = SLICED_FAMILIES[fam]  # g6f.large: 3 GB of an L4 = 1/8 of the card
+                share = count = total / card
             return make_offer(self.name, self.provider, instance_type=itype, gpu_name=FAMILIES[fam], gpu_count=count,
                               price=number(self.name, r["PricePerUnit"], "PricePerUnit"), unit="instance-hour",
                               currency=r.get("Currency", "USD"), allocation="on_demand", observed_at=raw.fetched_at,
                               rates=rates, resolve=resolve, region=r["Region Code"],
-                              memory_gb=float(memory) / count if memory.replace(".", "").isdigit() and count else None,
+                              memory_gb=total if card else total / count if total and count else None,
+                              gpu_share=share, parent_memory_gb=card,
                               vcpus=float(r["vCPU"]) if (r.get("vCPU") or "").isdigit() else None)
 
         return collect(rows, build)

@@ -30,7 +30,7 @@ from pipeline.sources.gpu_names import resolve
 BASE = "https://prices.azure.com/api/retail/prices"
 OTHER_TERMS = Ignored("Windows, Low Priority or non-Consumption terms")
 SUPERSEDED = Ignored("superseded price (effectiveEndDate passed)")
-#: armSkuName -> (GPU name, GPUs per VM)
+#: armSkuName -> (GPU name, GPUs per VM; a fraction for a slice of one card)
 GPU_SKUS = {
     "Standard_ND96isr_H100_v5": ("H100", 8), "Standard_ND96is_H100_v5": ("H100", 8),
     "Standard_NC40ads_H100_v5": ("H100 NVL", 1), "Standard_NC80adis_H100_v5": ("H100 NVL", 2),
@@ -39,6 +39,13 @@ GPU_SKUS = {
     "Standard_ND96isr_MI300X_v5": ("MI300X", 8), "Standard_NC24ads_A100_v4": ("A100 PCIE", 1),
     "Standard_NC48ads_A100_v4": ("A100 PCIE", 2), "Standard_NC96ads_A100_v4": ("A100 PCIE", 4),
     "Standard_ND96amsr_A100_v4": ("A100-80GB", 8), "Standard_ND96asr_v4": ("A100", 8),
+    # NVadsA10 v5: slices of one A10 (1/6, 1/3, 1/2) up to two whole cards; kept as fractional offers
+    "Standard_NV6ads_A10_v5": ("A10", 1 / 6), "Standard_NV12ads_A10_v5": ("A10", 1 / 3),
+    "Standard_NV18ads_A10_v5": ("A10", 1 / 2), "Standard_NV36ads_A10_v5": ("A10", 1),
+    "Standard_NV36adms_A10_v5": ("A10", 1), "Standard_NV72ads_A10_v5": ("A10", 2),
+    # NCv3 (V100 16GB) and NDv2 (V100 32GB)
+    "Standard_NC6s_v3": ("V100", 1), "Standard_NC12s_v3": ("V100", 2), "Standard_NC24s_v3": ("V100", 4),
+    "Standard_NC24rs_v3": ("V100", 4), "Standard_ND40rs_v2": ("V100-32GB", 8),
 }
 
 
@@ -78,6 +85,7 @@ class Azure(Source):
                 return SUPERSEDED
             gpu, count = GPU_SKUS[sku]
             return make_offer(self.name, self.provider, instance_type=sku, gpu_name=gpu, gpu_count=count,
+                              gpu_share=min(count, 1.0),
                               price=number(self.name, field(self.name, item, "retailPrice"), "retailPrice"),
                               unit="instance-hour", currency=str(item.get("currencyCode", "USD")),
                               allocation="spot" if meter.endswith(" Spot") else "on_demand", observed_at=raw.fetched_at,

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    Ignored,
     ParseResult,
     RawPayload,
     Source,
@@ -23,6 +24,7 @@ from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
 
 URL = "https://api.digitalocean.com/v2/sizes?per_page=200"
+NOT_DEPLOYABLE = Ignored("no region offers the size")
 
 
 class DigitalOcean(Source):
@@ -59,7 +61,10 @@ class DigitalOcean(Source):
                           rates=rates, resolve=resolve, memory_gb=total_gb / count if total_gb and count else None,
                           vcpus=size.get("vcpus"), ram_gb=size["memory"] / 1024 if size.get("memory") else None,
                           availability="available" if size.get("available") else "unavailable")
-            return [make_offer(self.name, self.provider, region=r, **common) for r in size.get("regions") or [None]]
+            regions = [r for r in size.get("regions") or [] if r]
+            if not regions:
+                return NOT_DEPLOYABLE  # listed but rentable in no region
+            return [make_offer(self.name, self.provider, region=r, **common) for r in regions]
 
         return collect(sizes, build)
 

@@ -32,9 +32,14 @@ URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus?curre
 MACHINES = {
     "a2-highgpu-1g": ("A2", "Tesla A100", 1, 12, 85), "a2-highgpu-2g": ("A2", "Tesla A100", 2, 24, 170),
     "a2-highgpu-4g": ("A2", "Tesla A100", 4, 48, 340), "a2-highgpu-8g": ("A2", "Tesla A100", 8, 96, 680),
-    "a2-ultragpu-1g": ("A2", "A100 80GB", 1, 12, 170), "a2-ultragpu-8g": ("A2", "A100 80GB", 8, 96, 1360),
+    "a2-megagpu-16g": ("A2", "Tesla A100", 16, 96, 1360),
+    "a2-ultragpu-1g": ("A2", "A100 80GB", 1, 12, 170), "a2-ultragpu-2g": ("A2", "A100 80GB", 2, 24, 340),
+    "a2-ultragpu-4g": ("A2", "A100 80GB", 4, 48, 680), "a2-ultragpu-8g": ("A2", "A100 80GB", 8, 96, 1360),
     "a3-highgpu-8g": ("A3", "H100 80GB", 8, 208, 1872), "a3-ultragpu-8g": ("A3", "H200 141GB", 8, 224, 2952),
-    "g2-standard-4": ("G2", "L4", 1, 4, 16), "g2-standard-48": ("G2", "L4", 4, 48, 192),
+    "g2-standard-4": ("G2", "L4", 1, 4, 16), "g2-standard-8": ("G2", "L4", 1, 8, 32),
+    "g2-standard-12": ("G2", "L4", 1, 12, 48), "g2-standard-16": ("G2", "L4", 1, 16, 64),
+    "g2-standard-24": ("G2", "L4", 2, 24, 96), "g2-standard-32": ("G2", "L4", 1, 32, 128),
+    "g2-standard-48": ("G2", "L4", 4, 48, 192), "g2-standard-96": ("G2", "L4", 8, 96, 384),
 }
 #: on-demand "Nvidia L4 GPU running in Americas"; spot mostly "Nvidia L4 GPU attached to Spot Preemptible VMs running
 #: in Americas", a few "Spot Preemptible Nvidia ..." (usageType Preemptible says which, the wording varies)

@@ -28,11 +28,21 @@ from pipeline.sources.base import RawPart, RawPayload
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
 from pipeline.sources.landing import FetchLogEntry, Outcome, append_log, land
 from sizing_core import ConfigError, parse_config
+from sizing_core.safetensors import (
+    CheckpointSummary,
+    HeaderError,
+    header_length,
+    parse_header,
+    shard_files,
+    summarize,
+)
 
 HUB = "https://huggingface.co"
 WATCHLIST = Path(__file__).resolve().parent.parent / "data" / "watchlist.json"
 CONFIG_MAX_BYTES = 10 * 2**20  # a config.json is kilobytes; anything near this is not a config
 INDEX_MAX_BYTES = 32 * 2**20
+HEADER_FIRST_BYTES = 64 * 2**10  # one range request covers most shard headers (8-byte length + JSON)
+HEADER_MAX_BYTES = 64 * 2**20  # a safetensors header is kilobytes to a few MB; refuse anything near weights
 GGUF_QUANT = re.compile(r"(?i)[-._](I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32|MXFP4(?:_MOE)?|UD-[A-Z0-9_]+)"
                         r"(?:-\d{5}-of-\d{5})?\.gguf$")
 
@@ -65,6 +75,22 @@ class DerivedFact(BaseModel):
     rule: str
 
 
+class ShardRecord(BaseModel):
+    file: str
+    header_length: int
+    data_bytes: int
+    file_bytes: int
+    tensors: int
+
+
+class CheckpointHeaders(BaseModel):
+    """Every shard header of one revision, read by HTTP range requests (weights never downloaded)."""
+
+    shards: list[ShardRecord] = Field(default_factory=list)
+    summary: CheckpointSummary | None = None
+    error: str | None = None  # why the headers could not be read (the revision is still ingested)
+
+
 class HubModel(BaseModel):
     """What the Hub says about one revision of a model, plus facts derived from it (each with its rule)."""
 
@@ -83,6 +109,7 @@ class HubModel(BaseModel):
     config: dict[str, Any]
     hf_quant_config: dict[str, Any] | None = None
     gguf_files: dict[str, dict[str, Any]] | None = None  # quant type -> {"files": [...], "bytes": n, "repo": r}
+    checkpoint_headers: CheckpointHeaders | None = None
     derived: dict[str, DerivedFact] = Field(default_factory=dict)
     fetched_at: datetime
 
@@ -256,6 +283,7 @@ def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state:
         return finish("parse_error", f"{entry.repo}: config.json is not valid JSON ({exc})"), None
     except ConfigError as exc:
         return finish("parse_error", str(exc)), None
+    headers = read_checkpoint_headers(client, entry.repo, sha, index, list(siblings), config, parts)
     st = info.get("safetensors") or {}
     model = HubModel(
         id=entry.id, repo=entry.repo, sha=sha, last_modified=info.get("lastModified"), created_at=info.get("createdAt"),
@@ -263,11 +291,51 @@ def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state:
         license=(info.get("cardData") or {}).get("license"), safetensors_parameters=st.get("parameters"),
         safetensors_total=st.get("total"),
         checkpoint_bytes=(index or {}).get("metadata", {}).get("total_size") or _safetensors_bytes(siblings),
-        config=config, hf_quant_config=quant, gguf_files=ggufs or None,
+        config=config, hf_quant_config=quant, gguf_files=ggufs or None, checkpoint_headers=headers,
         derived=derive_facts(config, info, template), fetched_at=started,
     )
     new = state.save(model)
     return finish("ok", f"{entry.repo}@{sha[:12]}" + (" (new revision)" if new else "")), model
+
+
+def _header_prefix(client: httpx.Client, url: str, parts: list[RawPart]) -> bytes:
+    """The first 8 + N bytes of a shard: one range request, a second when the header is longer than the first."""
+    first = get_part(client, url, headers={**_auth_headers(), "Range": f"bytes=0-{HEADER_FIRST_BYTES - 1}"},
+                     max_bytes=HEADER_FIRST_BYTES)
+    parts.append(first)
+    n = header_length(first.body, url.rsplit("/", 1)[-1])
+    if len(first.body) >= 8 + n:
+        return first.body[:8 + n]
+    if 8 + n > HEADER_MAX_BYTES:
+        raise HeaderError(f"{url.rsplit('/', 1)[-1]}: header of {n:,} bytes is above {HEADER_MAX_BYTES:,}")
+    rest = get_part(client, url, headers={**_auth_headers(), "Range": f"bytes=0-{8 + n - 1}"}, max_bytes=8 + n)
+    parts.append(rest)
+    return rest.body[:8 + n]
+
+
+def read_checkpoint_headers(client: httpx.Client, repo: str, sha: str, index: dict[str, Any] | None,
+                            siblings: list[str], config: dict[str, Any],
+                            parts: list[RawPart]) -> CheckpointHeaders | None:
+    """Each shard's header by HTTP range request (as hf-mem does); the bytes are landed with the revision's
+    other parts. A failure is recorded in ``error`` and never fails the model's ingestion."""
+    files = shard_files(index, siblings)
+    if not files:
+        return None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    layers = text.get("num_hidden_layers") if isinstance(text.get("num_hidden_layers"), int) else None
+    tied = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+    shards = []
+    try:
+        for name in files:
+            shards.append(parse_header(_header_prefix(client, f"{HUB}/{repo}/resolve/{sha}/{name}", parts), name))
+    except HttpStatusError as exc:
+        parts.append(exc.part)
+        return CheckpointHeaders(error=f"{repo}: HTTP {exc.part.status} reading the header of {exc.part.url}")
+    except (HeaderError, ResponseTooLarge, httpx.HTTPError) as exc:
+        return CheckpointHeaders(error=f"{repo}: {type(exc).__name__}: {exc}")
+    records = [ShardRecord(file=s.file, header_length=s.header_length, data_bytes=s.data_bytes,
+                           file_bytes=s.file_bytes, tensors=len(s.tensors)) for s in shards]
+    return CheckpointHeaders(shards=records, summary=summarize(shards, layers, tied))
 
 
 def _safetensors_bytes(siblings: dict[str, dict[str, Any]]) -> int | None:
@@ -275,20 +343,59 @@ def _safetensors_bytes(siblings: dict[str, dict[str, Any]]) -> int | None:
     return sum(sizes) if sizes and all(isinstance(x, int) for x in sizes) else None
 
 
-def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: int = 50) -> list[str]:
-    """Trending text-generation repos not on the watchlist, added to ``data/hub/discovered.json``."""
-    url = f"{HUB}/api/models?pipeline_tag=text-generation&sort=trendingScore&direction=-1&limit={limit}"
-    listing = json.loads(get_part(client, url, headers=_auth_headers()).body)
+#: The Hub listings discovery reads: text-generation models by trending score and by downloads.
+DISCOVERY_SORTS = ("trendingScore", "downloads")
+
+
+def discovery_url(sort: str, limit: int) -> str:
+    return f"{HUB}/api/models?pipeline_tag=text-generation&sort={sort}&direction=-1&limit={limit}"
+
+
+def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: int = 50,
+             min_downloads: int = 0) -> list[str]:
+    """Trending and most-downloaded text-generation repos not on the watchlist, added to
+    ``data/hub/discovered.json``; repos below ``min_downloads`` are left out (a listing item without a download
+    count passes only when the minimum is 0). What each listing gave is written to ``data/hub/discovery.json``
+    (one listing failing never stops the other)."""
     known = {m.repo for m in watchlist.models}
     path = data_dir / "hub" / "discovered.json"
     found = json.loads(path.read_text()) if path.exists() else []
-    for item in listing[:limit]:
-        repo = item.get("id") or item.get("modelId")
-        if repo and repo not in known and repo not in found:
+    stats: dict[str, Any] = {"limit": limit, "min_downloads": min_downloads, "listed": 0, "below_min_downloads": 0,
+                             "already_tracked": 0, "new": [], "errors": {}}
+    for sort in DISCOVERY_SORTS:
+        try:
+            listing = json.loads(get_part(client, discovery_url(sort, limit), headers=_auth_headers()).body)
+            if not isinstance(listing, list):
+                raise ValueError("listing is not a JSON array")
+        except HttpStatusError as exc:
+            stats["errors"][sort] = f"HTTP {exc.part.status}"
+            continue
+        except (httpx.HTTPError, ResponseTooLarge, ValueError) as exc:
+            stats["errors"][sort] = f"{type(exc).__name__}: {exc}"
+            continue
+        for item in listing[:limit]:
+            repo = item.get("id") or item.get("modelId") if isinstance(item, dict) else None
+            if not repo:
+                continue
+            stats["listed"] += 1
+            downloads = item.get("downloads")
+            if min_downloads and (not isinstance(downloads, int) or downloads < min_downloads):
+                stats["below_min_downloads"] += 1
+                continue
+            if repo in known or repo in found:
+                stats["already_tracked"] += 1
+                continue
             found.append(repo)
+            stats["new"].append(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(found, indent=1))
+    (data_dir / "hub" / "discovery.json").write_text(json.dumps(stats, indent=1))
     return found
+
+
+def discovery_stats(data_dir: Path) -> dict[str, Any]:
+    path = data_dir / "hub" / "discovery.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def discovered_entries(data_dir: Path) -> list[WatchEntry]:

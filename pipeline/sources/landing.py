@@ -59,8 +59,7 @@ class FetchLogEntry(BaseModel):
     offers: int = 0
     rejected: int = 0
     rejected_reasons: list[str] = Field(default_factory=list)
-    ignored: int = 0  # rows quietly skipped by the parser (CPU-only plans, other terms): not offers, not errors
-    ignored_reasons: dict[str, int] = Field(default_factory=dict)
+    ignored: dict[str, int] = Field(default_factory=dict)  # rows that are not GPU offers, counted by reason
     unmapped: list[str] = Field(default_factory=list)
     bytes: int = 0
     sha256: str | None = None
@@ -295,5 +294,5 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         outcome = "ok" if result.offers and not result.rejected else "partial" if result.offers else "empty"
     message = f"{len(result.rejected)} rows rejected, none usable" if outcome == "empty" and result.rejected else None
     return finish(outcome, offers=len(result.offers), rejected=len(result.rejected), message=message,
-                  rejected_reasons=result.rejected[:20], unmapped=result.unmapped,
-                  ignored=result.ignored_total, ignored_reasons=dict(result.ignored), **landed), result
+                  rejected_reasons=result.rejected[:20], ignored=result.ignored, unmapped=result.unmapped,
+                  **landed), result

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    Ignored,
     ParseResult,
     RawPayload,
     Source,
@@ -28,6 +29,7 @@ from pipeline.sources.gpu_names import per_gpu_memory, resolve
 
 URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE"
 UNITS_PER_CURRENCY = 100_000_000
+MONTHLY_PLAN = Ignored("monthly plan of an hourly flavor (the .consumption plan is kept)")
 
 
 class OVHcloud(Source):
@@ -47,9 +49,13 @@ class OVHcloud(Source):
         def build(addon):  # type: ignore[no-untyped-def]
             plan = str(field(self.name, addon, "planCode"))
             gpu = ((addon.get("blobs") or {}).get("technical") or {}).get("gpu")
-            if not plan.endswith(".consumption") or not gpu:
+            if not gpu:
                 return None
-            pricing = field(self.name, addon, "pricings", 0)
+            if not plan.endswith(".consumption"):
+                return MONTHLY_PLAN
+            pricings = field(self.name, addon, "pricings")
+            hourly = [p for p in pricings if p.get("intervalUnit") == "hour" or p.get("type") == "consumption"]
+            pricing = hourly[0] if hourly else field(self.name, addon, "pricings", 0)
             tech = addon["blobs"]["technical"]
             name = field(self.name, gpu, "model")
             count = number(self.name, gpu.get("number"), "gpu.number")

@@ -53,4 +53,22 @@ class ReplayTransport(httpx.BaseTransport):
         body = (self.root / entry["file"]).read_bytes()
         headers = {"content-type": entry.get("content_type", "application/json"), **entry.get("headers", {}),
                    "x-vramlab-observed-at": REPLAY_SNAPSHOT_AT.isoformat()}
+        ranged = _byte_range(request.headers.get("range"))
+        if ranged is not None and entry.get("status", 200) == 200:
+            # Range requests (safetensors headers, #11): served from the recording, which may hold only a prefix
+            # of the real file (the header bytes); a range past the recording gets what the recording has.
+            start, end = ranged
+            part = body[start:end + 1]
+            headers["content-range"] = f"bytes {start}-{start + len(part) - 1}/*"
+            return httpx.Response(206, headers=headers, content=part, request=request)
         return httpx.Response(entry.get("status", 200), headers=headers, content=body, request=request)
+
+
+def _byte_range(value: str | None) -> tuple[int, int] | None:
+    """``bytes=a-b`` (the only form we send) as (a, b); anything else is ignored (whole body, as a server may)."""
+    if not value or not value.startswith("bytes="):
+        return None
+    first, _, last = value[6:].partition("-")
+    if not first.isdigit() or not last.isdigit() or int(last) < int(first):
+        return None
+    return int(first), int(last)

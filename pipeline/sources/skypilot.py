@@ -65,15 +65,14 @@ def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = 
         return None
     if not mib:
         return None
-    if mib < 1024:  # Shadeform: the number is GB (80 for an H100), not MiB
-        return mib
-    gb = mib / 1024
+    in_gb = mib < 1024  # Shadeform: the number is GB (80 for an H100), not MiB
+    gb = mib if in_gb else mib / 1024
     if count <= 1:
         return gb
     if cloud in TOTAL_MEMORY_CLOUDS:
         return gb / count
     total = info.get("TotalGpuMemoryInMiB", gpu.get("TotalGpuMemoryInMiB"))
-    if total is not None and abs(float(total) - mib * count) < 1:
+    if total is not None and not in_gb and abs(float(total) - mib * count) < 1:
         return gb  # Size x Count = Total: Size is per GPU
     if resolve(cloud, name, "", gb)[0] is not None:
         return gb
@@ -109,6 +108,7 @@ class SkyPilotCatalog(Source):
                 return None
             count = number(self.name, row["AcceleratorCount"], "AcceleratorCount")
             common = dict(instance_type=row["InstanceType"], gpu_name=row["AcceleratorName"], gpu_count=count,
+                          gpu_share=min(count, 1.0),
                           unit="instance-hour", currency="USD", observed_at=raw.fetched_at, rates=rates,
                           resolve=resolve, region=row["Region"] or None, zone=row.get("AvailabilityZone") or None,
                           memory_gb=per_gpu_memory_gb(row.get("GpuInfo", ""), count, self.provider,

@@ -60,6 +60,12 @@ CARD_MEMORY_GB = {"NVIDIA_A100": 80, "NVIDIA_A100_PCIE": 80, "NVIDIA_A100_SXM": 
                   "NVIDIA_B200": 192, "AMD_MI300X": 192, "AMD_MI325X": 256, "AMD_MI355X": 288}
 METAL_ID = re.compile(r"-(\d+)-([a-z0-9]+)-gpu$", re.I)  # vbm-112c-2048gb-8-h100-gpu -> 8 x H100
 NO_GPU_BRANDS = ("", "none", "null")
+VRAM_IN_ID = re.compile(r"-(\d+)vram$")
+
+
+def card_memory(name: str) -> float | None:
+    """Whole-card memory of a GPU named in a bare-metal plan id (h100 -> NVIDIA_H100 -> 80)."""
+    return CARD_MEMORY_GB.get(f"NVIDIA_{name}") or CARD_MEMORY_GB.get(f"AMD_{name}")
 
 
 def gpu_count_of(source: str, value: object) -> float:
@@ -99,9 +105,12 @@ class Vultr(Source):
             card = CARD_MEMORY_GB.get(raw_type)
         elif plan_id in METAL_GPUS:
             name, count = METAL_GPUS[plan_id]
+            vram = VRAM_IN_ID.search(plan_id)  # vcg-h100-216c-1914gb-640vram: 640 GB for the machine
+            total = total or (float(vram.group(1)) if vram else None)
             card = None
         elif m := METAL_ID.search(plan_id):
-            name, count, card = m.group(2).upper(), count or int(m.group(1)), None
+            name, count = m.group(2).upper(), count or int(m.group(1))
+            card = None if total else card_memory(name)  # whole cards of the named GPU (A100 metal: 80 GB)
         elif str(plan.get("gpu_brand") or "").strip().lower() in NO_GPU_BRANDS and not count and not total:
             return None
         else:
@@ -110,7 +119,7 @@ class Vultr(Source):
             count = total / card if total and card else 1.0
         if count < 1:  # a slice of one card: memory = the slice, the card's memory is what maps it
             return name, count, total, card or (total / count if total else None)
-        return name, count, total / count if total else card, None
+        return name, count, total / count if total else card, None  # whole cards: memory per GPU
 
     def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:
         plans = []

@@ -55,7 +55,7 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
     """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
     if not entries:
         return []
-    rows = [e.model_dump(exclude={"ignored_reasons", "retry_waits"}) | {"rejected_reasons": e.rejected_reasons,
+    rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {"rejected_reasons": e.rejected_reasons,
                                                                        "unmapped": e.unmapped} for e in entries]
     frame = pl.DataFrame(rows).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",

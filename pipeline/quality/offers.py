@@ -1,0 +1,223 @@
+"""The offer-quality stage: which current offers a user could really rent at the listed price.
+
+Rebuilt in DuckDB after every ``offers_current`` rebuild, into ``offer_quality`` (one row per current offer, every
+row kept as evidence) and ``gpu_price_reference`` (per GPU). Four steps, each a SQL statement below:
+
+1. **Canonical provider and allocation class.** ``data/providers.csv`` maps source-specific provider ids to one id
+   per company (``oci`` and ``oracle`` are one Oracle) and names providers whose "on-demand" rows are not hourly
+   list prices: host-set ``marketplace`` quotes (Vast, Lium, Akash) and ``monthly`` dedicated servers (Hetzner).
+2. **Dedupe.** One offer per (canonical provider, instance type, region, allocation class): a direct API wins over
+   an aggregator's copy of the same provider (a direct row without a region covers every region of its instance
+   type); the loser keeps its row with ``duplicate_of`` naming the winner.
+3. **Reference price per GPU.** Median over distinct providers of each provider's median on-demand $/GPU-h (so 25
+   zone copies of one aggregator row count once), among kept on-demand rows. With fewer than
+   :data:`MIN_REFERENCE_PROVIDERS` providers there is no band.
+4. **Quarantine** (reasons are columns): ``below_band`` / ``above_band`` (more than :data:`BAND_LOW` x below or
+   :data:`BAND_HIGH` x above the reference), ``spot_reversed`` (a source's spot price above its own on-demand price for the same instance and
+   region: the columns are swapped, both rows are wrong), ``placeholder`` (on-demand exactly equal to the same
+   row's spot price: a filler value, e.g. 1.00 $/GPU-h on every Mithril H100/H200 row). A band outlier is trusted
+   again when a second source lists the same provider's GPU within :data:`CONFIRM_TOLERANCE`, or when its own
+   observations held the same price for :data:`CONFIRM_DAYS` days and it is within :data:`CONFIRM_MAX_FACTOR` of
+   the reference. Reversed and placeholder rows are never confirmed by time: more of the same proves nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from pipeline.storage.loaders import transaction
+
+#: a price more than BAND_LOW times below the GPU's reference, or BAND_HIGH times above it, is quarantined. The
+#: band is wider above: real list prices reach 4x the cross-provider median (Azure ND96isr H100 v5, 12.29 $/GPU-h
+#: against 2.99), and a too-high price never wins a cheapest setup, while a too-low one always does.
+BAND_LOW = 3.0
+BAND_HIGH = 5.0
+#: fewer distinct providers than this and the reference is too thin to judge anyone
+MIN_REFERENCE_PROVIDERS = 3
+#: a second source within this relative distance confirms a band outlier
+CONFIRM_TOLERANCE = 0.15
+#: an outlier whose price held this many days (and within CONFIRM_MAX_FACTOR of the reference) is confirmed
+CONFIRM_DAYS = 7
+CONFIRM_MAX_FACTOR = 5.0
+#: sources that relay other providers' prices (a direct API of the same provider wins over them)
+AGGREGATOR_PREFIXES = ("skypilot-",)
+ALLOCATION_CLASSES = ("on_demand", "spot", "marketplace", "monthly")
+REASONS = ("below_band", "above_band", "spot_reversed", "placeholder")
+
+
+def provider_table() -> pl.DataFrame:
+    """``data/providers.csv``: alias -> canonical provider id and the class of its hourly rows."""
+    text = (resources.files("pipeline.quality") / "data" / "providers.csv").read_text()
+    rows = list(csv.DictReader(text.splitlines()))
+    for row in rows:
+        if row["hourly_class"] and row["hourly_class"] not in ALLOCATION_CLASSES:
+            raise ValueError(f"providers.csv: {row['alias']}: unknown class {row['hourly_class']!r}")
+    return pl.DataFrame({"alias": [r["alias"] for r in rows], "canonical": [r["canonical"] for r in rows],
+                         "hourly_class": [r["hourly_class"] or None for r in rows]},
+                        schema={"alias": pl.String, "canonical": pl.String, "hourly_class": pl.String})
+
+
+_CLASSIFY = """
+CREATE OR REPLACE TEMP TABLE q_base AS
+SELECT o.offer_key, o.source, o.provider, coalesce(p.canonical, o.provider) AS canonical_provider,
+       CASE WHEN {aggregator} THEN 'aggregator' ELSE 'direct' END AS via,
+       o.instance_type, o.region, o.gpu_id, o.gpu_count, o.allocation,
+       CASE WHEN o.allocation IN ('marketplace', 'marketplace_median', 'bid_statistics') THEN 'marketplace'
+            WHEN o.allocation = 'monthly' THEN 'monthly'
+            WHEN o.allocation = 'on_demand' AND p.hourly_class IS NOT NULL THEN p.hourly_class
+            WHEN o.allocation = 'spot' THEN 'spot'
+            ELSE 'on_demand' END AS allocation_class,
+       o.price_per_hour_usd, o.price_per_gpu_hour_usd, o.fractional, o.removed, o.verified_at, o.first_seen
+FROM offers_current o LEFT JOIN q_providers p ON p.alias = o.provider
+"""
+
+_DEDUPE = """
+CREATE OR REPLACE TEMP TABLE q_kept AS
+WITH exact AS (
+    SELECT offer_key,
+           first_value(offer_key) OVER (
+               PARTITION BY canonical_provider, instance_type, coalesce(region, ''), allocation_class
+               ORDER BY via = 'direct' DESC, verified_at DESC, price_per_hour_usd, offer_key) AS winner
+    FROM q_base),
+regionless AS (  -- a direct row without a region covers the aggregator's per-region copies of that instance
+    SELECT a.offer_key, min(d.offer_key) AS winner
+    FROM q_base a JOIN q_base d
+      ON d.via = 'direct' AND a.via = 'aggregator' AND d.region IS NULL
+     AND d.canonical_provider = a.canonical_provider AND d.instance_type = a.instance_type
+     AND d.allocation_class = a.allocation_class
+    GROUP BY a.offer_key)
+SELECT b.*, CASE WHEN e.winner <> b.offer_key THEN e.winner ELSE r.winner END AS duplicate_of
+FROM q_base b JOIN exact e USING (offer_key) LEFT JOIN regionless r USING (offer_key)
+"""
+
+_REFERENCE = """
+CREATE OR REPLACE TEMP TABLE q_reference AS
+WITH per_provider AS (
+    SELECT gpu_id, canonical_provider, median(price_per_gpu_hour_usd) AS p, count(*) AS n
+    FROM q_kept
+    WHERE duplicate_of IS NULL AND allocation_class = 'on_demand' AND gpu_id IS NOT NULL AND NOT fractional
+      AND NOT removed
+    GROUP BY ALL)
+SELECT gpu_id, count(*)::INTEGER AS providers, sum(n)::INTEGER AS offers, median(p) AS median_gpu_hour_usd,
+       CASE WHEN count(*) >= $min_providers THEN median(p) / $band_low END AS band_low_usd,
+       CASE WHEN count(*) >= $min_providers THEN median(p) * $band_high END AS band_high_usd,
+       min(p) AS min_gpu_hour_usd, max(p) AS max_gpu_hour_usd
+FROM per_provider GROUP BY gpu_id
+"""
+
+_FLAGS = """
+CREATE OR REPLACE TEMP TABLE q_flags AS
+WITH pairs AS (  -- a source's on-demand and spot rows of the same instance and region
+    SELECT o.offer_key AS od_key, s.offer_key AS spot_key,
+           o.price_per_gpu_hour_usd AS od, s.price_per_gpu_hour_usd AS spot
+    FROM q_kept o JOIN q_kept s
+      ON o.source = s.source AND o.instance_type = s.instance_type AND coalesce(o.region, '') = coalesce(s.region, '')
+     AND o.allocation_class = 'on_demand' AND s.allocation_class = 'spot'),
+paired AS (
+    SELECT od_key AS offer_key, spot AS own_spot, NULL::DOUBLE AS own_od, spot > od * (1 + 1e-9) AS reversed,
+           abs(spot - od) <= 1e-9 * od AS equal FROM pairs
+    UNION ALL
+    SELECT spot_key, NULL, od, spot > od * (1 + 1e-9), abs(spot - od) <= 1e-9 * od FROM pairs),
+per_offer AS (
+    SELECT offer_key, max(own_spot) AS own_spot, max(own_od) AS own_od, bool_or(reversed) AS reversed,
+           bool_or(equal) AS equal
+    FROM paired GROUP BY offer_key)
+SELECT k.*, r.median_gpu_hour_usd AS reference, r.providers AS reference_providers,
+       k.price_per_gpu_hour_usd / r.median_gpu_hour_usd AS ratio,
+       p.own_spot, p.own_od,
+       coalesce(k.allocation_class = 'on_demand' AND k.price_per_gpu_hour_usd < r.band_low_usd, false) AS below_band,
+       coalesce(k.allocation_class = 'on_demand' AND k.price_per_gpu_hour_usd > r.band_high_usd, false) AS above_band,
+       coalesce(p.reversed, false) AS spot_reversed,
+       coalesce(p.equal, false) AS placeholder
+FROM q_kept k LEFT JOIN q_reference r USING (gpu_id) LEFT JOIN per_offer p USING (offer_key)
+"""
+
+_CONFIRM = """
+CREATE OR REPLACE TEMP TABLE q_confirmed AS
+WITH outliers AS (SELECT * FROM q_flags WHERE below_band OR above_band),
+second_source AS (
+    SELECT o.offer_key FROM outliers o JOIN q_flags x
+      ON x.source <> o.source AND x.canonical_provider = o.canonical_provider AND x.gpu_id = o.gpu_id
+     AND x.allocation_class = o.allocation_class
+     AND abs(x.price_per_gpu_hour_usd - o.price_per_gpu_hour_usd) <= $tolerance * o.price_per_gpu_hour_usd
+    GROUP BY o.offer_key),
+held AS (  -- the same price seen on several days over at least CONFIRM_DAYS
+    SELECT o.offer_key FROM outliers o JOIN price_observations h USING (offer_key)
+    WHERE o.ratio BETWEEN 1 / $max_factor AND $max_factor
+      AND abs(h.price_per_gpu_hour_usd - o.price_per_gpu_hour_usd) <= 1e-9 * o.price_per_gpu_hour_usd
+    GROUP BY o.offer_key
+    HAVING count(DISTINCT date_trunc('day', h.observed_at)) >= 3
+       AND max(h.observed_at) - min(h.observed_at) >= to_days($days))
+SELECT offer_key, 'second_source' AS confirmed_by FROM second_source
+UNION ALL
+SELECT offer_key, 'observations' FROM held WHERE offer_key NOT IN (SELECT offer_key FROM second_source)
+"""
+
+_WRITE = """
+INSERT INTO offer_quality
+SELECT f.offer_key, f.source, f.provider, f.canonical_provider, f.via, f.instance_type, f.region, f.gpu_id,
+       f.gpu_count, f.allocation, f.allocation_class, f.price_per_hour_usd, f.price_per_gpu_hour_usd,
+       f.price_per_hour_usd * 730, f.duplicate_of, f.reference, f.reference_providers, f.ratio, f.own_spot, f.own_od,
+       f.below_band, f.above_band, f.spot_reversed, f.placeholder,
+       list_filter([CASE WHEN f.below_band THEN 'below_band' END, CASE WHEN f.above_band THEN 'above_band' END,
+                    CASE WHEN f.spot_reversed THEN 'spot_reversed' END,
+                    CASE WHEN f.placeholder THEN 'placeholder' END], lambda x: x IS NOT NULL) AS reasons,
+       c.confirmed_by,
+       (f.spot_reversed OR f.placeholder OR ((f.below_band OR f.above_band) AND c.confirmed_by IS NULL)) AS quarantined,
+       false AS eligible, $now
+FROM q_flags f LEFT JOIN q_confirmed c USING (offer_key)
+"""
+
+
+def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
+    """Recompute ``offer_quality`` and ``gpu_price_reference`` from ``offers_current``; return counts."""
+    aggregator = " OR ".join(f"o.source LIKE '{p}%'" for p in AGGREGATOR_PREFIXES)
+    con.register("q_providers", provider_table())
+    try:
+        with transaction(con):
+            con.execute(_CLASSIFY.format(aggregator=aggregator))
+            con.execute(_DEDUPE)
+            con.execute(_REFERENCE, {"min_providers": MIN_REFERENCE_PROVIDERS, "band_low": BAND_LOW,
+                                       "band_high": BAND_HIGH})
+            con.execute(_FLAGS)
+            con.execute(_CONFIRM, {"tolerance": CONFIRM_TOLERANCE, "max_factor": CONFIRM_MAX_FACTOR,
+                                   "days": CONFIRM_DAYS})
+            con.execute("DELETE FROM offer_quality")
+            con.execute(_WRITE, {"now": now})
+            con.execute("UPDATE offer_quality SET eligible = duplicate_of IS NULL AND NOT quarantined "
+                        "AND allocation_class IN ('on_demand', 'spot', 'marketplace')")
+            con.execute("DELETE FROM gpu_price_reference")
+            con.execute("INSERT INTO gpu_price_reference SELECT *, $now FROM q_reference", {"now": now})
+            for table in ("q_base", "q_kept", "q_reference", "q_flags", "q_confirmed"):
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+    finally:
+        con.unregister("q_providers")
+    return quality_counts(con)
+
+
+def quality_counts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Figures for the asset metadata and checks."""
+    total, dupes, quarantined, confirmed, eligible = con.execute("""
+        SELECT count(*), count(*) FILTER (WHERE duplicate_of IS NOT NULL), count(*) FILTER (WHERE quarantined),
+               count(*) FILTER (WHERE confirmed_by IS NOT NULL), count(*) FILTER (WHERE eligible)
+        FROM offer_quality""").fetchall()[0]
+    per_reason = {r: con.execute(f"SELECT count(*) FROM offer_quality WHERE quarantined AND {r}").fetchall()[0][0]
+                  for r in REASONS}
+    per_class = dict(con.execute("SELECT allocation_class, count(*) FROM offer_quality GROUP BY ALL ORDER BY 1")
+                     .fetchall())
+    per_source = {row[0]: {"offers": row[1], "kept": row[2], "duplicates": row[3], "quarantined": row[4]}
+                  for row in con.execute("""
+        SELECT source, count(*), count(*) FILTER (WHERE duplicate_of IS NULL),
+               count(*) FILTER (WHERE duplicate_of IS NOT NULL), count(*) FILTER (WHERE quarantined)
+        FROM offer_quality GROUP BY source ORDER BY source""").fetchall()}
+    unexplained = con.execute("SELECT count(*) FROM offer_quality WHERE quarantined AND len(reasons) = 0"
+                              ).fetchall()[0][0]
+    return {"offers": total, "duplicates": dupes, "quarantined": quarantined, "confirmed": confirmed,
+            "eligible": eligible, "per_reason": per_reason, "per_class": per_class, "per_source": per_source,
+            "quarantined_without_reason": unexplained}
