@@ -8,8 +8,16 @@ from pipeline.assets.out import OUT_ASSETS
 from pipeline.assets.quality import QUALITY_ASSETS
 from pipeline.assets.raw import RAW_ASSETS
 from pipeline.resources import default_resources
-from pipeline.schedules import hourly_refresh
+from pipeline.schedules import hourly_refresh, hourly_refresh_job
 
 ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *QUALITY_ASSETS, *OUT_ASSETS]
 
-defs = dg.Definitions(assets=ALL_ASSETS, schedules=[hourly_refresh], resources=default_resources())
+# in-process by default (UI materializations, vramlab run): no process start-up per step; the scheduled
+# hourly_refresh_job runs under the multiprocess executor (pipeline/schedules.py, docs/decisions.md)
+defs = dg.Definitions(assets=ALL_ASSETS, jobs=[hourly_refresh_job], schedules=[hourly_refresh],
+                      resources=default_resources(), executor=dg.in_process_executor)
+
+
+def refresh_job() -> dg.JobDefinition:
+    """The hourly job with its resources bound (``dg.reconstructable(refresh_job)`` runs it out of process)."""
+    return defs.resolve_job_def("hourly_refresh_job")

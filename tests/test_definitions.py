@@ -122,7 +122,8 @@ def test_second_run_of_the_same_hour_adds_no_duplicates(full_run: dict) -> None:
 def test_one_failing_source_does_not_stop_the_others(tmp_path: Path) -> None:
     result = dg.materialize(ALL_ASSETS, resources=resources(tmp_path, fail_sources=["lambda"]))
     assert result.success
-    lam = result.asset_materializations_for_node("raw_prices__lambda")[0].metadata
+    lam = next(e.event_specific_data.materialization.metadata for e in result.get_asset_materialization_events()
+               if e.event_specific_data.materialization.asset_key == dg.AssetKey("raw_prices__lambda"))
     assert lam["outcome"].value == "http_error"
     con = duckdb.connect(str(tmp_path / "vramlab.duckdb"), read_only=True)
     outcomes = dict(con.execute("SELECT source, outcome FROM fetch_log").fetchall())

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import dagster as dg
 import polars as pl
-from helpers import arch
+import pytest
+from grid_reference import compute_grid as reference_grid
+from helpers import all_config_names, arch
+from polars.testing import assert_frame_equal
 
 from pipeline.assets.out import out__sizing
-from pipeline.compute.grid import compute_grid
+from pipeline.compute.grid import GRID_FORMATS, compute_grid, tensor_bits_frame
 from sizing_core.engines import ENGINES
+from sizing_core.formats import tensor_bits
 from sizing_core.gpus import catalog
 from sizing_core.placement import fewest_gpus
 from sizing_core.registry import load_registered
@@ -16,6 +20,40 @@ from sizing_core.registry import load_registered
 MODELS = {"kimi-k3.1-pro": load_registered("kimi-k3.1-pro")[1], "llama70": arch("meta-llama__Llama-3.1-70B"),
           "qwen3-8b": arch("Qwen__Qwen3-8B"), "qwen3-next": arch("Qwen__Qwen3-Next-80B-A3B-Thinking"),
           "dsv3": arch("deepseek-ai__DeepSeek-V3")}
+
+
+@pytest.fixture(scope="module")
+def watchlist() -> dict:
+    """Every bundled Hub config of the watchlist plus the manual Kimi spec."""
+    models = {name: arch(name) for name in all_config_names()}
+    models["kimi-k3.1-pro"] = load_registered("kimi-k3.1-pro")[1]
+    return models
+
+
+def test_columnar_bits_equal_sizing_core_for_every_tensor_and_format(watchlist: dict) -> None:
+    """The grid's bits-per-element expressions mirror sizing_core.formats; any rule changed there and not in the
+    grid (or the reverse) shows up here, tensor by tensor."""
+    frame = tensor_bits_frame(watchlist)
+    for fmt in GRID_FORMATS:
+        known = [m for m, a in watchlist.items() if not (fmt == "native" and a.native.unsupported)]
+        expected = [b for m in known for b in tensor_bits(watchlist[m], fmt)]
+        got = frame.filter(pl.col("model_id").is_in(known))[f"bits_{fmt}"].to_list()
+        wrong = [(i, e, g) for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g]
+        assert not wrong, (fmt, len(wrong), wrong[:5])
+
+
+def test_columnar_grid_equals_the_reference_grid_on_the_watchlist(watchlist: dict) -> None:
+    """Same rows, same order, same columns and types; GPU counts, verdicts and flags exact, byte figures equal up
+    to the order floating-point sums are taken in (1e-12 relative)."""
+    models = {k: ("rev-" + k[:3], v) for k, v in watchlist.items()}
+    gpus = list(catalog().values())
+    new, old = compute_grid(models, gpus), reference_grid(models, gpus)
+    assert new.height == old.height > 500_000
+    assert new.schema == old.schema
+    for col in ("model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
+                "native_support", "above_max_context", "fits_single", "est_gpus"):
+        assert new[col].eq_missing(old[col]).all(), col
+    assert_frame_equal(new, old, check_exact=False, rel_tol=1e-12, abs_tol=0.0)
 
 
 def test_grid_gpu_counts_agree_with_the_planner() -> None:

@@ -12,6 +12,7 @@ from pipeline.compute.grid import compute_grid
 from pipeline.compute.setups import (
     ON_DEMAND,
     SPOT_LIKE,
+    OfferGroups,
     Planner,
     cheapest_setups,
     eligible_offers,
@@ -61,11 +62,22 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                 con.unregister("grid")
                 con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?))",
                             [[t.entry.id for t in tracked]])
+                con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?))", [list(gpus)])
                 insert_frame(con, "sizing", frame)
         total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
-    context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused")
-    return dg.MaterializeResult(metadata={"dagster/row_count": total, "rows_computed": frame.height,
-                                          "models_recomputed": len(changed_models), "gpus_recomputed": len(changed_gpus)})
+    reused_models = sorted(t.entry.id for t in tracked if t.entry.id not in changed_models)
+    context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused "
+                     f"({len(reused_models)} models with unchanged revisions, {len(gpus) - len(changed_gpus)} "
+                     "unchanged GPU rows)")
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": total, "rows_computed": frame.height, "rows_reused": total - frame.height,
+        "models_recomputed": len(changed_models), "gpus_recomputed": len(changed_gpus),
+        "models_skipped": len(reused_models), "gpus_skipped": len(gpus) - len(changed_gpus),
+        "skipped": dg.MetadataValue.md(
+            "Kept from earlier runs (Hub revision and GPU catalog row unchanged): "
+            + (", ".join(reused_models) if reused_models else "nothing") + "."
+            + (f" Re-sized models: {', '.join(sorted(changed_models))}." if changed_models else "")
+            + (f" Re-sized GPUs: {', '.join(sorted(changed_gpus))}." if changed_gpus else ""))})
 
 
 @dg.asset(name="out__cheapest_setups", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb"},
@@ -80,11 +92,13 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
     rows = []
     with store(duckdb) as con:
         offers = eligible_offers(con)
+        lists = (("on_demand", ON_DEMAND, OfferGroups(offers, ON_DEMAND)),
+                 ("spot", SPOT_LIKE, OfferGroups(offers, SPOT_LIKE)))  # grouped once for every model (perf #14)
         for t in tracked:
             for fmt in SETUP_FORMATS:
                 planner = Planner(t.arch, fmt, 8192, 1, "bf16")
-                for list_name, allocations in (("on_demand", ON_DEMAND), ("spot", SPOT_LIKE)):
-                    for rank, s in enumerate(cheapest_setups(t.arch, fmt, offers, top=TOP, allocations=allocations,
+                for list_name, allocations, grouped in lists:
+                    for rank, s in enumerate(cheapest_setups(t.arch, fmt, grouped, top=TOP, allocations=allocations,
                                                              planner=planner, as_of=as_of)):
                         rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "format": fmt,
                                      "provider": s.provider, "source": s.source, "instance_type": s.instance_type,

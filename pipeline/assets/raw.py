@@ -1,15 +1,21 @@
 """Raw layer: one asset per source. Each fetches and lands its payload and records the attempt; a failing source
-is reported in its own metadata and never fails the others. Scraping never opens DuckDB."""
+is reported in its own metadata and never fails the others. Scraping never opens DuckDB.
 
+The price sources are one multi-asset (``raw_prices``, one asset key per source, subsettable): a single step
+that fetches the selected sources concurrently in threads (``pipeline.ingest.prices.fetch_concurrently``), so a
+run costs about the slowest source instead of the sum, without a process per source (docs/decisions.md).
+"""
+
+import time
 
 import dagster as dg
 
 from pipeline.ingest.models import discovery_enabled, discovery_summary, hub_client, ingest_hub
-from pipeline.ingest.prices import client_for, latest_rates
+from pipeline.ingest.prices import client_for, fetch_concurrently, latest_rates
 from pipeline.resources import VramlabSettings
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Source
-from pipeline.sources.landing import run_source
+from pipeline.sources.landing import FetchLogEntry, run_source
 
 RAW_GROUP = "raw"
 
@@ -18,28 +24,53 @@ def asset_name(source_name: str) -> str:
     return "raw_prices__" + source_name.replace("-", "_").replace(".", "_")
 
 
-def _raw_price_asset(source: Source, deps: list[str]) -> dg.AssetsDefinition:
-    @dg.asset(name=asset_name(source.name), group_name=RAW_GROUP, deps=deps, kinds={"python", "httpx"},
-              description=f"{source.provider}: {source.endpoint} ({source.unit}; auth: {source.auth}). "
-                          "Fetched, landed under data/raw, recorded in the fetch log.",
-              tags={"vramlab/layer": "raw"})
-    def _fetch(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
-        s = vramlab.settings
-        rates = latest_rates(s.data_dir) if source.yields_offers else None
-        entry, _ = run_source(source, client_for(s.replay, vramlab.fail_sources), s.data_dir, rates, replay=s.replay)
-        if entry.outcome not in ("ok", "partial", "unchanged"):
-            context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
-        return dg.MaterializeResult(metadata={
-            "outcome": entry.outcome, "offers": entry.offers, "rejected": entry.rejected,
+def _description(source: Source) -> str:
+    return (f"{source.provider}: {source.endpoint} ({source.unit}; auth: {source.auth}). "
+            "Fetched, landed under data/raw, recorded in the fetch log.")
+
+
+def _metadata(entry: FetchLogEntry, replay: bool) -> dict:
+    return {"outcome": entry.outcome, "offers": entry.offers, "rejected": entry.rejected,
             "unmapped": dg.MetadataValue.json(entry.unmapped), "bytes": entry.bytes,
             "message": entry.message or "", "raw_path": dg.MetadataValue.path(entry.raw_path or ""),
-            "fetched_at": dg.MetadataValue.timestamp(entry.started_at), "mode": "replay" if s.replay else "live"})
-
-    return _fetch
+            "fetched_at": dg.MetadataValue.timestamp(entry.started_at), "mode": "replay" if replay else "live"}
 
 
-ECB_ASSET = _raw_price_asset(CURRENCY_SOURCE, [])
-PRICE_ASSETS = [_raw_price_asset(s, [asset_name(CURRENCY_SOURCE.name)]) for s in PRICE_SOURCES.values()]
+@dg.asset(name=asset_name(CURRENCY_SOURCE.name), group_name=RAW_GROUP, kinds={"python", "httpx"},
+          description=_description(CURRENCY_SOURCE), tags={"vramlab/layer": "raw"})
+def raw_prices__ecb(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
+    s = vramlab.settings
+    with client_for(s.replay, vramlab.fail_sources) as client:
+        entry, _ = run_source(CURRENCY_SOURCE, client, s.data_dir, None, replay=s.replay)
+    if entry.outcome not in ("ok", "partial", "unchanged"):
+        context.log.warning(f"{CURRENCY_SOURCE.name}: {entry.outcome}: {entry.message}")
+    return dg.MaterializeResult(metadata=_metadata(entry, s.replay))
+
+
+ECB_ASSET = raw_prices__ecb
+PRICE_SPECS = {dg.AssetKey(asset_name(source.name)): source for source in PRICE_SOURCES.values()}
+
+
+@dg.multi_asset(name="raw_prices", can_subset=True, specs=[
+    dg.AssetSpec(key, group_name=RAW_GROUP, deps=[ECB_ASSET.key], kinds={"python", "httpx"},
+                 description=_description(source), tags={"vramlab/layer": "raw"}, skippable=True)
+    for key, source in PRICE_SPECS.items()])
+def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # type: ignore[no-untyped-def]
+    """Every selected price source, fetched concurrently; one materialization per source."""
+    s = vramlab.settings
+    selected = [(key, source) for key, source in PRICE_SPECS.items() if key in context.selected_asset_keys]
+    rates = latest_rates(s.data_dir)
+    started = time.perf_counter()
+    results = fetch_concurrently([source for _, source in selected], s.data_dir, rates, replay=s.replay,
+                                 client_factory=lambda gate: client_for(s.replay, vramlab.fail_sources, gate=gate))
+    context.log.info(f"fetched {len(selected)} price sources concurrently in {time.perf_counter() - started:.1f} s")
+    for (key, source), (entry, _) in zip(selected, results, strict=True):
+        if entry.outcome not in ("ok", "partial", "unchanged"):
+            context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
+        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(entry, s.replay))
+
+
+PRICE_ASSETS = [raw_prices]
 
 
 @dg.asset(name="raw_hub__models", group_name=RAW_GROUP, kinds={"python", "httpx"}, tags={"vramlab/layer": "raw"},
@@ -68,4 +99,4 @@ def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
         "table": dg.MetadataValue.md("| repo | outcome | sha |\n|---|---|---|\n" + "\n".join(rows))})
 
 
-RAW_ASSETS = [ECB_ASSET, *PRICE_ASSETS, raw_hub__models]
+RAW_ASSETS = [ECB_ASSET, raw_prices, raw_hub__models]

@@ -143,13 +143,8 @@ def run_main_job(data_dir: str | None = None) -> int:
     table = Table(title="Sources")
     for col in ("source", "outcome", "offers", "message"):
         table.add_column(col)
-    for node in sorted(n for n in _nodes(result) if n.startswith("raw_prices__")):
-        materialized = result.asset_materializations_for_node(node)
-        if not materialized:  # the step failed or was skipped: say so instead of crashing the summary
-            table.add_row(node.removeprefix("raw_prices__"), "step failed", "0", _step_failure(result, node)[:60])
-            continue
-        md = materialized[0].metadata
-        table.add_row(node.removeprefix("raw_prices__"), str(md["outcome"].value), str(md["offers"].value),
+    for key, md in sorted(_raw_price_metadata(result).items()):
+        table.add_row(key.removeprefix("raw_prices__"), str(md["outcome"].value), str(md["offers"].value),
                       str(md["message"].value)[:60])
     console.print(table)
     failed_checks = [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
@@ -192,13 +187,12 @@ def _damaged_database(db_path: Path) -> str | None:
     return None
 
 
-def _step_failure(result, node: str) -> str:  # type: ignore[no-untyped-def]
-    for event in result.all_node_events:
-        if event.step_key == node and event.is_step_failure:
-            error = event.step_failure_data.error
-            return f"{error.cls_name}: {error.message}" if error else "failed"
-    return "skipped (an upstream step failed)"
-
-
-def _nodes(result) -> set[str]:  # type: ignore[no-untyped-def]
-    return {e.step_key for e in result.all_node_events if e.step_key}
+def _raw_price_metadata(result) -> dict:  # type: ignore[no-untyped-def]
+    """Metadata of each raw price asset by key (the price sources are one multi-asset step, so by key, not node)."""
+    out = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        key = mat.asset_key.to_user_string()
+        if key.startswith("raw_prices__"):
+            out[key] = mat.metadata
+    return out

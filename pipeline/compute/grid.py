@@ -1,11 +1,24 @@
 """The sizing grid: model x format x context x GPU x engine, computed column-wise with polars.
 
-sizing_core gives small per-model figures (weights, largest layer and active bytes per format; KV cache and state
-per context and tensor-parallel size); polars crosses them with the GPU x engine table and derives memory, fit,
-GPU-count and decode-speed columns for every cell at once, instead of calling the planner per row. The GPU count
-here is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole nodes of
-pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports show
-comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that the two agree.
+How the work is laid out (no Python call per cell, none per tensor per format):
+
+1. **Tensors -> bytes per format.** Every tensor group of every model is one row of a polars frame (role, row
+   length, element count, layer, expert share, exclusion flags). Bits per element for each format are columnar
+   expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
+   checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
+   GGUF mixes); totals, the largest layer and active bytes are group-bys. ``tests/test_grid.py`` checks these
+   bits equal ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there
+   and not here fails a test.
+2. **Small tables built once**: per model and context the KV cache and recurrent state (sizing_core, per TP);
+   per (GPU, engine) usable memory and bandwidth; per (GPU, engine, format class) the engine's support verdict
+   (``Engine.supports`` depends on the model only through its native format and whether it is MoE); per
+   (model, engine) the activation peak.
+3. **Cells** are the product (model, format, context) x (GPU, engine), laid out by integer index in the sorted
+   order the table is published in (no sort, no string joins), with the look-ups above as gathers.
+
+The GPU count is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole
+nodes of pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports
+show comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that the two agree.
 """
 
 from __future__ import annotations
@@ -16,17 +29,30 @@ import polars as pl
 
 from sizing_core import Architecture
 from sizing_core.engines import ENGINES, effective_format
-from sizing_core.formats import WEIGHT_FORMATS, tensor_bits
+from sizing_core.formats import (
+    GGML_FALLBACK,
+    GGML_TYPES,
+    GGUF_MIXES,
+    LINEAR_BITS,
+    WEIGHT_FORMATS,
+    _normalise,  # the module-name normalisation is_excluded applies to patterns
+    format_scheme,
+    ggml_bpw,
+    is_excluded,
+    mix_context,
+)
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
 from sizing_core.layers import MoE
 from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
+from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, Role
 from sizing_core.throughput import DISCRETE_BANDWIDTH_EFFICIENCY, UNIFIED_BANDWIDTH_EFFICIENCY
 from sizing_core.units import GB, GIB
 
 GRID_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
 TPS = (1, 2, 4, 8)
+_UNQUANTIZED_NATIVE = ("bf16", "fp16", "fp32")
 
 
 def engines_for(gpu: GPU) -> list[str]:
@@ -39,41 +65,252 @@ def engines_for(gpu: GPU) -> list[str]:
     return ["vllm"] if gpu.kind == "datacenter" else ["llama.cpp"]
 
 
-def model_figures(model_id: str, revision: str, arch: Architecture) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(per format: weight/largest-layer/active bytes; per context and TP: KV and state bytes) for one model."""
-    fmt_rows = []
-    for fmt in GRID_FORMATS:
-        if fmt == "native" and arch.native.unsupported:
-            continue  # unknown checkpoint scheme: no native cells (sizing #11)
-        bits = tensor_bits(arch, fmt)
-        per_layer = [0.0] * arch.num_layers
-        total = active = 0.0
-        for t, b in zip(arch.tensors, bits, strict=True):
-            nbytes = t.numel * b / 8
-            total += nbytes
-            share = 1.0
-            if t.is_routed_expert and t.layer is not None:
-                mlp = arch.layers[t.layer].mlp
-                assert isinstance(mlp, MoE)
-                share = mlp.top_k / mlp.num_experts
-            if t.role != "token_embd":
-                active += nbytes * share
-            if t.layer is not None:
-                per_layer[t.layer] += nbytes
-        fmt_rows.append({"format": fmt, "stored_format": effective_format(arch, fmt), "weights_bytes": float(total),
-                         "max_layer_bytes": float(max(per_layer)), "active_bytes": float(active)})
-    valid = [t for t in TPS if valid_tensor_parallel(arch, t)]
-    ctx_rows = []
-    for context in GRID_CONTEXTS:
-        capped = arch.max_context is not None and context > arch.max_context
-        for tp in TPS:
-            ctx_rows.append({"context": context, "tp": tp, "tp_valid": tp in valid, "above_max_context": capped,
-                             "kv_bytes": float(kv_bytes_per_request(arch, context, "bf16", tp)),
-                             "state_bytes": float(state_bytes_per_request(arch, tp))})
-    meta = {"model_id": model_id, "revision": revision, "num_layers": arch.num_layers}
-    formats = pl.DataFrame(fmt_rows).with_columns(**{k: pl.lit(v) for k, v in meta.items()})
-    contexts = pl.DataFrame(ctx_rows).with_columns(model_id=pl.lit(model_id))
-    return formats, contexts
+# ---------------------------------------------------------------------------------------------- tensors -> bytes
+
+_EXCLUDED: dict[tuple[str, tuple[str, ...]], bool] = {}
+
+
+def _excluded(name: str, patterns: tuple[str, ...]) -> bool:
+    """``is_excluded``, memoised: the same module names recur in every model of a family and in every run."""
+    if not patterns:
+        return False
+    key = (name, patterns)
+    hit = _EXCLUDED.get(key)
+    if hit is None:
+        hit = _EXCLUDED[key] = is_excluded(name, patterns)
+    return hit
+
+
+_DEFAULT_EXCLUDE = format_scheme("fp8").exclude  # what every non-GGUF target format keeps in BF16
+
+
+def _exclusion_test(patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """A fast, exact ``is_excluded`` for ``patterns``: plain module names (no glob characters, no ``re:``) match a
+    module or its parents, i.e. the name itself or any name below it; anything else goes to sizing_core."""
+    if not patterns:
+        return lambda _name: False
+    if any(p.startswith("re:") or any(c in p for c in "*?[") for p in patterns):
+        return lambda name: _excluded(name, patterns)
+    literal = tuple(_normalise(p) for p in patterns)
+    below = tuple(p + "." for p in literal)
+    return lambda name: name in literal or name.startswith(below)
+
+
+def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
+    """One row per tensor group of every model, with what the format rules read from it."""
+    cols: dict[str, list] = {k: [] for k in ("model_id", "role", "cols", "numel", "layer", "share", "attn_v_pos",
+                                             "excl_default", "excl_native")}
+    default_excluded = _exclusion_test(_DEFAULT_EXCLUDE)
+    for model_id, arch in models.items():
+        native = arch.native
+        native_excluded = _exclusion_test(native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ())
+        attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
+        shares = {i: layer.mlp.top_k / layer.mlp.num_experts for i, layer in enumerate(arch.layers)
+                  if isinstance(layer.mlp, MoE)}
+        tensors = arch.tensors
+        linear = [t.role in LINEAR_ROLES for t in tensors]
+        cols["model_id"].extend([model_id] * len(tensors))
+        cols["role"].extend([t.role.value for t in tensors])
+        cols["cols"].extend([t.cols for t in tensors])
+        cols["numel"].extend([t.rows * t.cols * t.count for t in tensors])
+        cols["layer"].extend([t.layer for t in tensors])
+        cols["share"].extend([shares[t.layer] if t.role in EXPERT_ROLES and t.layer is not None else 1.0
+                              for t in tensors])
+        cols["attn_v_pos"].extend([attn_v_index.get(t.layer or 0, 0) for t in tensors])
+        cols["excl_default"].extend([lin and default_excluded(t.name) for t, lin in zip(tensors, linear, strict=True)])
+        cols["excl_native"].extend([lin and native_excluded(t.name) for t, lin in zip(tensors, linear, strict=True)])
+    return pl.DataFrame(cols, schema={"model_id": pl.String, "role": pl.String, "cols": pl.Int64,
+                                      "numel": pl.Int64, "layer": pl.Int64, "share": pl.Float64,
+                                      "attn_v_pos": pl.Int64, "excl_default": pl.Boolean, "excl_native": pl.Boolean})
+
+
+def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
+    """Per model: what the native scheme and llama.cpp's mix rules need (``mix_context``)."""
+    rows = []
+    for model_id, arch in models.items():
+        ctx = mix_context(arch)
+        native = arch.native
+        rows.append({"model_id": model_id, "n_layers": ctx.n_layers, "n_attn_v": ctx.n_attn_v,
+                     "n_expert": ctx.n_expert, "gqa_ratio": ctx.gqa_ratio, "seventy_b": ctx.seventy_b,
+                     "tied": ctx.tied, "unquantized": float(arch.dtype_bytes * 8),
+                     "native_wf": native.weight_format, "native_ef": native.expert_format,
+                     "native_group": native.group_size, "native_experts_only": native.experts_only})
+    return pl.DataFrame(rows, schema={"model_id": pl.String, "n_layers": pl.Int64, "n_attn_v": pl.Int64,
+                                      "n_expert": pl.Int64, "gqa_ratio": pl.Int64, "seventy_b": pl.Boolean,
+                                      "tied": pl.Boolean, "unquantized": pl.Float64, "native_wf": pl.String,
+                                      "native_ef": pl.String, "native_group": pl.Int64,
+                                      "native_experts_only": pl.Boolean})
+
+
+def _role_in(*roles: Role) -> pl.Expr:
+    return pl.col("role").is_in([r.value for r in roles])
+
+
+_LINEAR = _role_in(*LINEAR_ROLES)
+_ROUTED = _role_in(*EXPERT_ROLES)
+
+
+def _linear_bits(fmt: pl.Expr, group: pl.Expr) -> pl.Expr:
+    """``_scheme_bits`` for a quantized linear weight in ``fmt`` (per row), scale overheads included."""
+    return (pl.when(fmt == "int4").then(4.0 + 16 / pl.when(group > 0).then(group).otherwise(128))
+            .when(fmt == "int8").then(8.0 + 32 / pl.col("cols"))
+            .when((fmt == "awq_int4") & (group > 0)).then(4.0 + (16 + 4) / group)
+            .otherwise(fmt.replace_strict(LINEAR_BITS, default=None, return_dtype=pl.Float64)))
+
+
+def _format_bits(fmt: str) -> pl.Expr:
+    """Bits per element of each tensor row in a non-GGUF format (``tensor_bits`` for those formats)."""
+    if fmt in ("bf16", "fp16"):
+        return pl.lit(16.0)
+    scheme = format_scheme(fmt)
+    quantized = _LINEAR & ~pl.col("excl_default")
+    return pl.when(quantized).then(_linear_bits(pl.lit(scheme.weight_format), pl.lit(scheme.group_size or 0)))\
+        .otherwise(16.0)
+
+
+def _native_bits() -> pl.Expr:
+    unquantized = pl.col("unquantized")
+    fmt = pl.when(_ROUTED & pl.col("native_ef").is_not_null()).then(pl.col("native_ef")).otherwise(pl.col("native_wf"))
+    quantized = _LINEAR & ~pl.col("excl_native") & ~(pl.col("native_experts_only") & ~_ROUTED)
+    scheme = pl.when(pl.col("role") == Role.VISION.value).then(16.0).when(quantized)\
+        .then(_linear_bits(fmt, pl.col("native_group").fill_null(0))).otherwise(unquantized)
+    return pl.when(pl.col("native_wf").is_in(_UNQUANTIZED_NATIVE))\
+        .then(pl.col("native_wf").replace_strict(LINEAR_BITS, default=None, return_dtype=pl.Float64))\
+        .otherwise(scheme)
+
+
+def _use_more_bits(i: pl.Expr, n: pl.Expr) -> pl.Expr:
+    """llama.cpp ``use_more_bits``: first and last eighth of layers, and every third layer in between."""
+    return (i < n // 8) | (i >= 7 * n // 8) | ((i - n // 8) % 3 == 2)
+
+
+#: What llama.cpp's mix rules read from a tensor row, as a few booleans (few distinct combinations, so the rules
+#: are evaluated on the distinct ones and joined back).
+_GGUF_KEY = ("role", "cols", "e8", "g4", "seventy_b", "tied", "umb_i", "lt16_i", "lt8_i", "umb_k", "lt2_k")
+
+
+def _gguf_features() -> dict[str, pl.Expr]:
+    i, n, k = pl.col("layer").fill_null(0), pl.col("n_layers"), pl.col("attn_v_pos")
+    return {"e8": pl.col("n_expert") == 8, "g4": pl.col("gqa_ratio") >= 4, "umb_i": _use_more_bits(i, n),
+            "lt16_i": i < n // 16, "lt8_i": i < n // 8, "umb_k": _use_more_bits(k, pl.col("n_attn_v")),
+            "lt2_k": k < 2}
+
+
+def _gguf_type(mix: str) -> pl.Expr:
+    """llama.cpp's tensor type for ``mix`` per row of ``_GGUF_KEY`` (``sizing_core.formats.gguf_type``)."""
+    base = GGUF_MIXES[mix]
+    role = pl.col("role")
+    e8, g4 = pl.col("e8"), pl.col("g4")
+    lit = pl.lit
+    if mix == "q8_0":
+        return pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))\
+            .when(role == Role.VISION.value).then(lit("F16")).otherwise(lit("Q8_0"))
+    if mix == "q2_k":
+        attn_v = pl.when(g4).then(lit("Q4_K")).otherwise(lit("Q3_K"))
+    elif mix == "q3_k_m":
+        attn_v = pl.when(pl.col("lt2_k")).then(lit("Q5_K")).otherwise(lit("Q4_K"))
+    elif mix == "iq4_xs":
+        attn_v = pl.when(g4).then(lit("Q5_K")).otherwise(lit(base))
+    elif mix in ("q4_k_m", "q5_k_m"):
+        attn_v = pl.when(pl.col("umb_k")).then(lit("Q6_K")).otherwise(lit(base))
+    else:
+        attn_v = lit(base)
+    attn_v = pl.when(pl.col("seventy_b") & attn_v.is_in(["Q3_K", "Q4_K"])).then(lit("Q5_K")).otherwise(attn_v)
+    attn_v = pl.when(e8).then(lit("Q8_0")).otherwise(attn_v)
+    if mix == "q2_k":
+        down = lit("Q3_K")
+    elif mix == "q3_k_m":
+        down = pl.when(pl.col("lt16_i")).then(lit("Q5_K")).otherwise(lit("Q4_K"))
+    elif mix in ("q4_k_m", "q5_k_m"):
+        down = pl.when(pl.col("umb_i")).then(lit("Q6_K")).otherwise(lit(base))
+    elif mix == "iq4_xs":
+        down = pl.when(pl.col("lt8_i")).then(lit("Q5_K")).otherwise(lit(base))
+    else:
+        down = lit(base)
+    qkv = {"q2_k": "Q4_K", "q3_k_m": "Q4_K", "q4_k_m": "Q5_K", "q5_k_m": "Q6_K"}.get(mix, base)
+    out_not8 = {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(mix, base)
+    out_8 = "Q5_K" if mix in ("q2_k", "q3_k_m", "q4_k_m", "iq4_xs") else base
+    return (pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))
+            .when(role == Role.VISION.value).then(lit("F16"))
+            .when((role == Role.OUTPUT.value) | ((role == Role.TOKEN_EMBD.value) & pl.col("tied"))).then(lit("Q6_K"))
+            .when(role == Role.TOKEN_EMBD.value).then(lit(base))
+            .when(_role_in(Role.ATTN_V, Role.ATTN_KV_B)).then(attn_v)
+            .when((role == Role.ATTN_K.value) & e8).then(lit("Q8_0"))
+            .when(role == Role.ATTN_QKV.value).then(lit(qkv))
+            .when(_role_in(Role.FFN_DOWN, Role.FFN_DOWN_EXPS, Role.FFN_DOWN_SHEXP)).then(down)
+            .when(role == Role.ATTN_OUTPUT.value).then(pl.when(e8).then(lit(out_8)).otherwise(lit(out_not8)))
+            .otherwise(lit(base)))
+
+
+_BLOCK = {k: v[0] for k, v in GGML_TYPES.items()}
+_BPW = {k: ggml_bpw(k) for k in GGML_TYPES}
+
+
+def _gguf_bits(kind: pl.Expr) -> pl.Expr:
+    """Bits per element of a ggml type, with llama.cpp's fallback when a row is not a whole number of blocks."""
+    cols = pl.col("cols")
+    fallback = kind.replace_strict(GGML_FALLBACK, default=None, return_dtype=pl.String)
+    misfit = (cols % kind.replace_strict(_BLOCK, return_dtype=pl.Int64) != 0) & fallback.is_not_null()
+    fallback_kind = pl.when(cols % fallback.replace_strict(_BLOCK, default=1, return_dtype=pl.Int64) != 0)\
+        .then(pl.lit("F16")).otherwise(fallback)
+    return pl.when(misfit).then(fallback_kind).otherwise(kind).replace_strict(_BPW, return_dtype=pl.Float64)
+
+
+def bits_expr(fmt: str) -> pl.Expr:
+    """Bits per element of each tensor row in a non-GGUF ``fmt`` (native, bf16, fp8, ...)."""
+    return _native_bits() if fmt == "native" else _format_bits(fmt)
+
+
+def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = GRID_FORMATS) -> pl.DataFrame:
+    """The tensor frame with one ``bits_<format>`` column per format."""
+    rows = tensor_frame(models).lazy().join(_model_table(models).lazy(), on="model_id", how="left",
+                                            maintain_order="left").with_columns(**_gguf_features())
+    mixes = [f for f in formats if f in GGUF_MIXES]
+    gguf = rows.select(_GGUF_KEY).unique().with_columns(**{f"type_{m}": _gguf_type(m) for m in mixes})\
+        .select(*_GGUF_KEY, *[_gguf_bits(pl.col(f"type_{m}")).alias(f"bits_{m}") for m in mixes])
+    return rows.with_columns(**{f"bits_{f}": bits_expr(f) for f in formats if f not in GGUF_MIXES})\
+        .join(gguf, on=list(_GGUF_KEY), how="left", maintain_order="left", nulls_equal=True)\
+        .drop(*_gguf_features()).collect()
+
+
+def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
+    """Per model and format: weight bytes, largest layer, active bytes per token (top-k of routed experts)."""
+    tensors = tensor_bits_frame(models).lazy()
+    nbytes = {f: pl.col("numel") * pl.col(f"bits_{f}") / 8 for f in GRID_FORMATS}
+    not_embd = pl.col("role") != Role.TOKEN_EMBD.value
+    totals = tensors.group_by("model_id").agg(
+        *[nb.sum().alias(f"w_{f}") for f, nb in nbytes.items()],
+        *[(nb * pl.col("share")).filter(not_embd).sum().alias(f"a_{f}") for f, nb in nbytes.items()])
+    layers = tensors.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer")\
+        .agg(*[nb.sum().alias(f"l_{f}") for f, nb in nbytes.items()])\
+        .group_by("model_id").agg(*[pl.col(f"l_{f}").max() for f in GRID_FORMATS])
+    wide = totals.join(layers, on="model_id", how="left").collect()
+    return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
+                                  max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}")
+                      for f in GRID_FORMATS])
+
+
+# ------------------------------------------------------------------------------------------------- small tables
+
+
+def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
+    """Per model and context: KV and state at TP 1 and at the largest valid TP <= 8."""
+    rows = []
+    for model_id, arch in models.items():
+        valid = [t for t in TPS if valid_tensor_parallel(arch, t)]
+        if not valid:
+            continue
+        max_tp = max(valid)
+        state1, state_max = float(state_bytes_per_request(arch, 1)), float(state_bytes_per_request(arch, max_tp))
+        for context in GRID_CONTEXTS:
+            rows.append({"model_id": model_id, "context": context,
+                         "above_max_context": arch.max_context is not None and context > arch.max_context,
+                         "kv1": float(kv_bytes_per_request(arch, context, "bf16", 1)), "state1": state1,
+                         "max_tp": max_tp, "kv_max_tp": float(kv_bytes_per_request(arch, context, "bf16", max_tp)),
+                         "state_max_tp": state_max})
+    return pl.DataFrame(rows, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
+                                      "kv1": pl.Float64, "state1": pl.Float64, "max_tp": pl.Int64,
+                                      "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64})
 
 
 def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
@@ -88,40 +325,76 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
                          "bandwidth": float(gpu.bandwidth_gbs or 0) * GB * (
                              UNIFIED_BANDWIDTH_EFFICIENCY if gpu.kind in ("apple", "unified")
                              else DISCRETE_BANDWIDTH_EFFICIENCY)})
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows, schema={"gpu_id": pl.String, "engine": pl.String, "gpu_kind": pl.String,
+                                      "usable_bytes": pl.Float64, "node_size": pl.Int64,
+                                      "tensor_parallel": pl.Boolean, "bandwidth": pl.Float64})
 
 
-def support_table(gpus: Iterable[GPU], models: dict[str, Architecture]) -> pl.DataFrame:
-    rows = []
-    for gpu in gpus:
-        for engine_id in engines_for(gpu):
-            engine = ENGINES[engine_id]
-            for model_id, arch in models.items():
-                activation = engine.activation_bytes(arch, 1)
-                for fmt in GRID_FORMATS:
-                    s = engine.supports(gpu, fmt, arch)
-                    rows.append({"gpu_id": gpu.id, "engine": engine_id, "model_id": model_id, "format": fmt,
-                                 "runs": s.runs, "native_support": s.native, "activation_bytes": float(activation)})
-    return pl.DataFrame(rows)
+def _support_class(arch: Architecture, fmt: str) -> tuple[str, str | None, bool, bool]:
+    """What ``Engine.supports`` reads from a model: the format (native: the stored one, and whether its scheme
+    is known), MoE or not. The grid test compares every cell with per-cell ``supports`` calls."""
+    moe = any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+    native = fmt == "native"
+    return fmt, arch.native.weight_format if native else None, moe, native and bool(arch.native.unsupported)
+
+
+# ------------------------------------------------------------------------------------------------------- cells
 
 
 def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -> pl.DataFrame:
-    """All cells for ``models`` (id -> (revision, architecture)) on ``gpus``."""
+    """All cells for ``models`` (id -> (revision, architecture)) on ``gpus``, sorted by model, format, context,
+    GPU and engine."""
     if not models:
         return pl.DataFrame()
     archs = {k: v[1] for k, v in models.items()}
-    figures = [model_figures(mid, rev, arch) for mid, (rev, arch) in models.items()]
-    formats = pl.concat([f for f, _ in figures])
-    contexts = pl.concat([c for _, c in figures])
-    hw = gpu_table(gpus)
-    support = support_table(gpus, archs)
-    one = contexts.filter(pl.col("tp") == 1).select("model_id", "context", "above_max_context",
-                                                    kv1="kv_bytes", state1="state_bytes")
-    best_tp = contexts.filter(pl.col("tp_valid") & (pl.col("tp") <= 8)).group_by("model_id", "context").agg(
-        max_tp=pl.col("tp").max(),
-        kv_max_tp=pl.col("kv_bytes").sort_by("tp").last(), state_max_tp=pl.col("state_bytes").sort_by("tp").last())
-    cells = (formats.join(one, on="model_id").join(best_tp, on=["model_id", "context"])
-             .join(hw, how="cross").join(support, on=["gpu_id", "engine", "model_id", "format"]))
+    revisions = {k: v[0] for k, v in models.items()}
+    hw = gpu_table(gpus).sort("gpu_id", "engine").with_row_index("hw_idx")
+    n_hw = hw.height
+    gpu_by_id = {g.id: g for g in gpus}
+    # support verdicts, once per (GPU, engine, support class); activation peaks, once per (model, engine)
+    classes: dict[tuple[str, str | None, bool, bool], int] = {}
+    class_arch: dict[tuple[str, str | None, bool, bool], Architecture] = {}
+    mf_rows = []
+    for model_id, arch in archs.items():
+        for fmt in GRID_FORMATS:
+            if fmt == "native" and arch.native.unsupported:
+                continue  # unknown checkpoint scheme: no native cells (sizing #11)
+            key = _support_class(arch, fmt)
+            if key not in classes:
+                classes[key] = len(classes)
+                class_arch[key] = arch
+            mf_rows.append({"model_id": model_id, "format": fmt, "revision": revisions[model_id],
+                            "stored_format": effective_format(arch, fmt), "num_layers": arch.num_layers,
+                            "support_idx": classes[key]})
+    runs, native = [], []
+    for (fmt, _, _, _), arch in class_arch.items():
+        for gpu_id, engine_id in hw.select("gpu_id", "engine").iter_rows():
+            s = ENGINES[engine_id].supports(gpu_by_id[gpu_id], fmt, arch)
+            runs.append(s.runs)
+            native.append(s.native)
+    engine_ids = sorted({e for e in hw["engine"]})
+    engine_idx = {e: i for i, e in enumerate(engine_ids)}
+    model_ids = sorted(archs)
+    activation = [float(ENGINES[e].activation_bytes(archs[m], 1)) for m in model_ids for e in engine_ids]
+
+    mf = pl.DataFrame(mf_rows).join(format_figures(archs), on=["model_id", "format"])
+    mf = mf.with_columns(model_idx=pl.col("model_id").replace_strict({m: i for i, m in enumerate(model_ids)},
+                                                                      return_dtype=pl.Int64))
+    mfc = mf.join(context_table(archs), on="model_id").sort("model_id", "format", "context")
+    n = mfc.height * n_hw
+    hw = hw.with_columns(engine_idx=pl.col("engine").replace_strict(engine_idx, return_dtype=pl.Int64))
+    idx = pl.DataFrame({"i": pl.int_range(0, n, dtype=pl.Int64, eager=True)})
+    left, right = idx["i"] // n_hw, idx["i"] % n_hw
+    cells = pl.concat([mfc.select(pl.all().gather(left)), hw.select(pl.all().gather(right))], how="horizontal")
+    cells = cells.with_columns(
+        runs=pl.Series(runs, dtype=pl.Boolean).gather(cells["support_idx"] * n_hw + cells["hw_idx"]),
+        native_support=pl.Series(native, dtype=pl.Boolean).gather(cells["support_idx"] * n_hw + cells["hw_idx"]),
+        activation_bytes=pl.Series(activation, dtype=pl.Float64).gather(
+            cells["model_idx"] * len(engine_ids) + cells["engine_idx"]))
+    return _cell_columns(cells)
+
+
+def _cell_columns(cells: pl.DataFrame) -> pl.DataFrame:
     budget = pl.col("usable_bytes") - pl.col("activation_bytes")
     single = pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1")
     tp_cap = pl.min_horizontal(pl.col("max_tp"), pl.col("node_size"))  # (max_tp is the largest valid TP <= 8)
@@ -140,20 +413,15 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     gpus_col = pl.when(pl.col("tensor_parallel")).then(tp_gpus).otherwise(split_gpus)
     fits_a_layer = pl.when(pl.col("tensor_parallel")).then(per_stage >= 1).otherwise(per_device >= 1)
     feasible = pl.col("runs") & ~pl.col("above_max_context") & (budget > 0) & fits_a_layer
-    cells = cells.with_columns(
-        single_gpu_gib=(single + pl.col("activation_bytes")) / GIB,
-        usable_gib=pl.col("usable_bytes") / GIB,
-        fits_single=feasible & (single <= budget),
-        est_gpus=pl.when(feasible & (gpus_col <= MAX_GPUS)).then(gpus_col).otherwise(None).cast(pl.Int64),
-    )
+    est_gpus = pl.when(feasible & (gpus_col <= MAX_GPUS)).then(gpus_col).otherwise(None).cast(pl.Int64)
     decode = pl.col("bandwidth") / (pl.col("active_bytes") / pl.when(pl.col("tensor_parallel"))
-                                    .then(pl.min_horizontal(pl.col("est_gpus"), tp_cap)).otherwise(1)
+                                    .then(pl.min_horizontal(est_gpus, tp_cap)).otherwise(1)
                                     + pl.col("kv1"))
-    cells = cells.with_columns(
-        decode_tokens_per_s=pl.when(pl.col("est_gpus").is_not_null() & (pl.col("bandwidth") > 0))
-        .then(decode).otherwise(None),
-        weights_gib=pl.col("weights_bytes") / GIB, kv_gib=pl.col("kv1") / GIB, state_gib=pl.col("state1") / GIB)
-    return cells.select(
+    return cells.lazy().select(
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
-        "native_support", "above_max_context", "weights_gib", "kv_gib", "state_gib", "single_gpu_gib", "usable_gib",
-        "fits_single", "est_gpus", "decode_tokens_per_s").sort("model_id", "format", "context", "gpu_id", "engine")
+        "native_support", "above_max_context",
+        weights_gib=pl.col("weights_bytes") / GIB, kv_gib=pl.col("kv1") / GIB, state_gib=pl.col("state1") / GIB,
+        single_gpu_gib=(single + pl.col("activation_bytes")) / GIB, usable_gib=pl.col("usable_bytes") / GIB,
+        fits_single=feasible & (single <= budget), est_gpus=est_gpus,
+        decode_tokens_per_s=pl.when(est_gpus.is_not_null() & (pl.col("bandwidth") > 0)).then(decode)
+        .otherwise(None)).collect()

@@ -36,7 +36,7 @@ from sizing_core import Architecture
 from sizing_core.cost import HOURS_PER_MONTH
 from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
-from sizing_core.placement import Placement, fewest_gpus
+from sizing_core.placement import Placement, _lower_bound, _weight_loads, fewest_gpus
 from sizing_core.schema import CamelModel
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
@@ -156,6 +156,17 @@ class Planner:
     def __init__(self, arch: Architecture, fmt: str, context: int, concurrency: int, kv_cache_dtype: str):
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self._cache: dict[tuple[str, int], Placement] = {}
+        self._floors: dict[str, int] = {}
+        self._loads = None
+
+    def gpus_floor(self, gpu: GPU) -> int:
+        """Fewer GPUs than this cannot hold the weights (``sizing_core.placement``'s exact lower bound), whatever
+        the instance shape: what the pruning in :func:`cheapest_setups` prices a group at before placing it."""
+        if gpu.id not in self._floors:
+            if self._loads is None:
+                self._loads = _weight_loads(self.arch, self.fmt)
+            self._floors[gpu.id] = _lower_bound(self.arch, gpu, default_engine(gpu), self._loads)
+        return self._floors[gpu.id]
 
     def place(self, gpu: GPU, per_instance: int) -> Placement:
         key = (gpu.id, per_instance)
@@ -166,22 +177,52 @@ class Planner:
         return self._cache[key]
 
 
-def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]], *, context: int = 8192,
-                    concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
+class OfferGroups:
+    """Usable offers of some allocations grouped by (GPU, GPUs per instance), in their original order, with each
+    group's cheapest price: built once per run and shared by every model and format (perf #14)."""
+
+    def __init__(self, offers: Iterable[dict[str, Any]], allocations: tuple[str, ...] = ON_DEMAND):
+        gpus = catalog()
+        self.allocations = allocations
+        self.groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for offer in offers:
+            if usable_offer(offer, allocations) and offer["gpu_id"] in gpus:
+                self.groups.setdefault((offer["gpu_id"], int(offer["gpu_count"])), []).append(offer)
+        self.cheapest = {k: min(o["price_per_hour_usd"] for o in g) for k, g in self.groups.items()}
+
+
+def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]] | OfferGroups, *,
+                    context: int = 8192, concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
                     allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | None = None,
                     as_of: datetime | None = None) -> list[Setup]:
-    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot).
+    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot), and
+    ``OfferGroups`` (built for ``allocations``) instead of the offers to share the grouping between models.
     With ``as_of``, a price converted with an ECB rate older than :data:`FX_STALE_AFTER_DAYS` is marked and
     flagged (the rate's own date travels with the price as ``fx_date``)."""
     gpus = catalog()
     planner = planner or Planner(arch, fmt, context, concurrency, kv_cache_dtype)
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for offer in offers:
-        if usable_offer(offer, allocations) and offer["gpu_id"] in gpus:
-            groups.setdefault((offer["gpu_id"], int(offer["gpu_count"])), []).append(offer)
+    grouped = offers if isinstance(offers, OfferGroups) else OfferGroups(offers, allocations)
+    assert grouped.allocations == allocations, "OfferGroups built for other allocations"
+    groups = grouped.groups
+    # Pruning (perf #14), exact: a group's setups cost at least its cheapest offer times the instances that the
+    # weights alone need (``Planner.gpus_floor``: no placement uses fewer GPUs), and rank at least at that price
+    # (the multi-machine factor is >= 1). Groups are visited by that floor; once it exceeds the current top-th
+    # rank price no later group can enter the top, and the placements (the expensive part) of the remaining
+    # groups are never computed. A (provider, instance type, region) lives in one group, so the visiting order
+    # changes nothing else.
+    floors: dict[tuple[str, int], float] = {}
+    for gpu_id, per_instance in groups:
+        need = planner.gpus_floor(gpus[gpu_id])
+        if need > per_instance and not default_engine(gpus[gpu_id]).splits_layers:
+            continue  # one instance is too small and the engine cannot span machines: no setup
+        floors[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
     # the best setup per (provider, instance type, region)
     best: dict[tuple[str, str, str | None], Setup] = {}
-    for (gpu_id, per_instance), group in sorted(groups.items()):
+    for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
+        if len(best) >= top and floors[(gpu_id, per_instance)] > sorted(
+                s.rank_key[0] for s in best.values())[top - 1] + 1e-6:  # (rank prices are rounded to 1e-6)
+            break
+        group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
         placed = planner.place(gpu, per_instance)
         if placed.gpus is None or placed.plan is None:

@@ -20,6 +20,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -58,16 +59,35 @@ class HttpStatusError(Exception):
         super().__init__(f"{part.url}: HTTP {part.status}")
 
 
+class HostGate:
+    """Per-host spacing of request starts (``min_interval``), shared by every transport and thread given the same
+    gate: sources fetched concurrently still send at most one request per interval to a host they share (the
+    SkyPilot catalogs all live on raw.githubusercontent.com). Each start is reserved under a lock; the wait
+    happens outside it, so other hosts are never held up."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def reserve(self, host: str, now: float, min_interval: float) -> float:
+        """Seconds to wait before starting a request to ``host`` at ``now``."""
+        with self._lock:
+            last = self._last.get(host)
+            wait = 0.0 if last is None else max(0.0, min_interval - (now - last))
+            self._last[host] = now + wait
+            return wait
+
+
 class RetryingTransport(httpx.BaseTransport):
     """Wraps another transport with retries, backoff, Retry-After and a per-host rate limit."""
 
     def __init__(self, inner: httpx.BaseTransport, *, retries: int = 3, backoff: float = 1.0,
                  max_retry_wait: float = 60.0, min_interval: float = 0.5,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 jitter: Callable[[], float] = random.random):
+                 jitter: Callable[[], float] = random.random, gate: HostGate | None = None):
         self.inner, self.retries, self.backoff, self.max_retry_wait = inner, retries, backoff, max_retry_wait
         self.min_interval, self.sleep, self.clock, self.jitter = min_interval, sleep, clock, jitter
-        self._last: dict[str, float] = {}
+        self.gate = gate or HostGate()
         self.waits: list[float] = []  # every pause taken, for the fetch log and tests
 
     def _pause(self, seconds: float) -> None:
@@ -80,10 +100,7 @@ class RetryingTransport(httpx.BaseTransport):
         return self.backoff * (2**attempt + self.jitter())
 
     def _rate_limit(self, host: str) -> None:
-        last = self._last.get(host)
-        if last is not None:
-            self._pause(self.min_interval - (self.clock() - last))
-        self._last[host] = self.clock()
+        self._pause(self.gate.reserve(host, self.clock(), self.min_interval))
 
     def _retry_after(self, response: httpx.Response) -> float | None:
         value = response.headers.get("retry-after")
@@ -135,11 +152,12 @@ class SourceClient(httpx.Client):
 def make_client(transport: httpx.BaseTransport | None = None, *, max_bytes: int = 64 * 2**20,
                 validators: dict[str, dict[str, str]] | None = None, timeout: float | None = None,
                 sleep: Callable[[float], None] = time.sleep, retries: int | None = None, min_interval: float = 0.5,
-                backoff: float | None = None, max_retry_wait: float | None = None) -> SourceClient:
+                backoff: float | None = None, max_retry_wait: float | None = None,
+                gate: HostGate | None = None) -> SourceClient:
     """A client for one run; unset timings come from :func:`http_settings` (the environment)."""
     env = http_settings()
     inner = transport or httpx.HTTPTransport()
-    retrying = RetryingTransport(inner, sleep=sleep, min_interval=min_interval,
+    retrying = RetryingTransport(inner, sleep=sleep, min_interval=min_interval, gate=gate,
                                  retries=int(env["retries"]) if retries is None else retries,
                                  backoff=env["backoff"] if backoff is None else backoff,
                                  max_retry_wait=env["max_retry_wait"] if max_retry_wait is None else max_retry_wait)

@@ -1,0 +1,141 @@
+"""The hourly run does only what changed (perf #14): a model whose Hub revision and a GPU whose catalog row are
+unchanged keep their sizing rows; a changed revision or GPU row is re-sized (and only that); setups follow
+changed offers; and the published exports equal those of a full rebuild."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+from dagster_duckdb import DuckDBResource
+
+from pipeline.assets.core import core__gpus
+from pipeline.assets.out import out__cheapest_setups, out__exports, out__sizing
+from pipeline.compute.grid import GRID_CONTEXTS, GRID_FORMATS, engines_for
+from pipeline.resources import VramlabSettings
+from pipeline.sources.huggingface import HubState
+from sizing_core.gpus import catalog
+
+
+@pytest.fixture
+def world(published: dict, tmp_path: Path) -> dict:
+    """A private copy of the published replay run (data directory and DuckDB file) to change and re-run."""
+    data = tmp_path / "data"
+    shutil.copytree(published["tmp"], data, symlinks=True)  # exports/latest stays a (relative) link
+    db = data / "vramlab.duckdb"
+    return {"data": data, "db": db, "resources": {"vramlab": VramlabSettings(data_dir=str(data), db_path=str(db)),
+                                                  "duckdb": DuckDBResource(database=str(db))}}
+
+
+def _metadata(result: dg.ExecuteInProcessResult, node: str) -> dict:
+    return {k: v.value for k, v in result.asset_materializations_for_node(node)[0].metadata.items()}
+
+
+def _query(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_nothing_changed_nothing_is_resized(world: dict) -> None:
+    md = _metadata(dg.materialize([out__sizing], resources=world["resources"]), "out__sizing")
+    models = _query(world["db"], "SELECT count(DISTINCT model_id) FROM sizing")[0][0]
+    assert md["rows_computed"] == 0 and md["models_recomputed"] == 0 and md["gpus_recomputed"] == 0
+    assert md["models_skipped"] == models and md["rows_reused"] == md["dagster/row_count"] > 100_000
+    assert md["gpus_skipped"] == len(catalog())
+
+
+def test_a_new_hub_revision_resizes_that_model_only(world: dict) -> None:
+    repo, model_id = _query(world["db"], "SELECT repo, id FROM models WHERE id IN (SELECT model_id FROM sizing) "
+                                         "AND repo LIKE 'Qwen/Qwen3-8B' LIMIT 1")[0]
+    state = HubState(world["data"])
+    state.save(state.latest(repo).model_copy(update={"sha": "f" * 40}))  # the Hub moved to a new commit
+    before = _query(world["db"], "SELECT count(*) FROM sizing")[0][0]
+    md = _metadata(dg.materialize([out__sizing], resources=world["resources"]), "out__sizing")
+    n_cells = len(GRID_FORMATS) * len(GRID_CONTEXTS) * sum(len(engines_for(g)) for g in catalog().values())
+    assert md["models_recomputed"] == 1 and md["gpus_recomputed"] == 0
+    assert md["rows_computed"] == n_cells and md["dagster/row_count"] == before
+    assert model_id in md["skipped"].split("Re-sized models:")[1]
+    revisions = dict(_query(world["db"], "SELECT model_id, any_value(revision) FROM sizing GROUP BY model_id "
+                                         "HAVING count(DISTINCT revision) = 1"))
+    assert revisions[model_id] == "f" * 40
+    assert all(r != "f" * 40 for m, r in revisions.items() if m != model_id)
+
+
+def test_a_changed_gpu_row_resizes_that_gpu_only(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = catalog()
+    h100 = real["h100"]
+    changed = {**real, "h100": h100.model_copy(update={"bandwidth_gbs": h100.bandwidth_gbs * 2})}
+    monkeypatch.setattr("pipeline.storage.loaders.catalog", lambda: changed)  # what core__gpus loads
+    monkeypatch.setattr("pipeline.assets.out.catalog", lambda: changed)  # what the grid sizes
+    decode_sql = ("SELECT model_id, format, context, engine, decode_tokens_per_s FROM sizing WHERE gpu_id = 'h100' "
+                  "AND decode_tokens_per_s IS NOT NULL ORDER BY ALL")
+    before = _query(world["db"], decode_sql)
+    others_sql = "SELECT count(*), sum(decode_tokens_per_s) FROM sizing WHERE gpu_id <> 'h100'"
+    other_before = _query(world["db"], others_sql)[0]
+    result = dg.materialize([core__gpus, out__sizing], resources=world["resources"])
+    md = _metadata(result, "out__sizing")
+    models = _query(world["db"], "SELECT count(DISTINCT model_id) FROM sizing")[0][0]
+    assert md["gpus_recomputed"] == 1 and md["models_recomputed"] == 0
+    assert md["rows_computed"] == models * len(GRID_FORMATS) * len(GRID_CONTEXTS) * len(engines_for(h100))
+    after = _query(world["db"], decode_sql)
+    assert len(after) == len(before) > 100
+    # decode speed is bandwidth-bound: twice the bandwidth, twice the tokens per second, cell by cell
+    assert all(a[:4] == b[:4] and a[4] == pytest.approx(2 * b[4]) for a, b in zip(after, before, strict=True))
+    other_after = _query(world["db"], others_sql)[0]  # (a parallel float sum: equal up to summation order)
+    assert other_after[0] == other_before[0] and other_after[1] == pytest.approx(other_before[1], rel=1e-12)
+
+
+def _snapshot_tables(snapshot: Path) -> dict[str, object]:
+    """Every data file of a published snapshot, minus what names the moment it was written."""
+    volatile = ("generated", "computed", "snapshot", "published", "sha256", "created", "updated")
+    out: dict[str, object] = {}
+
+    def clean(obj: object) -> object:
+        if isinstance(obj, dict):
+            return {k: clean(v) for k, v in obj.items() if not any(w in k.lower() for w in volatile)}
+        if isinstance(obj, list):
+            return [clean(v) for v in obj]
+        return obj
+
+    for path in sorted(p for p in snapshot.rglob("*") if p.is_file() and p.name != "manifest.json"):
+        rel = str(path.relative_to(snapshot))
+        if path.suffix == ".parquet":
+            frame = pl.read_parquet(path)
+            rows = frame.drop([c for c in frame.columns if any(w in c.lower() for w in volatile)]).to_dicts()
+            # row order follows the DuckDB table's insertion order, which reuse changes: compare as sorted rows
+            out[rel] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+        elif path.suffix == ".json":
+            out[rel] = clean(json.loads(path.read_text()))
+    return out
+
+
+def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publishes(world: dict) -> None:
+    setups_sql = "SELECT model_id, list, format, rank, source, price_per_hour FROM cheapest_setups ORDER BY ALL"
+    before = _query(world["db"], setups_sql)
+    con = duckdb.connect(str(world["db"]))
+    con.execute("UPDATE offers_current SET price_per_hour_usd = price_per_hour_usd * 0.5, "
+                "price_per_gpu_hour_usd = price_per_gpu_hour_usd * 0.5 WHERE source = 'skypilot-runpod'")
+    con.close()
+    out_assets = [out__sizing, out__cheapest_setups, out__exports]
+    incremental = dg.materialize(out_assets, resources=world["resources"])
+    assert _metadata(incremental, "out__sizing")["rows_computed"] == 0  # only prices moved: no re-sizing
+    assert _query(world["db"], setups_sql) != before  # setups were recomputed from the changed offers
+    first = _snapshot_tables(Path(_metadata(incremental, "out__exports")["snapshot"]))
+
+    con = duckdb.connect(str(world["db"]))
+    con.execute("DELETE FROM sizing")  # a full rebuild: nothing to reuse
+    con.close()
+    rebuild = dg.materialize(out_assets, resources=world["resources"])
+    assert _metadata(rebuild, "out__sizing")["models_skipped"] == 0
+    second = _snapshot_tables(Path(_metadata(rebuild, "out__exports")["snapshot"]))
+    assert first.keys() == second.keys() and len(first) > 10
+    for name in first:
+        assert first[name] == second[name], name
