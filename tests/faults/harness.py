@@ -222,17 +222,28 @@ def resources_for(data_dir: Path, db: Path | None = None) -> dict[str, Any]:
             "duckdb": DuckDBResource(database=str(db))}
 
 
-def price_assets(sources: list[str] | None = None, *, core: bool = True) -> list:
+class Selection(list):
+    """Assets to pass to ``dagster.materialize`` plus the asset keys to select (the price sources are one
+    multi-asset step: a subset is chosen by key)."""
+
+    selection: list[str] | None = None
+
+
+def price_assets(sources: list[str] | None = None, *, core: bool = True) -> Selection:
     """The ECB asset, the raw assets of ``sources`` (all when None) and the core price assets."""
     from pipeline.assets import core as core_assets
     from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, asset_name
 
-    wanted = None if sources is None else {asset_name(s) for s in sources}
-    raws = [a for a in PRICE_ASSETS if wanted is None or a.key.to_user_string() in wanted]
-    out = [ECB_ASSET, *raws]
+    out = Selection([ECB_ASSET, *PRICE_ASSETS])
+    keys = [ECB_ASSET.key.to_user_string()]
+    keys += [k.to_user_string() for a in PRICE_ASSETS for k in a.keys
+             if sources is None or k.to_user_string() in {asset_name(s) for s in sources}]
     if core:
-        out += [core_assets.core__gpus, core_assets.core__fetch_log, core_assets.core__price_observations,
-                core_assets.core__offers_current]
+        extra = [core_assets.core__gpus, core_assets.core__fetch_log, core_assets.core__price_observations,
+                 core_assets.core__offers_current]
+        out += extra
+        keys += [a.key.to_user_string() for a in extra]
+    out.selection = keys
     return out
 
 
@@ -245,7 +256,10 @@ def materialize(assets: list, data_dir: Path, monkeypatch: Any = None, client: C
     if client is not None:
         monkeypatch.setattr("pipeline.assets.raw.client_for", lambda *_a, **_k: client())
     kwargs.setdefault("raise_on_error", False)
-    return dg.materialize(assets, resources=resources_for(data_dir), instance=instance, **kwargs)
+    selection = getattr(assets, "selection", None)
+    if selection is not None:
+        kwargs.setdefault("selection", selection)
+    return dg.materialize(list(assets), resources=resources_for(data_dir), instance=instance, **kwargs)
 
 
 def checks(result: Any) -> dict[str, bool]:

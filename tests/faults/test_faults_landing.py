@@ -31,8 +31,11 @@ SOURCES = ["lambda", "hetzner"]
 
 
 def run(tmp: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict | None = None, extra: list | None = None):
-    return materialize(price_assets(SOURCES) + (extra or []), tmp, monkeypatch,
-                       client=lambda: replay_client(overrides or {}))
+    assets = price_assets(SOURCES)
+    for asset in extra or []:
+        assets.append(asset)
+        assets.selection.append(asset.key.to_user_string())
+    return materialize(assets, tmp, monkeypatch, client=lambda: replay_client(overrides or {}))
 
 
 def per_source(db: Path) -> dict[str, int]:
@@ -62,10 +65,8 @@ def test_unparseable_landed_payload_is_isolated(tmp_path: Path, monkeypatch: pyt
     """L02 one pending landed payload cannot be read (damaged body file). Before, the whole price layer failed
     (no per-fetch isolation). Now that fetch stays pending and is reported (WARN check ``landing_readable``),
     every other fetch loads."""
-    from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS
 
-    raws = [a for a in PRICE_ASSETS if a.key.to_user_string() in ("raw_prices__lambda", "raw_prices__hetzner")]
-    assert materialize([ECB_ASSET, *raws], tmp_path, monkeypatch, client=lambda: replay_client()).success
+    assert materialize(price_assets(SOURCES, core=False), tmp_path, monkeypatch, client=lambda: replay_client()).success
     entries = {e.source: e for e in read_log(tmp_path)}
     lambda_meta = tmp_path / entries["lambda"].raw_path
     body = lambda_meta.with_name(json.loads(lambda_meta.read_text())["parts"][0]["body"])
