@@ -17,6 +17,12 @@ sources are fetched concurrently inside their one step either way.
 import dagster as dg
 
 REFRESH_TAG = {"vramlab/refresh": "hourly"}
+#: the whole graph as the job ``vramlab run`` runs (in process), tagged like the scheduled hourly_refresh_job so the
+#: run limit on ``vramlab/refresh`` and the schedule's skip-while-active guard cover both
+REFRESH_JOB = "vramlab_refresh"
+
+vramlab_refresh = dg.define_asset_job(REFRESH_JOB, selection=dg.AssetSelection.all(), tags=REFRESH_TAG,
+                                      description="Fetch every source, load DuckDB, size, publish a snapshot.")
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
           dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 

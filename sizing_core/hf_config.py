@@ -542,6 +542,34 @@ def _falcon_h1(c: Fields) -> Layers:
     return [layer] * n, []
 
 
+def _gemma3n(c: Fields) -> Layers:
+    """Gemma 3n: 4 sliding : 1 global layers whose last ``num_kv_shared_layers`` reuse earlier layers' KV (no
+    cache of their own); per-head q/k norms; per-layer MLP widths. Its per-layer embeddings, AltUp and LAuReL
+    weights are added as extra parameters (``gemma3n_extra_parameters``)."""
+    n = _num_layers(c)
+    kinds = _attention_kinds(c, n)
+    shared_from = n - c.int("num_kv_shared_layers", 0, minimum=0)
+    widths = c.raw("intermediate_size")
+    layers = []
+    for i in range(n):
+        gqa = _gqa(c, qk_norm=True, kv_shared=i >= shared_from)
+        width = widths[i] if isinstance(widths, list) else c.int("intermediate_size")
+        layers.append(DecoderLayer(mixer=_attention(c, kinds[i], **gqa), mlp=DenseMLP(intermediate=int(width)),
+                                   norms=4))
+    return layers, []
+
+
+def gemma3n_extra_parameters(c: Fields, n: int) -> int:
+    """Per-layer embeddings (vocab_size_per_layer_input x layers x hidden_size_per_layer_input) and their
+    projection, and per layer: AltUp (router, coefficients), LAuReL (low-rank h -> r -> h), the per-layer input gate
+    and projection, 3 extra norms; AltUp's (n-1) in and out projections."""
+    h, hp, r = c.int("hidden_size"), c.int("hidden_size_per_layer_input"), c.int("laurel_rank", 64)
+    k = c.int("altup_num_inputs", 4)
+    model = (c.int("vocab_size_per_layer_input") * n * hp + h * n * hp + hp + 2 * (k - 1) * h * h)
+    per_layer = (h + k * k + k * k * k + h * k + h) + (2 * h * r + h) + (2 * h * hp + h)
+    return model + n * per_layer
+
+
 def _decilm(c: Fields) -> Layers:
     """Nemotron-NAS (DeciLM): per-layer ``block_configs`` vary KV groups and FFN width, or drop a sub-block."""
     n = c.int("num_hidden_layers")
@@ -716,6 +744,11 @@ FAMILIES: dict[str, Family] = {
                         "embeddings", {"tie_word_embeddings": True}) for t in ("lfm2", "lfm2_moe")},
     "falcon_h1": Family(_falcon_h1, "attention and Mamba2 in parallel in every layer (KV per token and a fixed "
                                     "state per request), then a SwiGLU MLP"),
+    "gemma3n_text": Family(_gemma3n, "4 sliding : 1 global; the last num_kv_shared_layers cache nothing (KV sharing); "
+                                     "per-layer embeddings, AltUp and LAuReL counted as extra parameters (kept at 16 "
+                                     "bits in every format); tied embeddings",
+                           {**_TIED, "num_kv_shared_layers": 15, "laurel_rank": 64, "altup_num_inputs": 4,
+                            "head_dim": 256, "sliding_window": 512}),
     "granitemoehybrid": Family(_granite_hybrid, "Granite 4.0: Mamba2 / attention layer_types, shared MLP of "
                                                 "shared_intermediate_size in every layer, experts beside it",
                                {"tie_word_embeddings": True}),
@@ -858,6 +891,8 @@ def parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | 
     vision_cfg = config.get("vision_config")
     vision = estimate_vision_parameters(vision_cfg, hidden) if isinstance(vision_cfg, dict) else 0
     extra = 0
+    if str(model_type) == "gemma3n_text":
+        extra += gemma3n_extra_parameters(text, len(layers))
     if text.has("hc_mult"):  # DeepSeek-V4 hyper-connections: mixing weights for attention and FFN per layer
         m = text.int("hc_mult")
         extra = len(layers) * 2 * (m * hidden) * (m * m + 2 * m)

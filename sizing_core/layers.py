@@ -45,6 +45,7 @@ class FullAttention(_Kind):
     sinks: bool = False  # gpt-oss learned attention sinks, one per head
     k_eq_v: bool = False  # Gemma 4 global layers: keys double as values, one cached tensor
     fused_qkv: bool = False  # Phi-3 stores one qkv_proj
+    kv_shared: bool = False  # Gemma 3n's last layers reuse an earlier layer's KV: they cache nothing themselves
     qk_norm_full: bool = False  # OLMo 2 / MiniMax-M2: q_norm over all heads (H*d), k_norm over Hkv*d
 
     @property
@@ -76,6 +77,8 @@ class FullAttention(_Kind):
         return out
 
     def _bytes_per_cached_token(self, cache_bytes: float, tp: int) -> float:
+        if self.kv_shared:
+            return 0.0
         per_head = self.head_dim + (0 if self.k_eq_v else self.vdim)
         return _per_rank(self.num_kv_heads, tp) * per_head * cache_bytes
 

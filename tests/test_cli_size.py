@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,16 @@ from helpers import FIXTURES, ROOT, config_path
 SEED = json.loads((FIXTURES / "seeds" / "004_kimi-k3.1-pro.json").read_text())
 
 
-def vramlab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli.main", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+#: the installed console script next to the interpreter running the tests, as a user runs it
+CONSOLE_SCRIPT = Path(sys.executable).parent / "vramlab"
+
+
+def vramlab(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real ``vramlab`` console script on this tree (PYTHONPATH first), 100 columns, empty data dir
+    unless ``--data-dir``/``VRAMLAB_DATA_DIR`` says otherwise."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})}
+    return subprocess.run([str(CONSOLE_SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                          env=full)
 
 
 def test_size_json_contract() -> None:
@@ -138,7 +146,7 @@ def test_unknown_file_or_id(tmp_path: Path) -> None:
 
 
 def test_bad_flags() -> None:
-    out = vramlab("size", "kimi-k3.1-pro", "--contexts", "8k")
-    assert out.returncode != 0 and "--contexts" in out.stderr
+    out = vramlab("size", "kimi-k3.1-pro", "--contexts", "8q")
+    assert out.returncode == 2 and "--contexts" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     out = vramlab("size", "kimi-k3.1-pro", "--tensor-parallel", "0")
     assert out.returncode != 0 and "must be >= 1" in out.stderr

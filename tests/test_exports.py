@@ -147,6 +147,6 @@ def test_cheapest_cli_reads_the_snapshot(published: dict) -> None:
     prices = [s["price_per_hour"] for s in data["setups"]]
     assert prices == sorted(prices)
     table = vramlab("cheapest", "kimi-k3.1-pro", "--format", "native", "--data-dir", str(published["tmp"]))
-    assert table.returncode == 0 and "PROVIDER" in table.stdout and "native" in table.stdout
+    assert table.returncode == 0 and "provider" in table.stdout and "native" in table.stdout
     missing = vramlab("cheapest", "no-such-model", "--data-dir", str(published["tmp"]))
     assert missing.returncode == 2 and "not in snapshot" in missing.stderr

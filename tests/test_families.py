@@ -411,3 +411,28 @@ def test_falcon_h1_parallel_attention_and_mamba_in_every_layer() -> None:
     conv = (4 - 1) * (1536 + 2 * 128) * 2
     ssm = 24 * 64 * 128 * 2
     assert state_bytes_per_request(a) == 4 * (conv + ssm)
+
+
+def test_gemma3n_kv_sharing_and_per_layer_embeddings() -> None:
+    """Constructed with Gemma3nTextConfig's defaults (the E4B text model): 35 layers, 4 sliding : 1 global, the last
+    15 layers share KV, per-layer embeddings of 262,144 x 35 x 256."""
+    layer_types = (["sliding_attention"] * 4 + ["full_attention"]) * 7
+    cfg = {"model_type": "gemma3n", "text_config": {
+        "model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 35, "intermediate_size": [16384] * 35,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 262400,
+        "vocab_size_per_layer_input": 262144, "hidden_size_per_layer_input": 256, "layer_types": layer_types,
+        "sliding_window": 512, "num_kv_shared_layers": 15, "laurel_rank": 64, "altup_num_inputs": 4,
+        "max_position_embeddings": 32768}}
+    a = parse_config("google/gemma-3n-E4B-like", cfg)
+    # Layers 20..34 reuse KV: of the first 20, layers 4, 9, 14, 19 are global.
+    assert kv_bytes_per_token(a, "bf16") == 4 * 2 * 2 * 256 * 2 == 8_192
+    assert kv_bytes_per_request(a, 32768) == 4 * 32768 * 2048 + 16 * 512 * 2048
+    h, hp, r, k = 2048, 256, 64, 4
+    attn = h * 8 * 256 + 2 * h * 2 * 256 + 8 * 256 * h + 2 * 256
+    layer = attn + 3 * h * 16384 + 4 * h
+    extra_layer = (h + k * k + k ** 3 + h * k + h) + (2 * h * r + h) + (2 * h * hp + h)
+    per_layer_embeddings = 262144 * 35 * hp
+    extra_model = per_layer_embeddings + h * 35 * hp + hp + 2 * (k - 1) * h * h
+    total = 35 * (layer + extra_layer) + extra_model + 262400 * h + h
+    assert count_parameters(a).total == total
+    assert per_layer_embeddings == 2_348_810_240  # the part Gemma 3n can keep off the accelerator

@@ -10,6 +10,7 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
+from pipeline.assets.metadata import column_schema, gpu_price_series, table
 from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
@@ -69,7 +70,8 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     with store(duckdb) as con:
         new = load_fetch_log(con, entries)
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
-    return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new),
+        schema = column_schema(con, "fetch_log")
+    return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new), **schema,
                                           "torn_log_lines": dg.MetadataValue.json([n for n, _ in report.torn])})
 
 
@@ -116,6 +118,7 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
         dupes = con.execute("""SELECT source, offer_key, observed_at, count(*) FROM price_observations
                                GROUP BY ALL HAVING count(*) > 1 LIMIT 20""").fetchall()
         per_source = dict(con.execute("SELECT source, count(*) FROM price_observations GROUP BY source").fetchall())
+        schema = column_schema(con, "price_observations")
     held = loaded["quarantine"]
     checks = [
         _check("schema", "core__price_observations", columns == OBS_COLUMNS, f"columns: {columns}"),
@@ -135,15 +138,9 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
         metadata={"dagster/row_count": total, "new_observations": loaded["added"], "fetches_loaded": len(parsed.parsed),
                   "fetches_failed": len(parsed.failed), "quarantined": loaded["quarantined"],
                   "rows_per_source": dg.MetadataValue.json(per_source),
-                  "data_dir": dg.MetadataValue.path(str(s.data_dir)), "database": dg.MetadataValue.path(str(s.db_path))},
+                  "data_dir": dg.MetadataValue.path(str(s.data_dir)), "database": dg.MetadataValue.path(str(s.db_path)),
+                  **schema},
         check_results=checks)
-
-
-def _cheapest_markdown(rows: list[tuple]) -> str:
-    lines = ["| GPU | $/GPU-hour | provider | instance | region | verified |", "|---|---:|---|---|---|---|"]
-    lines += [f"| {g} | {p:.3f} | {prov} | {inst} | {reg or '-'} | {ver:%Y-%m-%d %H:%M} |"
-              for g, p, prov, inst, reg, ver in rows]
-    return "\n".join(lines)
 
 
 @dg.asset(name="core__offers_current", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},
@@ -151,7 +148,9 @@ def _cheapest_markdown(rows: list[tuple]) -> str:
           freshness_policy=dg.FreshnessPolicy.time_window(fail_window=STALE_AFTER,
                                                           warn_window=STALE_AFTER * 0.75),
           description="Latest observation per offer with first/last seen, verification time, stale/removed flags "
-                      "and unconfirmed >5x price jumps; also appends price_changes.",
+                      "and unconfirmed >5x price jumps; also appends price_changes. Fresh while materialized "
+                      "within the last 2 hours (warns after 90 minutes); metadata: cheapest $/GPU-hour per GPU "
+                      "(table, and plotted for the main GPUs), source outcomes.",
           check_specs=[
               dg.AssetCheckSpec("price_jumps", asset="core__offers_current", blocking=False,
                                 description="offers whose price moved >5x since the previous observation "
@@ -178,14 +177,12 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
         freshness = source_freshness(con, as_of)
         fingerprints = dict(con.execute("""SELECT source, arg_max(sha256, started_at) FROM fetch_log
                                            WHERE outcome IN ('ok', 'partial') GROUP BY source""").fetchall())
+        schema = column_schema(con, "offers_current")
     new = sorted(set(after) - set(before))
     changed = sorted(k for k in set(after) & set(before) if after[k] != before[k])
     removed = sorted(set(before) - set(after))
     old = [f for f in freshness if f["age_hours"] is None or f["age_hours"] > 24]
     warn = [f for f in freshness if f["stale"]]
-    outcome_md = "| source | last outcome | verified at | age (h) |\n|---|---|---|---:|\n" + "\n".join(
-        f"| {f['source']} | {f['last_outcome']} | {f['verified_at']:%Y-%m-%d %H:%M} | {f['age_hours']:.1f} |"
-        if f["verified_at"] else f"| {f['source']} | {f['last_outcome']} | never | - |" for f in freshness)
     provenance = {"code_version": code_version(), "as_of": as_of.isoformat(), "mode": "live" if vramlab.live else
                   "replay", "source_sha256": fingerprints}
     checks = [
@@ -201,9 +198,18 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
         metadata={"dagster/row_count": counts["offers"], "new_offers": len(new), "changed_offers": len(changed),
                   "removed_offers": len(removed), "stale_offers": counts["stale"],
                   "unconfirmed_jumps": counts["jumps"], "as_of": dg.MetadataValue.timestamp(as_of),
-                  "source_outcomes": dg.MetadataValue.md(outcome_md),
-                  "cheapest_gpu_hour": dg.MetadataValue.md(_cheapest_markdown(cheapest)),
-                  "provenance": dg.MetadataValue.json(provenance)},
+                  "source_outcomes": table(
+                      [("source", "string"), ("last_outcome", "string"), ("verified_at", "string"),
+                       ("age_hours", "float"), ("stale", "bool")],
+                      [(f["source"], f["last_outcome"], f["verified_at"],
+                        None if f["age_hours"] is None else round(f["age_hours"], 1), bool(f["stale"]))
+                       for f in freshness]),
+                  "cheapest_gpu_hour": table(
+                      [("gpu", "string"), ("usd_per_gpu_hour", "float"), ("provider", "string"),
+                       ("instance", "string"), ("region", "string"), ("verified_at", "string")],
+                      [(g, round(p, 4), prov, inst, reg, ver) for g, p, prov, inst, reg, ver in cheapest]),
+                  **gpu_price_series(cheapest),
+                  "provenance": dg.MetadataValue.json(provenance), **schema},
         check_results=checks)
 
 
@@ -213,7 +219,8 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
 def core__gpus(duckdb: DuckDBResource) -> dg.MaterializeResult:
     with store(duckdb) as con:
         n = load_gpus(con)
-    return dg.MaterializeResult(metadata={"dagster/row_count": n},
+        schema = column_schema(con, "gpus")
+    return dg.MaterializeResult(metadata={"dagster/row_count": n, **schema},
                                 check_results=[_check("non_empty", "core__gpus", n >= 50, f"{n} GPUs")])
 
 
@@ -234,11 +241,12 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
         counts = load_models(con, results, revisions, datetime.now(UTC))
         counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision (sizing #11)
         present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}
+        schema = column_schema(con, "models")
     missing = [e.id for e in watchlist.models if e.id not in present]
     return dg.MaterializeResult(
         metadata={"dagster/row_count": counts["models"], "new_revisions": counts["new_revisions"],
                   "checkpoint_revisions": counts["checkpoint_revisions"],
-                  "checkpoint_disagreements": counts["checkpoint_disagreements"]},
+                  "checkpoint_disagreements": counts["checkpoint_disagreements"], **schema},
         check_results=[_check("watchlist_complete", "core__models", not missing, f"missing: {missing}")])
 
 

@@ -7,9 +7,11 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models
+from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
 from pipeline.compute.grid import compute_grid
 from pipeline.compute.setups import (
+    COST_FIELDS,
     ON_DEMAND,
     SPOT_LIKE,
     OfferGroups,
@@ -65,6 +67,7 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                 con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?))", [list(gpus)])
                 insert_frame(con, "sizing", frame)
         total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
+        schema = column_schema(con, "sizing")
     reused_models = sorted(t.entry.id for t in tracked if t.entry.id not in changed_models)
     context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused "
                      f"({len(reused_models)} models with unchanged revisions, {len(gpus) - len(changed_gpus)} "
@@ -77,7 +80,7 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
             "Kept from earlier runs (Hub revision and GPU catalog row unchanged): "
             + (", ".join(reused_models) if reused_models else "nothing") + "."
             + (f" Re-sized models: {', '.join(sorted(changed_models))}." if changed_models else "")
-            + (f" Re-sized GPUs: {', '.join(sorted(changed_gpus))}." if changed_gpus else ""))})
+            + (f" Re-sized GPUs: {', '.join(sorted(changed_gpus))}." if changed_gpus else "")), **schema})
 
 
 @dg.asset(name="out__cheapest_setups", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb"},
@@ -111,18 +114,38 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                                      "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
                                      "computed_at": now, "nodes": s.nodes, "deployment": s.deployment,
                                      "interconnect": s.interconnect, "native_support": s.native_support,
-                                     "support_note": s.support_note, "flags": s.flags, "fx_stale": s.fx_stale})
+                                     "support_note": s.support_note, "flags": s.flags, "fx_stale": s.fx_stale,
+                                     **{k: getattr(s, k) for k in COST_FIELDS}})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:
-                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None))
-    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked)})
+                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
+        schema = column_schema(con, "cheapest_setups")
+    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked),
+                                          "top_setups": top_setups_table(rows), **schema})
+
+
+def top_setups_table(rows: list[dict]) -> dg.TableMetadataValue:
+    """Each model's cheapest on-demand setup per format family (the UI's table of answers), as the CLI prints it."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        if r["list"] != "on_demand":
+            continue
+        if r["model_id"] not in best or r["price_per_hour"] < best[r["model_id"]]["price_per_hour"]:
+            best[r["model_id"]] = r
+    return table([("model", "string"), ("setup", "string"), ("plan", "string"), ("engine", "string"),
+                  ("format", "string"), ("provider", "string"), ("region", "string"), ("usd_per_hour", "float"),
+                  ("usd_per_million_tokens", "float")],
+                 [(m, f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                   f"TP {r['tensor_parallel']} x PP {r['pipeline_parallel']}", r["engine"], r["format"], r["provider"],
+                   r["region"], r["price_per_hour"], r.get("usd_per_million_tokens")) for m, r in sorted(best.items())])
 
 
 @dg.asset(name="out__exports", group_name=OUT_GROUP, pool=POOL, kinds={"json", "parquet"},
           deps=[out__sizing, out__cheapest_setups], tags={"vramlab/layer": "out"},
-          description="Publishes data/exports/<snapshot>/ (per-model JSON compatible with seed 004, Parquet "
-                      "tables, JSON Schemas, manifest with sha256 and per-source verification) and switches latest.")
+          description="Publishes a snapshot folder data/exports/SNAPSHOT_ID/ (per-model JSON compatible with seed 004, "
+                      "Parquet tables, JSON Schemas, manifest with sha256 and per-source verification) and switches "
+                      "data/exports/latest to it.")
 def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                  duckdb: DuckDBResource) -> dg.MaterializeResult:
     s = vramlab.settings
@@ -143,9 +166,16 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
             setups[key] = (overall(od), overall(sp))
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance)
+    sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
                                           "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
-                                          "models": len(tracked)})
+                                          "models": len(tracked), "models_sized": sized,
+                                          "dagster/column_schema": parquet_schema(str(path / "cheapest_setups.parquet")),
+                                          "files": table([("file", "string"), ("bytes", "int")],
+                                                         sorted((str(f.relative_to(path)), f.stat().st_size)
+                                                                for f in path.rglob("*") if f.is_file()
+                                                                and f.suffix in (".parquet", ".json")
+                                                                and f.parent.name != "models"))})
 
 
 OUT_ASSETS = [out__sizing, out__cheapest_setups, out__exports]

@@ -10,6 +10,7 @@ import time
 
 import dagster as dg
 
+from pipeline.assets.metadata import table
 from pipeline.ingest.models import discovery_enabled, discovery_summary, hub_client, ingest_hub
 from pipeline.ingest.prices import client_for, fetch_concurrently, latest_rates
 from pipeline.resources import VramlabSettings
@@ -80,8 +81,7 @@ def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
     s = vramlab.settings
     discovery = discovery_enabled()
     results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=hub_client(s.replay))
-    rows = [f"| {e.repo} | {log.outcome if log else 'spec'} | {(model.sha[:12] if model else '')} |"
-            for e, log, model in results]
+    rows = [(e.repo, log.outcome if log else "spec", model.sha[:12] if model else "") for e, log, model in results]
     outcomes = {}
     for _, log, _ in results:
         key = log.outcome if log else "spec"
@@ -96,7 +96,7 @@ def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
                          for m in found["models"]))}
     return dg.MaterializeResult(metadata={
         **extra, "models": len(results), "outcomes": dg.MetadataValue.json(outcomes),
-        "table": dg.MetadataValue.md("| repo | outcome | sha |\n|---|---|---|\n" + "\n".join(rows))})
+        "table": table([("repo", "string"), ("outcome", "string"), ("sha", "string")], rows)})
 
 
 RAW_ASSETS = [ECB_ASSET, raw_prices, raw_hub__models]

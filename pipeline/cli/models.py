@@ -1,12 +1,13 @@
-"""Find and read a model description: a config.json path, a spec file path, or a bundled registry id."""
+"""Read a model description for the CLI: a config.json path, a spec file, a registry id, or a tracked model (watchlist
+id or Hub repo id, from the local data or the replay bundle). See ``pipeline/cli/resolve.py``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.resolve import ModelRef, resolve_model
 from sizing_core import Architecture, is_spec, load_json, parse_config, parse_spec
-from sizing_core.registry import load_registered, registry_ids
 
 
 def _sidecar(path: Path) -> dict[str, Any] | None:
@@ -17,28 +18,32 @@ def _sidecar(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def model_repo(ref: str, arch: Architecture) -> str:
-    """The Hugging Face repo id to put in launch commands: the spec's ``repo``, else ``org__name`` file stems
+def model_repo(ref: str | ModelRef, arch: Architecture) -> str:
+    """The Hugging Face repo id to put in launch commands: the resolved repo, else ``org__name`` file stems
     read back as ``org/name``, else the model name."""
-    if ref in registry_ids():
-        spec = load_registered(ref)[0]
-        return spec.repo or spec.id
+    if isinstance(ref, ModelRef) and ref.repo:
+        return ref.repo
     name = arch.model
     return name.replace("__", "/", 1) if "__" in name else name
 
 
-def load_model(ref: str, quant_config: dict[str, Any] | None = None) -> Architecture:
-    """``ref`` is a file path or a registry id. Raises ConfigError / KeyError with a message naming it."""
-    path = Path(ref)
-    if not path.exists():
-        if ref in registry_ids():
-            return load_registered(ref)[1]
-        raise KeyError(f"no such file or registry id: {ref!r} (bundled: {', '.join(registry_ids())})")
-    if path.is_dir():
-        path = path / "config.json"
-    name = path.stem if path.name != "config.json" else path.parent.name
-    data = load_json(name, path.read_bytes(), path.name)
+def load_ref(ref: ModelRef, quant_config: dict[str, Any] | None = None) -> Architecture:
+    if ref.config is not None:  # an ingested Hub revision
+        return parse_config(ref.repo or ref.id, ref.config, quant_config if quant_config is not None
+                            else ref.quant_config)
+    assert ref.path is not None
+    data = load_json(ref.id, ref.path.read_bytes(), ref.path.name)
     if is_spec(data):
-        return parse_spec(data, origin=str(path))[1]
-    return parse_config(name, data, quant_config if quant_config is not None else _sidecar(path))
+        return parse_spec(data, origin=str(ref.path) if ref.kind == "path" else ref.id)[1]
+    name = ref.repo if ref.kind == "watchlist" and ref.repo else ref.id
+    return parse_config(name, data, quant_config if quant_config is not None else _sidecar(ref.path))
 
+
+def load_model(ref: str, quant_config: dict[str, Any] | None = None,
+               data_dir: Path | None = None) -> Architecture:
+    """Resolve ``ref`` and parse it. Raises ResolveError / ConfigError with a message naming it."""
+    if data_dir is None:
+        from pipeline.settings import settings
+
+        data_dir = settings().data_dir
+    return load_ref(resolve_model(ref, data_dir), quant_config)

@@ -1,8 +1,12 @@
-"""The main job: materialize the whole asset graph once (offline replay unless ``VRAMLAB_LIVE=1``), then print
-what happened. With ``DAGSTER_HOME`` set, the run is recorded in that instance (and its pool limits apply; a
-``DAGSTER_HOME`` without ``dagster.yaml`` gets the bundled one, so the DuckDB pool limit is never silently
-absent); otherwise an ephemeral instance is used. Two ``vramlab run`` on one data directory never overlap: the
-second waits for the first (a lock file in the data directory, released by the kernel if the first is killed)."""
+"""``vramlab run``: the whole graph once, as job ``vramlab_refresh``, recorded in a persistent Dagster instance.
+
+The instance is ``$DAGSTER_HOME``, else ``.dagster_home/`` in the project (git-ignored), holding a copy of the
+project's ``dagster.yaml`` (the DuckDB pool limit applies); ``dagster-webserver -w workspace.yaml`` with the same
+``DAGSTER_HOME`` shows the run, its tags and metadata. The run is tagged ``vramlab/refresh`` like the scheduled
+refresh: a CLI run does not start while another refresh is active, and the schedule skips while a CLI run is.
+While it runs, a progress bar follows each asset; at the end a summary says what was published and what to do next.
+Offline replay unless ``VRAMLAB_LIVE=1``.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +14,227 @@ import fcntl
 import os
 import shutil
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipeline.settings import settings
+from pipeline.cli.errors import CliError
+from pipeline.settings import REPO_ROOT, settings
+
+CLI_TAGS = {"vramlab/trigger": "cli"}
+MAIN_GPUS = ("h100", "h200", "b200")
 
 
 def resolve_data_dir(override: str | None = None) -> Path:
     """``override``, else ``$VRAMLAB_DATA_DIR``, else ``data/`` at the repository root."""
     return Path(override) if override else settings().data_dir
 
+
+def dagster_home() -> Path:
+    """``$DAGSTER_HOME``, else ``<project>/.dagster_home``; created with the project's dagster.yaml when missing."""
+    home = Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    return home
+
+
+def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bool = False,
+                 force: bool = False) -> int:
+    if data_dir:  # before the definitions are imported: their resources read it
+        os.environ["VRAMLAB_DATA_DIR"] = data_dir
+    import dagster as dg
+
+    from pipeline.definitions import ALL_ASSETS, defs
+    from pipeline.schedules import ACTIVE, REFRESH_JOB, REFRESH_TAG
+    console = Console()
+    s = settings()
+    damaged = _damaged_database(s.db_path)
+    if damaged:  # one clear message, nothing run (issue #16)
+        console.print(f"[red]vramlab: error: {damaged}[/red]")
+        return 3
+    if ephemeral:
+        instance = dg.DagsterInstance.ephemeral()
+        where = "a throw-away Dagster instance (--ephemeral)"
+    else:
+        home = dagster_home()
+        os.environ["DAGSTER_HOME"] = str(home)
+        instance = dg.DagsterInstance.get()
+        where = f"Dagster instance {home}"
+        active = instance.get_runs(dg.RunsFilter(tags=REFRESH_TAG, statuses=ACTIVE), limit=1)
+        if active and not force:
+            raise CliError(f"refresh run {active[0].run_id} is still {active[0].status.value.lower()} in {home}: "
+                               "not starting another (if that process is gone: vramlab run --force)")
+    job = defs.resolve_job_def(REFRESH_JOB)
+    run_id = dg.make_new_run_id() if hasattr(dg, "make_new_run_id") else _new_run_id()
+    console.print(f"vramlab: job {REFRESH_JOB}, {len(ALL_ASSETS)} step(s) over "
+                  f"{len(job.asset_layer.selected_asset_keys)} assets ({'offline replay' if s.replay else 'live sources'})"
+                  f" into {s.data_dir}; recorded in {where} as run {run_id[:8]}")
+    outcome: dict[str, Any] = {}
+
+    def execute() -> None:
+        try:
+            outcome["result"] = job.execute_in_process(
+                instance=instance, run_id=run_id, raise_on_error=False, tags={**REFRESH_TAG, **CLI_TAGS},
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+        except BaseException as exc:  # noqa: BLE001 - reported below, never lost in the thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=execute, name="vramlab-run", daemon=True)
+    started = time.monotonic()
+    worker.start()
+    _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet)
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    result = outcome["result"]
+    return summarize(result, instance, run_id, s, console, time.monotonic() - started)
+
+
+def _new_run_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def _follow(worker: threading.Thread, instance: Any, run_id: str, total: int, console: Console,  # noqa: ANN401
+            quiet: bool) -> None:
+    """A progress bar fed by the run's own event log: one tick per materialized asset, the running step named."""
+    from dagster import DagsterEventType
+
+    kinds = {DagsterEventType.STEP_START, DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.STEP_FAILURE}
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=30), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=quiet, transient=False) as progress:
+        task = progress.add_task("starting", total=total)
+        seen = 0
+        while True:
+            alive = worker.is_alive()
+            try:
+                records = instance.all_logs(run_id, of_type=kinds)
+            except Exception:  # noqa: BLE001 - the run may not be stored yet
+                records = []
+            done, running, failed = 0, None, 0
+            for record in records:
+                event = record.dagster_event
+                if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+                    done += 1
+                elif event.event_type == DagsterEventType.STEP_FAILURE:
+                    failed += 1
+                elif event.event_type == DagsterEventType.STEP_START:
+                    running = event.step_key
+            if done != seen or running:
+                seen = done
+                label = f"running {running}" if running and alive else "finishing"
+                progress.update(task, completed=min(done, total),
+                                description=label + (f" ({failed} failed)" if failed else ""))
+            if not alive:
+                progress.update(task, completed=min(done, total), description="done")
+                return
+            time.sleep(1.0)
+
+
+def _metadata(result: Any, key: str) -> dict[str, Any]:  # noqa: ANN401
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == key:
+            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    return {}
+
+
+def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console, seconds: float) -> int:  # noqa: ANN401
+    from pipeline.cli.offers import latest_snapshot
+
+    outcomes: dict[str, dict[str, Any]] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        key = mat.asset_key.to_user_string()
+        if key.startswith("raw_prices__"):
+            md = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+            outcomes[key.removeprefix("raw_prices__").replace("_", "-")] = md
+    failed_sources = {k: v for k, v in outcomes.items() if v.get("outcome") not in ("ok", "partial", "unchanged")}
+    failed_checks = [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
+                     if not e.passed]
+    failed_steps = [e.step_key for e in result.all_node_events if e.is_step_failure]
+    exports = _metadata(result, "out__exports")
+    snapshot = latest_snapshot(s.data_dir)
+    table = Table(title=None, show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("run", f"{run_id} ({'succeeded' if result.success else 'FAILED'}, {seconds:,.0f} s)")
+    table.add_row("snapshot", str(exports.get("snapshot") or (snapshot.path if snapshot else "none published")))
+    table.add_row("models sized", _models_line(snapshot))
+    table.add_row("sources", f"{len(outcomes) - len(failed_sources)} of {len(outcomes)} ok, "
+                             f"{sum(int(v.get('offers') or 0) for v in outcomes.values()):,} offers fetched")
+    quality = _metadata(result, "core__offer_quality")
+    if snapshot is not None:
+        per_alloc, quarantined, cheapest = _offer_facts(snapshot)
+        if "quarantined" in quality:  # the offer-quality stage's own count (never in cheapest setups)
+            quarantined = (f"{int(quality['quarantined']):,} offers (kept as evidence, never in cheapest setups); "
+                           f"{int(quality.get('eligible_offers') or 0):,} eligible")
+        table.add_row("offers", ", ".join(f"{n:,} {a}" for a, n in per_alloc) or "none")
+        table.add_row("quarantined", quarantined)
+        table.add_row("cheapest GPU-hour", "; ".join(cheapest) or "no H100/H200/B200 offer")
+    problems = [f"source {k}: {v.get('outcome')} {str(v.get('message') or '')[:60]}".strip()
+                for k, v in sorted(failed_sources.items())]
+    problems += [f"check {c}" for c in failed_checks] + [f"step {k}" for k in failed_steps]
+    table.add_row("failures", "none" if not problems else problems[0])
+    for p in problems[1:]:
+        table.add_row("", p)
+    console.print(table)
+    console.print("next: vramlab models | vramlab gpus H100 | vramlab cheapest qwen3-8b | "
+                  "vramlab fit gpt-oss-20b --gpu rtx-4090")
+    if os.environ.get("DAGSTER_HOME"):
+        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} dagster-webserver -w workspace.yaml "
+                      "(runs, metadata, plots)")
+    return 0 if result.success else 1
+
+
+def _models_line(snapshot: Any) -> str:  # noqa: ANN401
+    import json
+
+    if snapshot is None:
+        return "-"
+    models = json.loads((snapshot.path / "index.json").read_text())["models"]
+    ok = [m for m in models if m.get("status", "ok") == "ok"]
+    bad = [m["id"] for m in models if m.get("status", "ok") != "ok"]
+    return f"{len(ok)} of {len(models)}" + (f" (not sized: {', '.join(bad[:5])})" if bad else "")
+
+
+def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:  # noqa: ANN401
+    import duckdb
+
+    path = snapshot.path / "offers_current.parquet"
+    con = duckdb.connect()
+    try:
+        columns = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall()}
+        live = "NOT stale AND NOT removed"
+        per_alloc = con.execute(f"SELECT allocation, count(*) FROM read_parquet('{path}') WHERE {live} "
+                                "GROUP BY 1 ORDER BY 2 DESC").fetchall()
+        if "quarantined" in columns:
+            n = con.execute(f"SELECT count(*) FROM read_parquet('{path}') WHERE quarantined").fetchall()[0][0]
+            quarantined = f"{n:,} offers"
+        else:
+            quarantined = "not tracked in this snapshot"
+        rows = con.execute(f"""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
+                               FROM read_parquet('{path}') WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
+                               AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h200', 'b200')
+                               {'AND NOT coalesce(quarantined, false)' if 'quarantined' in columns else ''}
+                               GROUP BY 1""").fetchall()
+    finally:
+        con.close()
+    order = {g: i for i, g in enumerate(MAIN_GPUS)}
+    cheapest = [f"{g.upper()} ${p:,.2f} ({prov})" for g, p, prov in sorted(rows, key=lambda r: order[r[0]])]
+    return [(a, n) for a, n in per_alloc], quarantined, cheapest
+
+
+# --- issue #16 (reliability): instance config, run lock, dead CLI runs, damaged database ---------------------
 
 BUNDLED_INSTANCE_CONFIG = Path(__file__).resolve().parents[2] / "dagster.yaml"
 
@@ -115,61 +326,6 @@ def run_lock(data_dir: Path, console: Console) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def run_main_job(data_dir: str | None = None) -> int:
-    import dagster as dg
-
-    from pipeline.definitions import ALL_ASSETS
-    from pipeline.resources import default_resources
-
-    if data_dir:
-        os.environ["VRAMLAB_DATA_DIR"] = data_dir
-    console = Console()
-    resources = default_resources()
-    settings = resources["vramlab"].settings  # type: ignore[attr-defined]
-    console.print(f"vramlab: materializing {len(ALL_ASSETS)} assets "
-                  f"({'live sources' if not settings.replay else 'offline replay'}) into {settings.data_dir}")
-    damaged = _damaged_database(settings.db_path)
-    if damaged:
-        console.print(f"[red]vramlab: error: {damaged}[/red]")
-        return 3
-    if os.environ.get("DAGSTER_HOME"):
-        ensure_instance_config(Path(os.environ["DAGSTER_HOME"]), console)
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    with run_lock(settings.data_dir, console):
-        release_dead_cli_runs(instance, console)
-        result = dg.materialize(ALL_ASSETS, instance=instance, resources=resources, raise_on_error=False,
-                                run_config=quiet, tags=cli_run_tags())
-    table = Table(title="Sources")
-    for col in ("source", "outcome", "offers", "message"):
-        table.add_column(col)
-    for key, md in sorted(_raw_price_metadata(result).items()):
-        table.add_row(key.removeprefix("raw_prices__"), str(md["outcome"].value), str(md["offers"].value),
-                      str(md["message"].value)[:60])
-    console.print(table)
-    failed_checks = [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
-                     if not e.passed]
-    for check in failed_checks:
-        console.print(f"[yellow]check failed[/yellow] {check}")
-    console.print(("[green]run succeeded[/green]" if result.success else "[red]run failed[/red]")
-                  + f"; DuckDB: {settings.db_path}")
-    damage = next((m for m in _failure_messages(result) if "is damaged" in m), None)
-    if damage:  # found mid-run (a damaged block read by a step): the same one clear message and exit code
-        console.print(f"[red]vramlab: error: {damage}[/red]")
-        return 3
-    return 0 if result.success else 1
-
-
-def _failure_messages(result) -> list[str]:  # type: ignore[no-untyped-def]
-    out = []
-    for event in result.all_node_events:
-        if event.is_step_failure and event.step_failure_data.user_failure_data is not None:
-            out.append(event.step_failure_data.user_failure_data.description or "")
-        elif event.is_step_failure and event.step_failure_data.error is not None:
-            out.append(event.step_failure_data.error.message)
-    return out
-
-
 def _damaged_database(db_path: Path) -> str | None:
     """One clear message when the DuckDB file is damaged (checked before anything runs, without waiting for a
     lock another run may hold); None when it is fine, absent or busy."""
@@ -187,12 +343,3 @@ def _damaged_database(db_path: Path) -> str | None:
     return None
 
 
-def _raw_price_metadata(result) -> dict:  # type: ignore[no-untyped-def]
-    """Metadata of each raw price asset by key (the price sources are one multi-asset step, so by key, not node)."""
-    out = {}
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        key = mat.asset_key.to_user_string()
-        if key.startswith("raw_prices__"):
-            out[key] = mat.metadata
-    return out

@@ -1,22 +1,78 @@
-"""Readable terminal tables (rich) for the CLI's non-JSON output."""
+"""Readable terminal tables (rich) for the CLI's non-JSON output, laid out for a 100-column terminal.
+
+Column names and units are the same in every table: ``$/h`` (all GPUs of the setup), ``$/GPU-h``, ``$/month``
+(730 hours), ``$/1M tok`` (output tokens, one request), ``tok/s`` (decode, one request), ``GiB``.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
+from rich import box
 from rich.console import Console as _RichConsole
 from rich.table import Table
 
-from sizing_core import SizingReport
+WIDTH = 100
 
 
 def Console() -> _RichConsole:  # noqa: N802 - a drop-in for rich.Console
-    """Wide output when piped (tables are read by people in logs and CI, not squeezed to 80 columns)."""
-    return _RichConsole() if sys.stdout.isatty() else _RichConsole(width=200)
+    """The terminal's width on a terminal; ``$COLUMNS`` or 100 when piped (logs, CI, docs transcripts). Tables and
+    sentences fit that width (sentences wrap between words); launch commands are printed unwrapped."""
+    if sys.stdout.isatty():
+        return _RichConsole()
+    return _RichConsole(width=int(os.environ.get("COLUMNS") or WIDTH))
 
 
-def print_size_report(report: SizingReport, console: _RichConsole | None = None) -> None:
+class _Titled(Table):
+    """A table whose title and caption are printed as full-width lines (rich would wrap them to the table's
+    width)."""
+
+    head: str | None = None
+    foot: str | None = None
+
+
+def _table(title: str | None = None, caption: str | None = None) -> _Titled:
+    table = _Titled(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.head, table.foot = title, caption
+    return table
+
+
+def _show(console: _RichConsole, table: Table) -> None:
+    head, foot = getattr(table, "head", None), getattr(table, "foot", None)
+    if head:
+        console.print(f"[bold]{head}[/bold]")
+    console.print(table)
+    if foot:
+        console.print(f"[dim]{foot}[/dim]")
+
+
+def _money(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _num(v: float | None, digits: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _ctx(n: int) -> str:
+    if n % (1024 * 1024) == 0:
+        return f"{n // (1024 * 1024)}M"
+    return f"{n // 1024}k" if n % 1024 == 0 else f"{n:,}"
+
+
+def _day(value: Any) -> str:  # noqa: ANN401 - datetime or ISO text
+    """``Nov 28`` (the year is in the snapshot id of the footer)."""
+    from datetime import datetime
+
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return when.strftime("%b %d")
+
+
+# ------------------------------------------------------------------------------------------------ size
+
+def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichConsole | None = None) -> None:  # noqa: ANN401
     console = console or Console()
     counts = report.parameter_counts
     kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
@@ -24,27 +80,44 @@ def print_size_report(report: SizingReport, console: _RichConsole | None = None)
                   f"{report.active_parameters:,.2f}B active (from {counts.used}); {report.layers['total']} layers: "
                   f"{kinds}; native format {report.native_format} ({report.native_source}); "
                   f"architecture from {report.architecture_source}")
-    weights = Table(title="Weights (GiB)")
-    weights.add_column("format")
-    weights.add_column("GiB", justify="right")
-    for fmt, value in report.weights_gib.items():
-        weights.add_row(fmt, "unknown" if value is None else f"{value:,.2f}")
-    console.print(weights)
-    kv = Table(title=f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
+    contexts = [row["context"] for row in totals]
+    table = _table("Memory for one copy of the model and one request (GiB): weights + BF16 KV cache + state")
+    table.add_column("format")
+    table.add_column("weights", justify="right")
+    for c in contexts:
+        over = not next(r for r in totals if r["context"] == c)["withinMaxContext"]
+        table.add_column(f"total @{_ctx(c)}{'*' if over else ''}", justify="right")
+    for fmt, weights in report.weights_gib.items():
+        table.add_row(fmt, f"{weights:,.2f}", *(f"{row['byFormat'][fmt]:,.2f}" for row in totals))
+    _show(console, table)
+    kv = _table(f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
     for col in ("context", "bf16", "fp8"):
         kv.add_column(col, justify="right")
     for row in report.kv_cache_gib_per_request:
         note = "" if row.within_max_context else " (above max context)"
         kv.add_row(f"{row.context:,}{note}", f"{row.bf16:.3f}", f"{row.fp8:.3f}")
-    console.print(kv)
+    _show(console, kv)
     per_token = ", ".join(f"{k} {v:,}" for k, v in report.kv_cache_bytes_per_token.items())
     console.print(f"KV bytes per token: {per_token}; recurrent state per request: "
                   f"{report.recurrent_state_gib_per_request:.4f} GiB")
+    if any(not r["withinMaxContext"] for r in totals):
+        console.print("* above the model's maximum context")
+
+
+# ------------------------------------------------------------------------------------------------ fit
+
+def _plan_text(plan: dict[str, Any] | None) -> str:
+    if plan is None:
+        return "-"
+    return f"TP {plan['tensorParallel']} x PP {plan['pipelineParallel']}"
 
 
 def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     console = console or Console()
     head = f"[bold]{result['model']}[/bold] on {result['gpuName']} with {result['engine']}, {result['format']}"
+    sub = result.get("substitute")
+    if sub:
+        head += f" (as {sub['format']})"
     if not result["fits"]:
         console.print(f"{head}: [red]no deployment[/red] ({result['reason']})")
         return
@@ -52,55 +125,193 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
     console.print(f"{head}: [green]{result['gpus']} GPU(s)[/green], TP {plan['tensorParallel']} x PP "
                   f"{plan['pipelineParallel']} on {plan['nodes']} machine(s); "
                   f"{'native' if result['nativeSupport'] else 'not native'} ({result['supportNote']})")
-    table = Table(title=f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
+    if sub:
+        console.print(f"[yellow]substitute[/yellow]: {sub['note']}")
+    console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
+    for warning in result.get("warnings") or []:
+        console.print(f"[yellow]warning[/yellow]: {warning}")
+    table = _table(f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
     for col in ("weights", "KV cache", "state", "activations", "overhead", "total", "headroom"):
         table.add_column(col, justify="right")
     table.add_row(*(f"{mem[k]:.2f}" for k in ("weights", "kvCache", "recurrentState", "activations",
                                                "engineOverhead", "total", "headroom")))
-    console.print(table)
+    _show(console, table)
+
     def fmt(v: float | None, unit: str) -> str:
         return "n/a" if v is None else f"{v:,.1f} {unit}"
     console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s')}, prefill {fmt(speed['prefillTokensPerS'], 'tok/s')}, "
                   f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
-    console.print(f"[dim]{result['launch']['note']}[/dim]\n{result['launch']['command']}")
+    _print_cost(result, console)
+    console.print(f"[dim]{result['launch']['note']}[/dim]")
+    console.print(result["launch"]["command"], soft_wrap=True, markup=False, highlight=False)
 
+
+def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
+    c = result.get("cost")
+    if not c:
+        return
+    offer = c.get("offer")
+    if offer is None:
+        where = f"snapshot {c['snapshot']}" if c.get("snapshot") else "no snapshot yet (`vramlab run`)"
+        console.print(f"cost: no current on-demand offer of this GPU holds {result['gpus']} GPU(s) ({where})")
+        return
+    shape = (f"{offer['instances']} x {offer['gpusPerInstance']} GPU(s), TP {offer['tensorParallel']} x PP "
+             f"{offer['pipelineParallel']}")
+    console.print(f"cost: ${offer['pricePerHour']:,.2f}/h, ${offer['pricePerMonth']:,.0f}/month (730 h), "
+                  f"${offer['pricePerMonthAtUsage']:,.0f}/month at {c['hoursPerDay']:g} h/day, "
+                  f"${_money(offer['usdPerMillionTokens'])}/1M tokens (one request)"
+                  + (f", ${_money(offer['usdPerMillionTokensBatched'])}/1M at {offer['batch']} requests"
+                     if offer.get("usdPerMillionTokensBatched") and offer.get("batch", 1) > 1 else "")
+                  + f" - {offer['provider']} {offer['instanceType']} ({shape}, {offer['region'] or '-'}, verified "
+                  f"{offer['verifiedAt'][:10]}, snapshot {c['snapshot']})")
+    rvb = c.get("rentVsBuy")
+    if rvb:
+        months = rvb["breakEvenMonths"]
+        console.print(f"rent vs buy: {rvb['gpus']} GPU(s) at launch price ${rvb['hardwareUsd']:,.0f}, "
+                      f"{rvb['watts']:,.0f} W at ${c['usdPerKwh']:g}/kWh = ${rvb['powerPerMonth']:,.2f}/month; "
+                      + (f"buying breaks even after ~{months:g} months" if months is not None
+                         else "renting stays cheaper (never breaks even)")
+                      + f" at {c['hoursPerDay']:g} h/day")
+
+
+def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: str | None,  # noqa: ANN401
+                  console: _RichConsole | None = None) -> None:
+    console = console or Console()
+    first = rows[0]
+    table = _table(f"{model} on {gpu.name}: fewest GPUs per format, {first['concurrency']} request(s) of "
+                   f"{first['context']:,} tokens, KV {first['kvCacheDtype']}",
+                   caption=(f"$/h: cheapest current on-demand offer holding the plan (snapshot {snapshot}); "
+                            "limit: what sets the count" if snapshot else "no snapshot yet: no prices"))
+    for col, just in (("format", "left"), ("GPUs", "right"), ("plan", "left"), ("engine", "left"),
+                      ("GiB/GPU", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"),
+                      ("limit", "left")):
+        table.add_column(col, justify=just, no_wrap=col != "limit", overflow="fold")
+    for r in rows:
+        name = r["format"] + (f"->{r['substitute']['format']}" if r.get("substitute") else "")
+        if not r["fits"]:
+            table.add_row(name, "-", "-", r["engine"], "-", "-", "-", "-", "not served" if r["limitedBy"]["kind"] ==
+                          "unsupported" else "too large")
+            continue
+        offer = (r.get("cost") or {}).get("offer") or {}
+        limit = r["limitedBy"]["kind"].replace("_", " ")
+        table.add_row(name, str(r["gpus"]), _plan_text(r["plan"]).replace("TP ", "").replace(" x PP ", "x"),
+                      r["engine"], _num(r["memoryPerGpuGiB"]["total"]), _num(r["throughput"]["decodeTokensPerS"]),
+                      _money(offer.get("pricePerHour")), _money(offer.get("usdPerMillionTokens")), limit)
+    _show(console, table)
+    console.print("plan = TP x PP; limit: weights (memory of the weights), kv cache (context and requests), "
+                  "parallelism (heads / whole layers per stage), none (one GPU); not served: the engine has no "
+                  "kernels for it (`--format F` names the substitute). `--format F` for the full answer.")
+
+
+# ------------------------------------------------------------------------------------------------ models, GPUs
+
+def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:
+    console = console or Console()
+    table = _table(f"{len(rows)} models: use the id or the repo with size, fit and cheapest")
+    for col, just in (("id", "left"), ("repo", "left"), ("params B", "right"), ("active B", "right"),
+                      ("max ctx", "right"), ("native", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    for r in rows:
+        if r["error"]:
+            table.add_row(r["id"], r["repo"] or "-", "-", "-", "-", f"[red]{r['error'][:40]}[/red]")
+            continue
+        table.add_row(r["id"], r["repo"] or "-", _num(r["parameters"]), _num(r["activeParameters"]),
+                      _ctx(r["maxContext"]) if r["maxContext"] else "-", r["nativeFormat"] or "-")
+    _show(console, table)
+
+
+def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool, limit: int | None, spot: bool,
+                       console: _RichConsole | None = None) -> None:
+    console = console or Console()
+    shown = rows[:limit] if limit else rows
+    what = "spot/marketplace" if spot else "on-demand"
+    title = (f"Cheapest {what} offer per GPU" if per_kind else f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
+    more = f"; {len(rows) - len(shown)} more with --all" if len(rows) > len(shown) else ""
+    table = _table(title, caption=f"snapshot {snapshot}{more}")
+    for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("vCPU", "right"), ("RAM", "right"),
+                      ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"), ("region", "left"),
+                      ("verified", "left")):
+        table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
+    for r in shown:
+        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(r["gpu_memory_gb"], 0), _num(r["vcpus"], 0),
+                      _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
+                      r["provider"] + (f" ({r['allocation']})" if spot else ""), r["region"] or "-",
+                      str(r["verified_at"])[:10])
+    _show(console, table)
+
+
+def print_gpu_catalog(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:
+    console = console or Console()
+    table = _table(f"{len(rows)} GPUs in the catalog (ids and aliases work in any case)")
+    for col, just in (("id", "left"), ("aliases", "left"), ("name", "left"), ("kind", "left"), ("GB", "right"),
+                      ("usable GiB", "right"), ("TDP W", "right"), ("launch $", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], ", ".join(r["aliases"]) or "-", r["name"], r["kind"], f"{r['memory_gb']:g}",
+                      _num(r["usable_memory_gib"]), _num(r["tdp_w"], 0), _money(r["launch_msrp_usd"], 0))
+    _show(console, table)
+
+
+# ------------------------------------------------------------------------------------------------ sources
 
 def print_sources(rows: list[dict[str, Any]], live: bool, console: _RichConsole | None = None) -> None:
     console = console or Console()
-    table = Table(title=f"Price sources ({'live' if live else 'offline replay; VRAMLAB_LIVE=1 for live'})")
+    table = _table(f"Price sources ({'live' if live else 'offline replay; VRAMLAB_LIVE=1 for live'})")
     table.add_column("source", no_wrap=True)
     for col in ("auth", "configured", "last fetch", "outcome"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["source"], r["auth"], "yes" if r["configured"] else "no", r["last_fetch"] or "-",
-                      r["last_outcome"] or "-")
-    console.print(table)
+        table.add_row(r["source"], r["auth"], "yes" if r["configured"] else "no",
+                      (r["last_fetch"] or "-")[:16].replace("T", " "), r["last_outcome"] or "-")
+    _show(console, table)
 
 
 def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _RichConsole | None = None) -> None:
     console = console or Console()
-    table = Table(title=f"{len(offers)} offers")
-    for col in ("instance", "region", "GPU", "count", "allocation", "$/h", "$/GPU-h"):
-        table.add_column(col, justify="right" if col.startswith("$") or col == "count" else "left")
+    table = _table(f"{len(offers)} offers")
+    for col in ("instance", "region", "GPU", "QTY", "allocation", "$/h", "$/GPU-h"):
+        table.add_column(col, justify="right" if col.startswith("$") or col == "QTY" else "left", overflow="fold")
     for o in offers:
         table.add_row(o["instance_type"], o["region"] or "-", o["gpu_id"] or f"? {o['gpu_name']}", f"{o['gpu_count']:g}",
                       o["allocation"], f"{o['price_per_hour_usd']:,.3f}", f"{o['price_per_gpu_hour_usd']:,.3f}")
-    console.print(table)
+    _show(console, table)
     for reason in rejected:
         console.print(f"[yellow]rejected[/yellow] {reason}")
 
 
+# ------------------------------------------------------------------------------------------------ cheapest
+
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
-    """A table in the spirit of ``sky show-gpus``: one line per rentable setup, cheapest first."""
+    """One line per rentable setup, cheapest first; the deployment shape in plain sight."""
     console = console or Console()
-    table = Table(title=f"{result['model']}: cheapest on-demand setups, one request of {result['context']:,} tokens "
-                        f"(snapshot {result['snapshot']})")
-    for col in ("GPU", "QTY", "PROVIDER", "INSTANCE", "REGION", "$/HR", "$/MONTH", "$/GPU-HR", "FORMAT", "ENGINE",
-                "VERIFIED"):
-        table.add_column(col, justify="right" if col.startswith("$") or col == "QTY" else "left")
+    what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
+    filters = [f"{k} {v}" for k, v in (("provider", result["filters"]["provider"]),
+                                        ("region", result["filters"]["region"]),
+                                        ("max $/h", result["filters"]["maxPrice"])) if v]
+    if result["filters"]["singleMachine"]:
+        filters.append("one machine")
+    title = (f"{result['model']}: cheapest {what} setups"
+             + (f" in {result['format']}" if result["format"] else "")
+             + f", one request of {result['context']:,} tokens" + (f" ({', '.join(filters)})" if filters else ""))
+    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}); setup = instances (nodes) x "
+                                  "GPUs per instance; plan = TP x PP; $/month = 730 h; tok/s and $/1M tok = output "
+                                  "tokens, one request; verified = last seen at the source")
+    for col, just in (("setup", "left"), ("plan", "left"), ("engine", "left"), ("format", "left"),
+                      ("provider region", "left"), ("$/h", "right"), ("$/month", "right"), ("tok/s", "right"),
+                      ("$/1M tok", "right"), ("verified", "left")):
+        table.add_column(col, justify=just, no_wrap=col != "provider region", overflow="fold",
+                         min_width=14 if col == "provider region" else None)
     for r in result["setups"]:
-        table.add_row(r["gpu_id"], f"{r['gpus']}", r["provider"], r["instance_type"], r["region"] or "-",
-                      f"{r['price_per_hour']:,.2f}", f"{r['price_per_month']:,.0f}", f"{r['price_per_gpu_hour']:,.3f}",
-                      r["format"], r["engine"], str(r["verified_at"])[:16])
-    console.print(table)
+        table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", r["engine"], r["format"],
+                      f"{r['provider']} {r['region'] or ''}".strip(), _money(r["price_per_hour"]),
+                      _money(r["price_per_month"], 0), _num(r.get("decode_tokens_per_s")),
+                      _money(r.get("usd_per_million_tokens")), _day(r["verified_at"]))
+    if not result["setups"]:
+        console.print(f"{title}: no setup matches (snapshot {result['snapshot']})")
+        return
+    _show(console, table)
+    if any(r["instances"] > 1 for r in result["setups"]):
+        console.print("[yellow]note[/yellow]: rows with several nodes span machines (pipeline stages over the "
+                      "network); --single-machine keeps one-instance setups only")

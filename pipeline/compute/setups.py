@@ -33,11 +33,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from sizing_core import Architecture
-from sizing_core.cost import HOURS_PER_MONTH
+from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
 from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, _lower_bound, _weight_loads, fewest_gpus
 from sizing_core.schema import CamelModel
+from sizing_core.throughput import estimate
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
 #: between two rate dates, so an older rate is stale, like a source not fetched for that long
@@ -101,6 +102,23 @@ class Setup(CamelModel):
     flags: list[str] = Field(default_factory=list, description="what a user should know before renting this")
     fx_stale: bool = Field(False, description="the price was converted with an ECB rate more than 4 days older than "
                                               "the snapshot's as-of time (fx_date says which)")
+    # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
+    # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
+    decode_tokens_per_s: float | None = Field(
+        default=None, description="decode speed of one request on this plan",
+        json_schema_extra={"unit": "tokens/s"})
+    max_concurrent_requests: int | None = Field(
+        default=None, description="requests of the planned context the plan holds at once",
+        json_schema_extra={"unit": "requests"})
+    aggregate_tokens_per_s: float | None = Field(
+        default=None, description="decode speed of all max_concurrent_requests together",
+        json_schema_extra={"unit": "tokens/s"})
+    usd_per_million_tokens: float | None = Field(
+        default=None, description="price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
+        json_schema_extra={"unit": "USD per 1M output tokens"})
+    usd_per_million_tokens_batched: float | None = Field(
+        default=None, description="price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
+        json_schema_extra={"unit": "USD per 1M output tokens"})
 
     @property
     def layout(self) -> str:
@@ -239,7 +257,27 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             key = (offer["provider"], offer["instance_type"], offer.get("region"))
             if key not in best or setup.rank_key < best[key].rank_key:
                 best[key] = setup
-    return sorted(best.values(), key=lambda s: s.rank_key)[:top]
+    ranked = sorted(best.values(), key=lambda s: s.rank_key)[:top]
+    return [s.model_copy(update=setup_costs(planner.arch, gpus[s.gpu], planner.place(gpus[s.gpu], s.gpus_per_instance),
+                                            s.price_per_hour)) for s in ranked]
+
+
+COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
+               "usd_per_million_tokens_batched")
+
+
+def setup_costs(arch: Architecture, gpu: GPU, placed: Placement, price_per_hour: float) -> dict[str, Any]:
+    """Decode rate and $/1M output tokens of a setup: one request, and the most requests of the planned context
+    the plan holds at once (aggregate decode rate at that batch)."""
+    speed = estimate(arch, gpu, default_engine(gpu), placed)
+    batch = max(1, speed.max_concurrent_requests)
+    batched = estimate(arch, gpu, default_engine(gpu), placed, batch=batch) if batch > 1 else speed
+    single, aggregate = speed.decode_tokens_per_s, batched.aggregate_tokens_per_s
+    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": batch,
+            "aggregate_tokens_per_s": round(aggregate, 2) if aggregate else None,
+            "usd_per_million_tokens": round(per_million_tokens(price_per_hour, single), 4) if single else None,
+            "usd_per_million_tokens_batched": round(per_million_tokens(price_per_hour, aggregate), 4)
+            if aggregate else None}
 
 
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
@@ -267,7 +305,7 @@ def setup_from_row(row: dict[str, Any]) -> Setup:
                  interconnect=row.get("interconnect"),
                  native_support=True if row.get("native_support") is None else row["native_support"],
                  support_note=row.get("support_note") or "", flags=list(row.get("flags") or []),
-                 fx_stale=bool(row.get("fx_stale")))
+                 fx_stale=bool(row.get("fx_stale")), **{k: row.get(k) for k in COST_FIELDS})
 
 
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:

@@ -151,6 +151,14 @@ SETUP_DOCS: dict[str, tuple[str, str | None]] = {
     "format": ("weight format served", None),
     "engine": ("engine id of the plan (vllm, sglang, llama.cpp, mlx)", None),
     "verified_at": ("last time the price was seen at its source (ISO 8601, UTC)", None),
+    "decode_tokens_per_s": ("decode speed of one request on this plan (null: no bandwidth figure for the GPU)",
+                            "tokens/s"),
+    "max_concurrent_requests": ("requests of the planned context the plan holds at once", "requests"),
+    "aggregate_tokens_per_s": ("decode speed of max_concurrent_requests together", "tokens/s"),
+    "usd_per_million_tokens": ("price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
+                               "USD per 1M output tokens"),
+    "usd_per_million_tokens_batched": ("price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
+                                       "USD per 1M output tokens"),
 }
 _describe_inherited(SetupItem, SETUP_DOCS)
 

@@ -324,6 +324,14 @@ class CheapestSetups(PublishedTable):
     flags: builtins.list[str] | None = col("what a user should know before renting this setup", sql_type="VARCHAR[]")
     fx_stale: bool | None = col("the price was converted with an ECB rate more than 4 days older than the "
                                 "snapshot's as-of time")
+    decode_tokens_per_s: float | None = col("decode speed of one request on this plan (null: no bandwidth figure)",
+                                            unit="tokens/s")
+    max_concurrent_requests: int | None = col("requests of 8K tokens the plan holds at once", unit="requests")
+    aggregate_tokens_per_s: float | None = col("decode speed of max_concurrent_requests together", unit="tokens/s")
+    usd_per_million_tokens: float | None = col("price_per_hour_usd / (decode_tokens_per_s x 3600) x 1e6: one "
+                                               "request at a time", unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched: float | None = col("price_per_hour_usd / (aggregate_tokens_per_s x 3600) x 1e6: "
+                                                       "the plan kept full", unit="USD per 1M output tokens")
     snapshot_id: str = SNAPSHOT_ID
 
 

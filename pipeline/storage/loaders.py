@@ -40,13 +40,15 @@ class transaction:
 
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, or_ignore: bool = False,
-                 columns: tuple[str, ...] | None = None) -> None:
-    """Insert a polars frame into a table (inside the caller's transaction); ``or_ignore`` skips key clashes."""
+                 columns: tuple[str, ...] | None = None, by_name: bool = False) -> None:
+    """Insert a polars frame into a table (inside the caller's transaction); ``or_ignore`` skips key clashes;
+    ``by_name`` matches the frame's columns to the table's by name (columns added by later migrations)."""
     name = f"incoming_{table}"
     con.register(name, frame)
     try:
         select = ", ".join(columns) if columns else "*"
-        con.execute(f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO {table} SELECT {select} FROM {name}")
+        con.execute(f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO {table} {'BY NAME ' if by_name else ''}"
+                    f"SELECT {select} FROM {name}")
     finally:
         con.unregister(name)
 

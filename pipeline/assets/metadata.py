@@ -1,0 +1,64 @@
+"""Metadata that makes the Dagster UI worth opening: column schemas read from DuckDB/Parquet, tables instead of
+Markdown blobs, and plain floats for the figures the Plots tab should chart across runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+#: DuckDB type -> the type name shown in the UI's column schema
+_TYPES = {"VARCHAR": "string", "DOUBLE": "float", "FLOAT": "float", "INTEGER": "int", "BIGINT": "int",
+          "BOOLEAN": "bool", "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMP": "timestamp", "DATE": "date",
+          "JSON": "json", "HUGEINT": "int", "SMALLINT": "int"}
+#: GPUs whose cheapest on-demand $/GPU-hour is numeric metadata (charted by the asset's Plots tab)
+PLOTTED_GPUS = ("h100", "h200", "b200", "a100-80gb", "l40s", "rtx-4090")
+
+
+def _schema(rows: Iterable[tuple[Any, ...]]) -> dg.TableSchema:
+    return dg.TableSchema(columns=[dg.TableColumn(name=name, type=_TYPES.get(str(kind), str(kind).lower()),
+                                                  constraints=dg.TableColumnConstraints(nullable=nullable == "YES"))
+                                   for name, kind, nullable, *_ in rows])
+
+
+def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> dg.TableSchema:
+    """The column schema of a DuckDB table, as DuckDB describes it."""
+    return _schema(con.execute(f"DESCRIBE {table}").fetchall())
+
+
+def parquet_schema(path: str) -> dg.TableSchema:
+    con = duckdb.connect()
+    try:
+        return _schema(con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall())
+    finally:
+        con.close()
+
+
+def column_schema(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, Any]:
+    """``dagster/column_schema`` metadata for a DuckDB table (the UI's Columns view)."""
+    return {"dagster/column_schema": table_schema(con, table)}
+
+
+def _cell(value: Any) -> Any:  # noqa: ANN401 - a table cell
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return value
+
+
+def table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> dg.TableMetadataValue:
+    """A TableMetadataValue from (name, type) columns and row tuples; None cells are shown as "-" (every record
+    must carry every field)."""
+    names = [n for n, _ in columns]
+    records = [dg.TableRecord({n: "-" if v is None else _cell(v) for n, v in zip(names, row, strict=True)})
+               for row in rows]
+    schema = dg.TableSchema(columns=[dg.TableColumn(name=n, type=t) for n, t in columns])
+    return dg.MetadataValue.table(records=records, schema=schema)
+
+
+def gpu_price_series(cheapest: Iterable[Sequence[Any]]) -> dict[str, float]:
+    """``cheapest_<gpu>_usd_per_gpu_hour`` floats for the main GPUs present (rows start with gpu id, price)."""
+    prices = {row[0]: float(row[1]) for row in cheapest}
+    return {f"cheapest_{g.replace('-', '_')}_usd_per_gpu_hour": prices[g] for g in PLOTTED_GPUS if g in prices}

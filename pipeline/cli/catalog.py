@@ -1,0 +1,45 @@
+"""Rows for ``vramlab models`` and ``vramlab gpus --catalog``: what can be named on the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipeline.cli.models import load_ref
+from pipeline.cli.resolve import ResolveError, registry_ids, resolve_model, watchlist_entries
+from sizing_core import SizingError
+from sizing_core.parameters import count_parameters
+
+
+def model_rows(data_dir: Path) -> list[dict[str, Any]]:
+    """Every tracked model (watchlist order), then bundled registry specs not on the watchlist."""
+    rows = []
+    listed = {e.get("spec") for e in watchlist_entries()}
+    refs: list[tuple[str, str | None, str, str]] = [(e["id"], e["repo"], e["name"], e["lab"])
+                                                    for e in watchlist_entries()]
+    refs += [(rid, None, rid, "") for rid in registry_ids() if rid not in listed]
+    for model_id, repo, name, lab in refs:
+        row: dict[str, Any] = {"id": model_id, "repo": repo, "name": name, "lab": lab, "parameters": None,
+                               "activeParameters": None, "maxContext": None, "nativeFormat": None, "source": None,
+                               "error": None}
+        try:
+            ref = resolve_model(model_id, data_dir)
+            arch = load_ref(ref)
+        except (ResolveError, SizingError) as exc:
+            row["error"] = str(exc)
+            rows.append(row)
+            continue
+        counts = count_parameters(arch)
+        row |= {"repo": repo or ref.repo, "parameters": round(counts.total / 1e9, 2),
+                "activeParameters": round(counts.active / 1e9, 2),
+                "maxContext": arch.max_context, "nativeFormat": arch.native.weight_format, "source": ref.origin}
+        rows.append(row)
+    return rows
+
+
+def gpu_rows() -> list[dict[str, Any]]:
+    from sizing_core.gpus import catalog
+
+    return [{"id": g.id, "aliases": list(g.aliases), "name": g.name, "kind": g.kind, "memory_gb": g.memory_gb,
+             "usable_memory_gib": round(g.memory_bytes / 2**30, 1), "bandwidth_gbs": g.bandwidth_gbs,
+             "tdp_w": g.tdp_w, "launch_msrp_usd": g.launch_msrp_usd} for g in catalog().values()]

@@ -1,0 +1,138 @@
+"""``vramlab fit``: fewest GPUs for one format or every format, what limits the count, and what it costs.
+
+The answer for a format is the one the published model JSON gives for the same cell: with the default engine, a
+format the engine does not serve is answered with the substitute the export's column uses (``q4_k_m`` on vLLM is
+AWQ int4; ``fp8`` without FP8 kernels is INT8 on vLLM and Q8_0 on llama.cpp), and the substitute is named.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from pipeline.cli.models import load_ref, model_repo
+from pipeline.cli.resolve import resolve_model
+from sizing_core import Architecture
+from sizing_core.engines import Engine, default_engine, get_engine
+from sizing_core.gpus import GPU, get_gpu
+from sizing_core.launch import launch_command
+from sizing_core.placement import Placement, fewest_gpus
+from sizing_core.throughput import estimate
+
+#: the formats ``fit`` without ``--format`` answers, most faithful first
+ALL_FORMATS = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "mxfp4", "q4_k_m",
+               "iq4_xs", "q3_k_m", "q2_k")
+DEFAULT_HOURS_PER_DAY = 4.0  # seed 000's rent-vs-buy default ("4 h / day")
+DEFAULT_USD_PER_KWH = 0.15
+
+
+def substitute_format(engine_id: str, fmt: str, gpu: GPU) -> str:
+    """The format that stands for ``fmt`` on an engine that does not serve it, as the export's gpusNeeded columns
+    do (``pipeline/exports/model_json.column_format``): 8-bit is FP8 (INT8 without FP8) with vLLM/SGLang and
+    Q8_0 with llama.cpp; 4-bit GGUF is AWQ int4 with vLLM/SGLang."""
+    if engine_id in ("vllm", "sglang"):
+        if fmt == "fp8":
+            return "fp8" if gpu.supports_fp8 else "int8"
+        if fmt in ("q4_k_m", "iq4_xs"):
+            return "awq_int4"
+        if fmt in ("q8_0",):
+            return "fp8" if gpu.supports_fp8 else "int8"
+        return fmt
+    return {"fp8": "q8_0", "int8": "q8_0", "awq_int4": "q4_k_m", "nvfp4": "q4_k_m"}.get(fmt, fmt)
+
+
+def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement) -> dict[str, str]:
+    """Why this many GPUs: the weights alone, the KV cache/state of the requests, or the parallelism rules."""
+    plan = placed.plan
+    if plan is None:
+        return {"kind": "unsupported" if not placed.native_support and placed.reason == placed.support_note
+                else "too_large", "note": placed.reason or ""}
+    largest = plan.largest_stage
+    weights = sum(s.weights for s in plan.stages) * plan.tensor_parallel
+    per_gpu_budget = plan.usable_gib - largest.activations - largest.engine_overhead
+    cache = sum(s.kv_cache + s.recurrent_state for s in plan.stages)
+    if plan.gpus == 1:
+        return {"kind": "none", "note": f"fits on one GPU with {plan.headroom_gib:.1f} GiB to spare"}
+    weight_bound = max(1, math.ceil(weights / per_gpu_budget)) if per_gpu_budget > 0 else plan.gpus
+    short = fewest_gpus(arch, gpu, engine, fmt, 1, 1, placed.kv_cache_dtype)
+    if short.gpus is not None and short.gpus < plan.gpus:
+        return {"kind": "kv_cache", "note": f"KV cache and state of {placed.concurrency} request(s) of "
+                f"{placed.context:,} tokens ({cache:.1f} GiB per replica) need {plan.gpus} GPUs where the "
+                f"weights alone need {short.gpus}"}
+    if weight_bound >= plan.gpus:
+        return {"kind": "weights", "note": f"{weights:,.1f} GiB of weights over {per_gpu_budget:.1f} GiB usable "
+                f"per GPU needs {weight_bound}"}
+    return {"kind": "parallelism", "note": f"weights need {weight_bound} GPUs by memory, but tensor parallelism "
+            f"must divide the attention heads and stages hold whole layers ({', '.join(map(str, plan.layers_per_stage))}"
+            f" layers per stage): the smallest valid plan is TP {plan.tensor_parallel} x PP "
+            f"{plan.pipeline_parallel}"}
+
+
+def _warnings(gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or None
+    if plan is not None and plan.nodes > 1 and gpu.kind in ("consumer", "workstation", "unified", "apple"):
+        return [f"spans {plan.nodes} machines of {gpu.kind} GPUs: layers are split over the network (llama.cpp RPC "
+                "or pipeline stages without NVLink/InfiniBand); expect far lower speed than the estimate"]
+    return []
+
+
+def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int, engine_id: str | None,
+          kv_cache_dtype: str, substitute: bool = True) -> tuple[Placement, Engine, dict[str, str] | None]:
+    """The placement for ``fmt``; with the default engine, the export's substitute when the engine refuses."""
+    engine = get_engine(engine_id) if engine_id else default_engine(gpu)
+    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
+    answer_with = None
+    if substitute and not placed.fits and engine_id is None and fmt != "native":
+        alt = substitute_format(engine.id, fmt, gpu)
+        if alt != fmt:
+            other = fewest_gpus(arch, gpu, engine, alt, context, concurrency, kv_cache_dtype)
+            if other.fits:
+                answer_with = {"format": alt, "for": fmt, "reason": placed.support_note,
+                              "note": f"{engine.name} does not serve {fmt} here ({placed.support_note}); "
+                                      f"answered with {alt}, as the published gpusNeeded column does"}
+                placed = other
+    return placed, engine, answer_with
+
+
+def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
+               engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
+               arch: Architecture | None = None, repo: str | None = None, substitute: bool = True) -> dict[str, Any]:
+    """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md)."""
+    if arch is None:
+        if data_dir is None:
+            from pipeline.settings import settings
+
+            data_dir = settings().data_dir
+        ref = resolve_model(model, data_dir)
+        arch = load_ref(ref)
+        repo = model_repo(ref, arch)
+    gpu = get_gpu(gpu_id)
+    placed, engine, substitute_used = place(arch, gpu, fmt, context, concurrency, engine_id, kv_cache_dtype,
+                                            substitute)
+    plan = placed.plan
+    throughput = estimate(arch, gpu, engine, placed) if plan else None
+    batched = None
+    if throughput is not None and throughput.max_concurrent_requests > 1:
+        batched = estimate(arch, gpu, engine, placed, batch=throughput.max_concurrent_requests)
+    launch = launch_command(placed, repo or arch.model) if plan else None
+    memory = None
+    if plan is not None:
+        largest = plan.largest_stage
+        memory = largest.model_dump(mode="json", exclude={"stage", "layers"}) | {
+            "usable": plan.usable_gib, "headroom": plan.headroom_gib, "stage": largest.stage}
+    return {
+        "model": arch.model, "gpu": gpu.id, "gpuName": gpu.name, "engine": engine.id, "format": fmt,
+        "weightFormat": placed.weight_format, "context": context, "concurrency": concurrency,
+        "kvCacheDtype": kv_cache_dtype, "gpus": placed.gpus, "fits": placed.fits,
+        "nativeSupport": placed.native_support, "supportNote": placed.support_note,
+        "reason": placed.reason, "usableMemoryRule": engine.usable_rule, "gpuMemory": gpu.memory_source,
+        "plan": plan.model_dump(mode="json") if plan else None, "memoryPerGpuGiB": memory,
+        "throughput": throughput.model_dump(mode="json") if throughput else None,
+        "launch": launch.model_dump(mode="json") if launch else None,
+        "throughputAtMaxConcurrency": None if throughput is None else {
+            "batch": batched.batch if batched else throughput.batch,
+            "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s},
+        "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
+        "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
+    }
+

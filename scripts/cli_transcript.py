@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Regenerate the newcomer transcript at the end of ``docs/cli.md`` by running the commands (100 columns).
+
+    .venv/bin/vramlab run > /tmp/run.txt      # first: a run into the default data directory
+    .venv/bin/python scripts/cli_transcript.py /tmp/run.txt
+
+Everything between the two ``<!-- transcript -->`` markers is replaced by the commands and their real output.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "cli.md"
+BEGIN, END = "<!-- transcript: begin -->", "<!-- transcript: end -->"
+COMMANDS = (
+    "vramlab --version",
+    "vramlab models | head -12",
+    "vramlab size qwen3-8b --contexts 8k,32k,128k",
+    "vramlab size kimi-k3.1-pr",
+    "vramlab fit gpt-oss-20b --gpu rtx-4090",
+    "vramlab fit llama-3.1-70b --gpu H100 --format FP8",
+    "vramlab fit qwen3-8b --gpu h200 --format q4km",
+    "vramlab fit qwen3-8b --gpu h100 --format q4kz",
+    "vramlab gpus | head -16",
+    "vramlab gpus H100:8 --max-price 3",
+    "vramlab cheapest llama-3.1-70b",
+    "vramlab cheapest deepseek-v3 --single-machine --top 5",
+    "vramlab cheapest qwen3-8b --json | head -12",
+)
+
+
+def run(command: str) -> str:
+    script = Path(sys.executable).parent / "vramlab"
+    env = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
+    shell = command.replace("vramlab", shlex.quote(str(script)), 1)
+    proc = subprocess.run(shell, shell=True, cwd=ROOT, env=env, capture_output=True, text=True)
+    return (proc.stdout + proc.stderr).rstrip()
+
+
+def main(argv: list[str]) -> None:
+    blocks = []
+    if argv:
+        blocks.append(f"$ vramlab run\n{Path(argv[0]).read_text().rstrip()}")
+    blocks += [f"$ {command}\n{run(command)}" for command in COMMANDS]
+    body = "\n\n".join(blocks)
+    body = "\n".join(line.rstrip() for line in body.splitlines())
+    text = DOC.read_text()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    DOC.write_text(f"{head}{BEGIN}\n```text\n{body}\n```\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,144 @@
+"""Issue #12: ``vramlab run`` talks and records into a persistent Dagster instance, and the UI shows it.
+
+One real ``vramlab run`` (the console script, offline replay) into a temp DAGSTER_HOME, then the real webserver on a
+loopback port answers GraphQL as the UI would: the CLI run is the named job with its tags, the assets carry table
+metadata, column schemas and the numeric price the Plots tab charts. The CLI and the export agree on setups.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from test_cli_size import vramlab
+from test_dagster_services import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+DUCKDB_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current", "core__gpus", "core__models",
+                 "out__sizing", "out__cheapest_setups", "out__exports")
+
+METADATA = """
+query ($keys: [AssetKeyInput!]) {
+  assetNodes(assetKeys: $keys) {
+    assetKey { path }
+    description
+    assetMaterializations(limit: 1) {
+      runId
+      metadataEntries {
+        label
+        __typename
+        ... on FloatMetadataEntry { floatValue }
+        ... on TableMetadataEntry { table { records schema { columns { name } } } }
+        ... on TableSchemaMetadataEntry { schema { columns { name type } } }
+      }
+    }
+  }
+}"""
+
+RUNS = """
+{
+  runsOrError(filter: {tags: [{key: "vramlab/trigger", value: "cli"}]}) {
+    ... on Runs { results { runId jobName status tags { key value } } }
+    ... on PythonError { message }
+  }
+}"""
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("cli_run")
+    env = {"DAGSTER_HOME": str(tmp / "home"), "VRAMLAB_DATA_DIR": str(tmp / "data")}
+    out = vramlab("run", env=env, timeout=2400)
+    return {"tmp": tmp, "env": env, "out": out}
+
+
+def test_run_talks_and_records_into_the_instance(cli_run: dict) -> None:
+    out = cli_run["out"]
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    text = out.stdout
+    for line in ("snapshot", "models sized", "offers", "quarantined", "cheapest GPU-hour", "failures", "next:"):
+        assert line in text, text[-3000:]
+    assert "H100 $" in text and "done" in text  # the progress display's last state, then the summary
+    home = Path(cli_run["env"]["DAGSTER_HOME"])
+    assert (home / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()  # the pool applies
+    snapshot = next(line.split()[-1] for line in text.splitlines() if line.startswith("snapshot"))
+    assert Path(snapshot).parent == Path(cli_run["env"]["VRAMLAB_DATA_DIR"]) / "exports"
+    index = json.loads((Path(snapshot) / "index.json").read_text())
+    sized = sum(1 for m in index["models"] if m.get("status", "ok") == "ok")
+    assert f"models sized  {sized} of {len(index['models'])}" in text
+
+
+def test_cli_and_export_agree_on_setups(cli_run: dict) -> None:
+    data = Path(cli_run["env"]["VRAMLAB_DATA_DIR"])
+    for model in ("qwen3-8b", "llama-3.1-70b"):
+        published = json.loads((data / "exports" / "latest" / "models" / f"{model}.json").read_text())["cheapestSetups"]
+        out = vramlab("cheapest", model, "--json", "--data-dir", str(data))
+        assert out.returncode == 0, out.stderr
+        rows = json.loads(out.stdout)["setups"][: len(published)]
+        keys = ("provider", "instanceType", "region", "format", "engine", "instances", "tensorParallel",
+                "pipelineParallel", "pricePerHour", "usdPerMillionTokens", "usdPerMillionTokensBatched")
+        assert [{k: r[k] for k in keys} for r in rows] == [{k: p[k] for k in keys} for p in published]
+        assert all(p["usdPerMillionTokens"] for p in published)  # cost is carried by every published setup
+
+
+def test_the_ui_shows_the_cli_run_tables_schemas_and_plots(cli_run: dict) -> None:
+    assert cli_run["out"].returncode == 0
+    port = free_port()
+    env = {**os.environ, **cli_run["env"], "PYTHONPATH": str(ROOT)}
+    webserver = Path(sys.executable).parent / "dagster-webserver"
+    proc = subprocess.Popen([str(webserver), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/graphql"
+    try:
+        deadline = time.time() + 300
+        nodes = None
+        while time.time() < deadline:
+            assert proc.poll() is None, proc.stdout.read().decode()[-2000:] if proc.stdout else ""
+            try:
+                answer = httpx.post(url, json={"query": METADATA, "variables": {
+                    "keys": [{"path": [k]} for k in DUCKDB_ASSETS]}}, timeout=30).json()
+                nodes = answer.get("data", {}).get("assetNodes")
+                if nodes:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        assert nodes, "the webserver never served the asset graph"
+        runs = httpx.post(url, json={"query": RUNS}, timeout=30).json()["data"]["runsOrError"]["results"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    # the CLI's run: the named job, tagged as a refresh (so the run limit and the schedule's guard see it)
+    assert len(runs) == 1 and runs[0]["jobName"] == "vramlab_refresh" and runs[0]["status"] == "SUCCESS"
+    tags = {t["key"]: t["value"] for t in runs[0]["tags"]}
+    assert tags["vramlab/refresh"] == "hourly" and tags["vramlab/trigger"] == "cli"
+    by_key = {n["assetKey"]["path"][0]: n for n in nodes}
+    for key in DUCKDB_ASSETS:  # every DuckDB/Parquet asset: materialized by the CLI run, with its column schema
+        mats = by_key[key]["assetMaterializations"]
+        assert mats and mats[0]["runId"] == runs[0]["runId"], key
+        entries = {e["label"]: e for e in mats[0]["metadataEntries"]}
+        schema = entries.get("dagster/column_schema")
+        assert schema and schema["__typename"] == "TableSchemaMetadataEntry" and schema["schema"]["columns"], key
+    offers = {e["label"]: e for e in by_key["core__offers_current"]["assetMaterializations"][0]["metadataEntries"]}
+    cheapest = offers["cheapest_gpu_hour"]
+    assert cheapest["__typename"] == "TableMetadataEntry"
+    records = [json.loads(r) for r in cheapest["table"]["records"]]
+    h100 = next(r for r in records if r["gpu"] == "h100")
+    plot = offers["cheapest_h100_usd_per_gpu_hour"]  # a float: the asset's Plots tab charts it across runs
+    assert plot["__typename"] == "FloatMetadataEntry" and plot["floatValue"] == pytest.approx(h100["usd_per_gpu_hour"])
+    assert offers["source_outcomes"]["__typename"] == "TableMetadataEntry"
+    setups = {e["label"]: e for e in by_key["out__cheapest_setups"]["assetMaterializations"][0]["metadataEntries"]}
+    top = [json.loads(r) for r in setups["top_setups"]["table"]["records"]]
+    assert setups["top_setups"]["__typename"] == "TableMetadataEntry" and {r["model"] for r in top} >= {"qwen3-8b"}
+    description = by_key["out__exports"]["description"]
+    assert "//" not in description and "<" not in description and "SNAPSHOT_ID" in description
