@@ -13,14 +13,14 @@ import duckdb
 import polars as pl
 from pydantic import ValidationError
 
-from pipeline.compute.setups import Setup
+from pipeline.compute.setups import FX_STALE_AFTER_DAYS, Setup, fx_age_days
 from pipeline.compute.tracked import Tracked
 from pipeline.exports.dictionary import dictionary
 from pipeline.exports.history import append_history, link_into
 from pipeline.exports.model_json import build_model_export, js_numbers, released_date
 from pipeline.exports.parquet import utc_cursor, write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
-from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, IndexFile, json_schema
+from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, FxStatus, IndexFile, json_schema
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
 from pipeline.ingest.models import header_facts
 from pipeline.storage.db import table_columns
@@ -42,6 +42,14 @@ def sizing_reason_sql(cur: duckdb.DuckDBPyConnection) -> str:
             "ELSE 'no_plan_within_max_gpus' END")
     return ("CASE WHEN x.model_id IS NOT NULL THEN x.exact_reason "
             f"WHEN s.est_gpus IS NULL THEN {grid} END")
+
+
+def fx_status(fx_date: str | None, as_of: datetime) -> dict[str, Any] | None:
+    """The ECB rate's own date, its age at ``as_of`` and whether it is stale (the rule setups flag prices with)."""
+    age = fx_age_days(fx_date, as_of)
+    if fx_date is None or age is None:
+        return None
+    return {"date": fx_date, "ageDays": age, "stale": age > FX_STALE_AFTER_DAYS}
 
 
 def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], snap: str) -> str:
@@ -92,6 +100,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                                         f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"})
                 continue
             exact += cells
+            fx = fx_status(min((s.fx_date for s in on_demand if s.fx_date), default=None), as_of)
+            model = model.model_copy(update={"fx": FxStatus.model_validate(fx) if fx else None})
             writer.write_json(f"models/{t.entry.id}.json", js_numbers(model.model_dump(mode="json")))
             hook(f"models/{t.entry.id}.json")
             index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "ok", "name": t.entry.name,
@@ -130,7 +140,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                           "last_outcome": f["last_outcome"], "stale": f["stale"]} for name, f in freshness.items()}
         manifest = {"snapshot_id": snap, "generated_at": now.isoformat(), "schema_version": SCHEMA_VERSION,
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
-                    "history": [p.model_dump() for p in parts]}
+                    "history": [p.model_dump() for p in parts],
+                    "fx": fx_status(con.execute("SELECT max(fx_date) FROM offers_current").fetchall()[0][0], as_of)}
         final = writer.finish(manifest)
     except BaseException:
         writer.abandon()

@@ -1,7 +1,7 @@
 """Price history that grows instead of being copied: ``exports/history/price_observations/date=YYYY-MM-DD/`` holds
 immutable part files, one per snapshot that found new observations for that UTC day. A part is never rewritten;
-the union of a day's parts is every observation of that day exactly once (an observation already in a part is
-never written again). Each snapshot hard-links the parts into its own ``price_observations/`` folder (no copy: the
+the union of a day's parts is every observation of that day exactly once (an observation, keyed by offer_key and
+observed_at as price_observations is since migration 006, already in a part is never written again). Each snapshot hard-links the parts into its own ``price_observations/`` folder (no copy: the
 same inode) and lists them with their sha256 in ``manifest.json`` (``history``). Deleting an old snapshot only
 removes its links.
 
@@ -42,7 +42,7 @@ def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str)
         where = f"{_DAY} = DATE '{day.isoformat()}'"
         if existing:
             where += (" AND NOT EXISTS (SELECT 1 FROM read_parquet(" + _quoted_list(existing) + ") h "
-                      "WHERE h.offer_key = p.offer_key AND h.observed_hour = p.observed_hour)")
+                      "WHERE h.offer_key = p.offer_key AND h.observed_at = p.observed_at)")
         query = f"{select_sql(PriceObservations)} FROM price_observations p WHERE {where} ORDER BY observed_at, offer_key"
         new = cur.execute(f"SELECT count(*) FROM price_observations p WHERE {where}").fetchall()[0][0]
         if new:

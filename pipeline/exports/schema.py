@@ -113,7 +113,7 @@ class WeightsGiB(BaseModel):
     """Weights per format; the four seed keys are always present, every other weight format may follow."""
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, float]  # one key per further weight format (fp16, int8, q8_0, ... nvfp4)
+    __pydantic_extra__: dict[str, float | None]  # one key per further weight format (fp16, int8, q8_0, ... nvfp4)
 
     native: float | None = d("weights in the checkpoint's own format (the safetensors size when known; null when "
                              "the checkpoint's quantization scheme is unknown, #11)", unit="GiB")
@@ -262,6 +262,12 @@ class Provenance(BaseModel):
     revision: str | None = d("Hub commit sha of the model (or spec:<hash> for a spec)", default=None)
 
 
+class FxStatus(_Strict):
+    date: str = d("date of the ECB reference rate (YYYY-MM-DD)")
+    ageDays: int = d("days between that date and the snapshot's as_of", unit="days")
+    stale: bool = d("older than 4 days (pipeline.compute.setups.FX_STALE_AFTER_DAYS): converted prices may be off")
+
+
 class ModelExport(_Strict):
     """``models/<id>.json``. The first block is seed 004's contract; keep names and types, add new keys only."""
 
@@ -299,6 +305,8 @@ class ModelExport(_Strict):
     derived: dict[str, DerivedFact] = d("facts derived from the Hub payload, each with its rule")
     parameterCounts: PublishedParameterCounts = d("parameter counts by group and where they came from")
     provenance: Provenance = d("inputs of this snapshot")
+    fx: FxStatus | None = d("the oldest ECB rate behind cheapestSetups' USD prices (null: all listed in USD or no "
+                            "setups)", default=None)
 
 
 class GgufFiles(_Strict):
@@ -351,6 +359,8 @@ class Manifest(_Strict):
     sources: dict[str, SourceStatus] = d("per price source: verification and staleness")
     row_counts: dict[str, int] = d("rows per published table", unit="rows")
     files: dict[str, str] = d("relative path -> sha256 of every file of the snapshot folder")
+    fx: FxStatus | None = d("the newest ECB rate among current offers' conversions (null: none converted)",
+                            default=None)
     history: list[HistoryPart] = d("price-observation partitions this snapshot covers (shared, append-only files "
                                    "under exports/history/, hard-linked into the snapshot's price_observations/)")
 

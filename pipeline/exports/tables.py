@@ -136,8 +136,11 @@ _OFFER_COMMON_DOC = {
 
 class OffersCurrent(PublishedTable):
     file = "offers_current.parquet"
-    db_table = "offers_current"
-    description = "Latest observation of every offer (provider x instance type x region x allocation)."
+    db_table = ("offers_current LEFT JOIN (SELECT offer_key, canonical_provider, via, allocation_class, duplicate_of, "
+                "reference_gpu_hour_usd, ratio_to_reference, reasons, confirmed_by, quarantined, eligible "
+                "FROM offer_quality) USING (offer_key)")
+    description = ("Latest observation of every offer (provider x instance type x region x allocation), with its "
+                   "offer-quality verdict (pipeline/quality: dedupe, plausibility band, quarantine).")
 
     offer_key: str = col("stable id of the offer: source, instance type, region, zone, allocation")
     source: str = col("price source (one provider may have several, e.g. aws and skypilot-aws)")
@@ -179,6 +182,41 @@ class OffersCurrent(PublishedTable):
     previous_price_usd: float | None = col("previous price_per_hour_usd (null: never changed)",
                                            unit="USD/instance-hour")
     jump_unconfirmed: bool = col(">5x change not yet confirmed by a second observation")
+    canonical_provider: str | None = col("one provider id per company (oci and oracle -> oracle); null: offer "
+                                         "quality not computed")
+    via: str | None = col("direct (the provider's own API/page) or aggregator (SkyPilot catalog, marketplace)")
+    allocation_class: str | None = col("on_demand, spot, marketplace or monthly: how setups treat the offer")
+    duplicate_of: str | None = col("offer_key of the offer that won the dedupe (null: this offer is the one kept)")
+    reference_gpu_hour_usd: float | None = col("median of distinct providers' on-demand price for this GPU "
+                                               "(gpu_price_reference)", unit="USD/GPU-hour")
+    ratio_to_reference: float | None = col("price_per_gpu_hour_usd / reference_gpu_hour_usd", unit="ratio")
+    quality_reasons: builtins.list[str] | None = col(
+        "why the offer is suspicious: below_band, above_band, spot_reversed, placeholder (empty: none)",
+        sql="reasons", sql_type="VARCHAR[]")
+    confirmed_by: str | None = col("second_source or observations: why a band outlier is trusted anyway")
+    quarantined: bool | None = col("has a reason and is not confirmed: never used in setups")
+    eligible: bool | None = col("used for cheapest setups (kept by the dedupe, not quarantined, hourly-rentable, "
+                                "not stale/removed/fractional)")
+    snapshot_id: str = SNAPSHOT_ID
+
+
+class GpuPriceReference(PublishedTable):
+    file = "gpu_price_reference.parquet"
+    db_table = "gpu_price_reference"
+    description = "Per GPU, the cross-provider on-demand reference price the offer-quality band is drawn around."
+
+    gpu_id: str = col("canonical GPU id")
+    providers: int = col("distinct canonical providers with an on-demand offer", unit="providers")
+    offers: int = col("on-demand offers considered", unit="offers")
+    median_gpu_hour_usd: float = col("median over providers of each provider's median price (zone copies "
+                                     "collapsed)", unit="USD/GPU-hour")
+    band_low_usd: float | None = col("lower edge of the plausibility band (null: too few providers to judge)",
+                                     unit="USD/GPU-hour")
+    band_high_usd: float | None = col("upper edge of the plausibility band (null: too few providers)",
+                                      unit="USD/GPU-hour")
+    min_gpu_hour_usd: float = col("cheapest on-demand offer", unit="USD/GPU-hour")
+    max_gpu_hour_usd: float = col("dearest on-demand offer", unit="USD/GPU-hour")
+    computed_at: dt.datetime = col("when the reference was computed (UTC)")
     snapshot_id: str = SNAPSHOT_ID
 
 
@@ -336,7 +374,8 @@ class CheapestSetups(PublishedTable):
 
 
 #: every published Parquet table, in publishing order
-TABLES: tuple[type[PublishedTable], ...] = (Models, Gpus, OffersCurrent, Sizing, CheapestSetups, PriceObservations)
+TABLES: tuple[type[PublishedTable], ...] = (Models, Gpus, OffersCurrent, GpuPriceReference, Sizing, CheapestSetups,
+                                            PriceObservations)
 
 
 def select_sql(table: type[PublishedTable], prefix: str = "", **params: str) -> str:
