@@ -137,6 +137,12 @@ def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from pipeline.storage.rebuild import rebuild_main  # logic lives with the storage layer (issue #16)
+
+    return rebuild_main(Path(args.data_dir) if args.data_dir else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, description="How much GPU memory an open-weight LLM needs, on which GPUs, how fast, "
                                            "and where it is cheapest to rent today.",
@@ -290,6 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     _data_dir_flag(backfill)
     backfill.add_argument("--no-run", action="store_true", help="only the history steps, no main job")
     backfill.set_defaults(func=cmd_replay_backfill)
+    rebuild = sub.add_parser("rebuild", help="re-create the DuckDB file from the raw landing (after damage or loss)")
+    rebuild.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
+    rebuild.set_defaults(func=cmd_rebuild)
     return parser
 
 
