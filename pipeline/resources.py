@@ -12,7 +12,7 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 
 from pipeline.settings import Settings, settings
-from pipeline.storage.db import migrate
+from pipeline.storage.db import DatabaseDamaged, is_damage, migrate, open_database
 
 
 class VramlabSettings(dg.ConfigurableResource):
@@ -22,6 +22,7 @@ class VramlabSettings(dg.ConfigurableResource):
     db_path: str
     live: bool = False
     fail_sources: list[str] = []  # failure drill: in replay mode these sources answer HTTP 500
+    replay_step: str = ""  # replay series step (pipeline/replay/prices/series.json); "" = current recordings
 
     @classmethod
     def from_env(cls) -> VramlabSettings:
@@ -30,7 +31,8 @@ class VramlabSettings(dg.ConfigurableResource):
 
     @property
     def settings(self) -> Settings:
-        return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live)
+        return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live,
+                        replay_step=self.replay_step)
 
     def as_of(self) -> datetime:
         return self.settings.as_of()
@@ -38,11 +40,27 @@ class VramlabSettings(dg.ConfigurableResource):
 
 @contextmanager
 def store(db: DuckDBResource) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short DuckDB connection with the schema migrated; every result is drained before it closes."""
-    Path(db.database).parent.mkdir(parents=True, exist_ok=True)
-    with db.get_connection() as con:
-        migrate(con)
-        yield con
+    """A short DuckDB connection with the schema migrated; every result is drained before it closes.
+
+    Opened by :func:`pipeline.storage.db.open_database` rather than ``DuckDBResource.get_connection``: a damaged
+    file fails the step at once with one clear error (``dg.Failure``, no retries) instead of ~100 s of connect
+    back-off per step, and a lock held by another process is waited for with a bounded, stated wait."""
+    path = Path(db.database)
+    try:
+        con = open_database(path, config=dict(db.connection_config or {}))
+    except DatabaseDamaged as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    try:
+        try:
+            migrate(con)
+            yield con
+        except duckdb.Error as exc:
+            if is_damage(exc):
+                damaged = DatabaseDamaged(path, exc)
+                raise dg.Failure(description=str(damaged), allow_retries=False) from damaged
+            raise
+    finally:
+        con.close()
 
 
 def default_resources() -> dict[str, object]:

@@ -1,6 +1,7 @@
 """The hourly refresh: one job over the whole graph, run by a schedule in UTC that never overlaps itself.
 
-Two guards: the schedule skips a tick while a run it started is still queued or in progress, and dagster.yaml
+Two guards: the schedule skips a tick while ANY run is queued or in progress in this instance (a run launched
+from the UI carries no refresh tag but writes the same DuckDB file and landing: issue #16), and dagster.yaml
 limits runs tagged ``vramlab/refresh`` to one at a time (for runs queued by other means).
 
 Executors (docs/decisions.md): the refresh job runs under Dagster's **multiprocess executor**, each step in its
@@ -40,7 +41,7 @@ hourly_refresh_job = dg.define_asset_job(
              tags=REFRESH_TAG,
              description="Fetch every source, load DuckDB, size, publish; skipped while the previous run is active.")
 def hourly_refresh(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    active = context.instance.get_runs_count(dg.RunsFilter(tags=REFRESH_TAG, statuses=ACTIVE))
+    active = context.instance.get_runs_count(dg.RunsFilter(statuses=ACTIVE))
     if active:
-        return dg.SkipReason(f"{active} refresh run(s) still active: not starting another")
+        return dg.SkipReason(f"{active} run(s) still active (refresh, UI or CLI): not starting another")
     return dg.RunRequest(tags=REFRESH_TAG)

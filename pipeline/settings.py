@@ -3,9 +3,11 @@
 - ``VRAMLAB_DATA_DIR``: data directory (default ``data/`` at the repository root).
 - ``VRAMLAB_DB``: DuckDB file (default ``<data dir>/vramlab.duckdb``).
 - ``VRAMLAB_LIVE=1``: fetch from the real sources; otherwise the bundled recordings are replayed.
-- In replay mode every recorded observation carries the snapshot's time (``REPLAY_SNAPSHOT_AT``), and staleness
-  is judged as of that time: a bundled snapshot keeps the date it was observed and never becomes fresh by being
-  loaded again, while the pipeline still has current-looking data to publish offline.
+- In replay mode every recorded observation carries its recording's capture time (``captured_at`` in the replay
+  manifest; ``REPLAY_SNAPSHOT_AT``, the reference freeze, where no capture date exists), and staleness is judged as
+  of ``REPLAY_SNAPSHOT_AT``: a bundled recording keeps the date it was observed and never becomes fresh by being
+  loaded again. A replay series step (``replay_step``, see ``pipeline/sources/replay.py``) is judged as of its own
+  time.
 """
 
 from __future__ import annotations
@@ -24,9 +26,16 @@ class Settings:
     data_dir: Path
     db_path: Path
     replay: bool
+    replay_step: str = ""  # a replay series step id; "" = the current recordings
 
     def as_of(self) -> datetime:
-        return REPLAY_SNAPSHOT_AT if self.replay else datetime.now(UTC)
+        if not self.replay:
+            return datetime.now(UTC)
+        if self.replay_step:
+            from pipeline.sources.replay import series_step
+
+            return series_step(self.replay_step).as_of
+        return REPLAY_SNAPSHOT_AT
 
 
 def settings() -> Settings:

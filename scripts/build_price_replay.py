@@ -4,6 +4,13 @@
 Real recordings are copied with only the ``_provenance`` notes the research pass added removed (those notes live
 in docs/sources.md). Sources without a real recording get a payload built to their documented shape
 (``samples/*.SCHEMA.md``); every manifest entry says which it is in ``recording``.
+
+Every entry also carries ``captured_at`` (when the payload was really seen at its source, from the capture notes in
+``shared/reference/prices``) and ``captured_at_basis`` (where that date comes from, or ``nominal`` where no capture
+date exists). ``series.json`` lists earlier recordings of the same URLs (the second SkyPilot catalog versions in
+``skypilot_catalog/history/``) as an ordered replay series; their true order is unknown, so it is nominal.
+
+``--series`` only re-stamps the existing manifest with capture dates and rewrites the series (payloads untouched).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pipeline.settings import REPLAY_SNAPSHOT_AT  # noqa: E402
 from pipeline.sources import (  # noqa: E402
     akash,
     aws,
@@ -209,9 +217,78 @@ def hetzner_page() -> None:
              "prices illustrative); the real page's markup was not available offline")
 
 
+#: source -> (captured_at, basis) for recordings whose capture date is known (shared/reference/prices/NOTES.md and
+#: samples/real/SOURCES.md). Everything else is stamped with the reference freeze time and says ``nominal``.
+CAPTURED = {
+    "scaleway": ("2026-10-01T12:00:00+00:00", "capture date 2026-10-01 (NOTES.md; time of day unknown, noon UTC)"),
+    "akash": ("2026-09-28T12:00:00+00:00", "capture date 2026-09-28 (NOTES.md; time of day unknown, noon UTC)"),
+    "azure": ("2026-09-16T12:00:00+00:00", "capture date 2026-09-16 (NOTES.md; time of day unknown, noon UTC)"),
+    "lambda": ("2026-07-30T12:00:00+00:00", "capture date 2026-07-30 (NOTES.md; time of day unknown, noon UTC)"),
+    "ecb": ("2024-02-27T15:00:00+00:00", "the rates' own date 2024-02-27, published 16:00 CET (SOURCES.md)"),
+    "gcp": ("2023-03-24T12:00:00+00:00", "lower bound: the SKUs' effectiveTime 2023-03-24 (capture date unknown; "
+            "SOURCES.md)"),
+    "vastai": ("2024-07-30T12:00:00+00:00", "lower bound: the offer's start_date 2024-07-30 (capture date unknown; "
+               "SOURCES.md)"),
+}
+NOMINAL = "nominal: no capture date exists ({why}); stamped with the reference freeze time"
+#: the second SkyPilot catalog versions (skypilot_catalog/history/<commit>/<cloud>/vms.csv), replayed one step
+#: before the current recordings; a week earlier is a nominal spacing, not a known date
+HISTORY = {"lambda": "95eaf484fa404db8356b745607d162ea4fdf8fda", "vast": "680a69b15e686d34fd0c808ddc62c10df27bb46d",
+           "jarvislabs": "8f097115551e2c48a5eb9a8fafe37e23290ff691"}
+HISTORY_AT = "2026-11-21T12:00:00+00:00"
+
+
+def stamp(entry: dict) -> dict:
+    """Add ``captured_at`` / ``captured_at_basis`` to a manifest entry (kept if already present)."""
+    if "captured_at" in entry:
+        return entry
+    source = entry["source"]
+    if source in CAPTURED:
+        at, basis = CAPTURED[source]
+    elif source.startswith("skypilot-"):
+        at, basis = REPLAY_SNAPSHOT_AT.isoformat(), NOMINAL.format(
+            why="SkyPilot catalog commit dates could not be seen (skypilot_catalog/README.md)")
+    else:
+        at, basis = REPLAY_SNAPSHOT_AT.isoformat(), NOMINAL.format(why="payload constructed to the documented shape")
+    return entry | {"captured_at": at, "captured_at_basis": basis}
+
+
+def series(current: list[dict]) -> dict:
+    """``series.json``: the history step (copied catalog versions) then the current manifest."""
+    urls = {e["source"]: e["url"] for e in current}
+    step = []
+    for cloud, commit in HISTORY.items():
+        src = SHARED / "skypilot_catalog" / "history" / commit[:7] / cloud / "vms.csv"
+        rel = f"history/{commit[:7]}/{cloud}/vms.csv"
+        (OUT / rel).parent.mkdir(parents=True, exist_ok=True)
+        (OUT / rel).write_bytes(src.read_bytes())
+        step.append({"source": f"skypilot-{cloud}", "method": "GET", "url": urls[f"skypilot-{cloud}"], "file": rel,
+                     "status": 200, "content_type": "text/csv",
+                     "recording": f"real (GPU rows, byte for byte) of catalogs/v8/{cloud}/vms.csv at commit {commit}",
+                     "captured_at": HISTORY_AT,
+                     "captured_at_basis": "nominal: commit date unknown (skypilot_catalog/history/README.md); "
+                                          "placed one week before the current catalog"})
+    return {"about": "Replay series: earlier recordings of the same URLs, replayed in this order before "
+                     "manifest.json (the current recordings), so a replayed history has real price changes. The "
+                     "true capture order of the SkyPilot catalog versions is unknown: this order and its times are "
+                     "nominal.",
+            "order": "nominal",
+            "steps": [{"id": "skypilot-history", "as_of": HISTORY_AT, "responses": step},
+                      {"id": "current", "as_of": REPLAY_SNAPSHOT_AT.isoformat(), "responses": "manifest.json"}]}
+
+
+def write(current: list[dict]) -> None:
+    current = [stamp(e) for e in current]
+    (OUT / "manifest.json").write_text(json.dumps({"responses": current}, indent=1) + "\n")
+    (OUT / "series.json").write_text(json.dumps(series(current), indent=1) + "\n")
+
+
 if __name__ == "__main__":
-    real()
-    shaped()
-    hetzner_page()
-    (OUT / "manifest.json").write_text(json.dumps({"responses": entries}, indent=1) + "\n")
-    print(f"{len(entries)} recorded responses in {OUT}")
+    if "--series" in sys.argv[1:]:
+        entries = json.loads((OUT / "manifest.json").read_text())["responses"]
+    else:
+        real()
+        shaped()
+        hetzner_page()
+    write(entries)
+    print(f"{len(entries)} recorded responses in {OUT}, series in {OUT / 'series.json'}")

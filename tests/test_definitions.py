@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -14,7 +15,9 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.definitions import ALL_ASSETS, defs
 from pipeline.resources import VramlabSettings
+from pipeline.settings import REPLAY_SNAPSHOT_AT
 from pipeline.sources import PRICE_SOURCES
+from pipeline.sources.replay import REPLAY_ROOT
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "asset_specs.json"
 
@@ -101,9 +104,15 @@ def test_full_graph_materializes_on_replay(full_run: dict) -> None:
     assert counts["fetch_log"] == len(PRICE_SOURCES) + 1
     assert counts["price_observations"] == counts["offers_current"] > 3000
     assert counts["gpus"] >= 50 and counts["models"] == 43 and counts["model_revisions"] == 42
-    checks = {(e.asset_key.to_user_string(), e.check_name): e.passed
-              for e in full_run["first"].get_asset_check_evaluations()}
-    assert all(checks.values()), checks
+    evaluations = {(e.asset_key.to_user_string(), e.check_name): e for e in full_run["first"].get_asset_check_evaluations()}
+    staleness = evaluations.pop(("core__offers_current", "source_staleness"))
+    assert all(e.passed for e in evaluations.values()), {k: e.passed for k, e in evaluations.items()}
+    # replayed recordings keep their capture dates: those captured more than 2 h before the freeze are stale
+    recorded = json.loads((REPLAY_ROOT / "prices" / "manifest.json").read_text())["responses"]
+    old = {e["source"] for e in recorded
+           if datetime.fromisoformat(e["captured_at"]) < REPLAY_SNAPSHOT_AT - timedelta(hours=2)}
+    assert old and not staleness.passed
+    assert set(staleness.metadata["stale_sources"].value) == old
 
 
 def test_second_run_of_the_same_hour_adds_no_duplicates(full_run: dict) -> None:

@@ -59,7 +59,7 @@ def test_500_lands_the_error_body(tmp_path: Path) -> None:
     out, _ = run(tmp_path, FAMILIES, {url_of("hetzner"): error})
     entry = out["hetzner"][0]
     assert (entry.outcome, entry.http_status) == ("http_error", 500)
-    meta = json.loads(Path(entry.raw_path).read_text())
+    meta = json.loads((tmp_path / entry.raw_path).read_text())  # raw_path is relative to the data directory
     assert meta["parts"][0]["status"] == 500  # what was received is kept
     assert out["lambda"][0].outcome == "ok"
 

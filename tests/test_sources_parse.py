@@ -3,8 +3,6 @@ real recordings, and the unit conversions (cents, 1e-8 units, EUR -> USD at a da
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pipeline.ingest.prices import client_for, latest_rates
@@ -46,7 +44,7 @@ def test_every_source_parses_its_replay_fixture(replayed: dict, name: str) -> No
     entry, result = replayed["results"][name]
     assert entry.outcome == "ok", entry.message
     assert entry.offers == len(result.offers) > 0
-    raw = load_landed(Path(entry.raw_path))  # the payload landed, byte for byte
+    raw = load_landed(replayed["data"] / entry.raw_path)  # landed byte for byte; raw_path is relative to data/
     assert raw.sha256 == entry.sha256 and raw.size == entry.bytes
     for offer in result.offers:
         assert offer.price_per_hour_usd > 0 and offer.observed_at == entry.started_at

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.metadata import column_schema, gpu_price_series, table
@@ -14,15 +15,17 @@ from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
 from pipeline.sources.huggingface import HubModel, HubState, load_watchlist
-from pipeline.sources.landing import read_log
+from pipeline.sources.landing import read_log, read_log_report
 from pipeline.storage.checkpoints import load_checkpoint_headers
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import (
+    PRICE_CEILING,
     STALE_AFTER,
+    UNMAPPED_CEILING,
     load_fetch_log,
     load_gpus,
     load_models,
-    load_observations,
+    load_observations_detailed,
     mark_loaded,
     offers_from_landing,
     pending_fetches,
@@ -32,9 +35,7 @@ from pipeline.storage.loaders import (
 
 CORE_GROUP = "core"
 POOL = "duckdb"
-#: $/GPU-hour above which a price is not believable for that kind of GPU (a 100x unit mistake lands far above)
-PRICE_CEILING = {"datacenter": 80.0, "workstation": 20.0, "consumer": 10.0, "unified": 10.0, "apple": 10.0}
-UNMAPPED_CEILING = 100.0
+__all__ = ["PRICE_CEILING", "UNMAPPED_CEILING"]  # defined with the loader that quarantines by them
 
 OBS_COLUMNS = ["offer_key", "observed_hour", "observed_at", "source", "provider", "instance_type", "region", "zone",
                "gpu_name", "gpu_id", "gpu_count", "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency",
@@ -60,13 +61,18 @@ def _check(name: str, asset: str, passed: bool, description: str, severity=dg.As
 @dg.asset(name="core__fetch_log", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},
           deps=[ECB_ASSET, *PRICE_ASSETS], tags={"vramlab/layer": "core"},
           description="Every fetch attempt of every price source, with its outcome (from data/raw/fetch_log.jsonl).")
-def core__fetch_log(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
-    entries = [e for e in read_log(vramlab.settings.data_dir) if not e.source.startswith("hub:")]
+def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
+                    duckdb: DuckDBResource) -> dg.MaterializeResult:
+    report = read_log_report(vramlab.settings.data_dir)
+    for number, text in report.torn:
+        context.log.warning(f"raw/fetch_log.jsonl line {number} is torn (a crash or a full disk?), skipped: {text!r}")
+    entries = [e for e in report.entries if not e.source.startswith("hub:")]
     with store(duckdb) as con:
         new = load_fetch_log(con, entries)
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
         schema = column_schema(con, "fetch_log")
-    return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new), **schema})
+    return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new), **schema,
+                                          "torn_log_lines": dg.MetadataValue.json([n for n, _ in report.torn])})
 
 
 @dg.asset(name="core__price_observations", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},
@@ -75,35 +81,62 @@ def core__fetch_log(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Mate
           check_specs=[dg.AssetCheckSpec(n, asset="core__price_observations", blocking=True, description=d) for n, d in (
               ("schema", "columns are exactly those of sql/001_prices.sql"),
               ("non_empty", "at least one observation"),
-              ("prices_sane", "prices > 0 and below a per-GPU-kind ceiling per GPU-hour"),
-              ("no_duplicates", "no two rows for the same (source, offer, observed_at)"))])
-def core__price_observations(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
+              ("prices_sane", "prices loaded by this run are > 0 and below a per-GPU-kind ceiling per GPU-hour "
+                              "(implausible ones are quarantined at load, so history never blocks a run)"),
+              ("no_duplicates", "no two rows for the same (source, offer, observed_at)"))] + [
+              dg.AssetCheckSpec("quarantined_prices", asset="core__price_observations", blocking=False,
+                                description="prices of this run held in price_quarantine (<= 0 or above the "
+                                            "ceiling); kept out of offers, never blocking"),
+              dg.AssetCheckSpec("landing_readable", asset="core__price_observations", blocking=False,
+                                description="every pending landed fetch parsed; one that does not stays pending "
+                                            "(a parser fix picks it up) without blocking the others")])
+def core__price_observations(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
+                             duckdb: DuckDBResource) -> dg.MaterializeResult:
     s = vramlab.settings
     rates = latest_rates(s.data_dir)
     with store(duckdb) as con:
         pending = pending_fetches(con)
-        added = load_observations(con, offers_from_landing(pending, rates))
-        mark_loaded(con, pending, datetime.now(UTC))
+        parsed = offers_from_landing(pending, rates, s.data_dir)
+        for source, started, raw_path, reason in parsed.failed:
+            context.log.warning(f"{source} fetch of {started:%Y-%m-%d %H:%M:%S} ({raw_path}) not parsed: {reason}")
+        loaded = load_observations_detailed(con, parsed)
+        mark_loaded(con, parsed.parsed, datetime.now(UTC))
         columns = table_columns(con, "price_observations")
         total = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
         ceilings = " ".join(f"WHEN g.kind = '{k}' THEN {v}" for k, v in PRICE_CEILING.items())
-        insane = con.execute(f"""
-            SELECT o.offer_key, o.price_per_gpu_hour_usd FROM price_observations o LEFT JOIN gpus g ON g.id = o.gpu_id
-            WHERE o.price_per_hour_usd <= 0 OR o.price_per_gpu_hour_usd >
-                  CASE {ceilings} ELSE {UNMAPPED_CEILING} END LIMIT 20""").fetchall()
+        insane = []
+        if parsed.parsed:  # only what this run loaded: a bad row of the past never blocks later runs
+            con.register("this_run", pl.DataFrame({"source": [p[0] for p in parsed.parsed],
+                                                   "observed_at": [p[1] for p in parsed.parsed]}))
+            insane = con.execute(f"""
+                SELECT o.offer_key, o.price_per_gpu_hour_usd
+                FROM price_observations o JOIN this_run r USING (source, observed_at)
+                     LEFT JOIN gpus g ON g.id = o.gpu_id
+                WHERE o.price_per_hour_usd <= 0 OR o.price_per_gpu_hour_usd >
+                      CASE {ceilings} ELSE {UNMAPPED_CEILING} END LIMIT 20""").fetchall()
+            con.unregister("this_run")
         dupes = con.execute("""SELECT source, offer_key, observed_at, count(*) FROM price_observations
                                GROUP BY ALL HAVING count(*) > 1 LIMIT 20""").fetchall()
         per_source = dict(con.execute("SELECT source, count(*) FROM price_observations GROUP BY source").fetchall())
         schema = column_schema(con, "price_observations")
+    held = loaded["quarantine"]
     checks = [
         _check("schema", "core__price_observations", columns == OBS_COLUMNS, f"columns: {columns}"),
         _check("non_empty", "core__price_observations", total > 0, f"{total} rows"),
         _check("prices_sane", "core__price_observations", not insane,
-               f"{len(insane)} prices out of range" + (f", e.g. {insane[:3]}" if insane else "")),
+               f"{len(insane)} prices loaded by this run out of range" + (f", e.g. {insane[:3]}" if insane else "")),
         _check("no_duplicates", "core__price_observations", not dupes, f"{len(dupes)} duplicated observations"),
+        _check("quarantined_prices", "core__price_observations", not held,
+               f"{loaded['quarantined']} prices quarantined by this run", severity=dg.AssetCheckSeverity.WARN,
+               quarantine=dg.MetadataValue.json([list(h) for h in held])),
+        _check("landing_readable", "core__price_observations", not parsed.failed,
+               f"{len(parsed.failed)} landed fetches could not be parsed (left pending)",
+               severity=dg.AssetCheckSeverity.WARN,
+               failed=dg.MetadataValue.json([[a, str(b), c, d[:300]] for a, b, c, d in parsed.failed[:20]])),
     ]
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": total, "new_observations": added, "fetches_loaded": len(pending),
+        metadata={"dagster/row_count": total, "new_observations": loaded["added"], "fetches_loaded": len(parsed.parsed),
+                  "fetches_failed": len(parsed.failed), "quarantined": loaded["quarantined"],
                   "rows_per_source": dg.MetadataValue.json(per_source),
                   "data_dir": dg.MetadataValue.path(str(s.data_dir)), "database": dg.MetadataValue.path(str(s.db_path)),
                   **schema},

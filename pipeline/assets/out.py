@@ -169,6 +169,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
                                           "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
+                                          "report": dg.MetadataValue.path(str(path / "report" / "index.html")),
                                           "models": len(tracked), "models_sized": sized,
                                           "dagster/column_schema": parquet_schema(str(path / "cheapest_setups.parquet")),
                                           "files": table([("file", "string"), ("bytes", "int")],

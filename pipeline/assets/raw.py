@@ -41,7 +41,7 @@ def _metadata(entry: FetchLogEntry, replay: bool) -> dict:
           description=_description(CURRENCY_SOURCE), tags={"vramlab/layer": "raw"})
 def raw_prices__ecb(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
     s = vramlab.settings
-    with client_for(s.replay, vramlab.fail_sources) as client:
+    with client_for(s.replay, vramlab.fail_sources, step=s.replay_step) as client:
         entry, _ = run_source(CURRENCY_SOURCE, client, s.data_dir, None, replay=s.replay)
     if entry.outcome not in ("ok", "partial", "unchanged"):
         context.log.warning(f"{CURRENCY_SOURCE.name}: {entry.outcome}: {entry.message}")
@@ -63,7 +63,8 @@ def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # 
     rates = latest_rates(s.data_dir)
     started = time.perf_counter()
     results = fetch_concurrently([source for _, source in selected], s.data_dir, rates, replay=s.replay,
-                                 client_factory=lambda gate: client_for(s.replay, vramlab.fail_sources, gate=gate))
+                                 client_factory=lambda gate: client_for(s.replay, vramlab.fail_sources, gate=gate,
+                                                                         step=s.replay_step))
     context.log.info(f"fetched {len(selected)} price sources concurrently in {time.perf_counter() - started:.1f} s")
     for (key, source), (entry, _) in zip(selected, results, strict=True):
         if entry.outcome not in ("ok", "partial", "unchanged"):

@@ -137,6 +137,12 @@ def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from pipeline.storage.rebuild import rebuild_main  # logic lives with the storage layer (issue #16)
+
+    return rebuild_main(Path(args.data_dir) if args.data_dir else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, description="How much GPU memory an open-weight LLM needs, on which GPUs, how fast, "
                                            "and where it is cheapest to rent today.",
@@ -282,6 +288,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="start even if the instance lists another refresh as running (its process is gone)")
     run.set_defaults(func=cmd_run)
+
+    replay = sub.add_parser("replay", help="offline replay series (pipeline/replay/prices/series.json)")
+    replay_sub = replay.add_subparsers(dest="replay_command", required=True)
+    backfill = replay_sub.add_parser("backfill", help="build the price history from the series (idempotent), then "
+                                                      "run the main job on the current recordings")
+    _data_dir_flag(backfill)
+    backfill.add_argument("--no-run", action="store_true", help="only the history steps, no main job")
+    backfill.set_defaults(func=cmd_replay_backfill)
+    rebuild = sub.add_parser("rebuild", help="re-create the DuckDB file from the raw landing (after damage or loss)")
+    rebuild.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
+    rebuild.set_defaults(func=cmd_rebuild)
     return parser
 
 
@@ -544,6 +561,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.cli.run import run_main_job
 
     return run_main_job(data_dir=args.data_dir, ephemeral=args.ephemeral, quiet=args.quiet, force=args.force)
+
+
+def cmd_replay_backfill(args: argparse.Namespace) -> int:
+    """Replay the series' earlier steps through the price assets, then (unless --no-run) the main job."""
+    from pipeline.cli.run import run_main_job
+    from pipeline.ingest.replay_series import backfill_history
+
+    data_dir = _data_dir(args)
+    db = Path(os.environ.get("VRAMLAB_DB") or data_dir / "vramlab.duckdb")
+    for step in backfill_history(data_dir, db):
+        print(f"{step.step} (as of {step.as_of:%Y-%m-%d %H:%M}, {', '.join(step.sources)}): {step.status}")
+    return 0 if args.no_run else run_main_job(data_dir=str(data_dir))
 
 
 # ------------------------------------------------------------------------------------------------ entry point

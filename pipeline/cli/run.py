@@ -10,10 +10,14 @@ Offline replay unless ``VRAMLAB_LIVE=1``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +56,10 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
     from pipeline.schedules import ACTIVE, REFRESH_JOB, REFRESH_TAG
     console = Console()
     s = settings()
+    damaged = _damaged_database(s.db_path)
+    if damaged:  # one clear message, nothing run (issue #16)
+        console.print(f"[red]vramlab: error: {damaged}[/red]")
+        return 3
     if ephemeral:
         instance = dg.DagsterInstance.ephemeral()
         where = "a throw-away Dagster instance (--ephemeral)"
@@ -224,3 +232,114 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
     order = {g: i for i, g in enumerate(MAIN_GPUS)}
     cheapest = [f"{g.upper()} ${p:,.2f} ({prov})" for g, p, prov in sorted(rows, key=lambda r: order[r[0]])]
     return [(a, n) for a, n in per_alloc], quarantined, cheapest
+
+
+# --- issue #16 (reliability): instance config, run lock, dead CLI runs, damaged database ---------------------
+
+BUNDLED_INSTANCE_CONFIG = Path(__file__).resolve().parents[2] / "dagster.yaml"
+
+
+def ensure_instance_config(home: Path, console: Console) -> None:
+    """A ``DAGSTER_HOME`` without ``dagster.yaml`` would run without the DuckDB pool limit: install ours, loudly.
+    One with a ``dagster.yaml`` that sets no pool limit gets a warning (the operator's file is not rewritten)."""
+    config = home / "dagster.yaml"
+    if not config.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copy(BUNDLED_INSTANCE_CONFIG, config)
+        console.print(f"[yellow]{config} was missing: installed vramlab's (DuckDB pool limit 1, run monitoring)"
+                      "[/yellow]")
+        return
+    import yaml
+
+    try:
+        data = yaml.safe_load(config.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        console.print(f"[red]{config} is not readable YAML ({exc})[/red]")
+        return
+    pools = ((data.get("concurrency") or {}).get("pools") or {})
+    if pools.get("default_limit") is None:
+        console.print(f"[yellow]warning: {config} sets no concurrency.pools.default_limit: runs started elsewhere "
+                      "(UI, schedule) are not kept apart from this one by the duckdb pool. Copy vramlab's "
+                      "dagster.yaml there (docs/operating.md).[/yellow]")
+
+
+CLI_TAG = "vramlab/cli"
+
+
+def cli_run_tags() -> dict[str, str]:
+    """Tags of a run started by this process: who to ask whether it is still alive."""
+    return {CLI_TAG: "run", "vramlab/cli-pid": str(os.getpid()), "vramlab/cli-host": socket.gethostname()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_dead_cli_runs(instance, console: Console | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    """Runs started by a ``vramlab run`` process that died (SIGKILL, OOM, power loss) stay STARTED forever and
+    keep their ``duckdb`` pool slot: no daemon monitors a CLI run, so every later run would wait for a slot that
+    is never given back. Mark them failed and free their slots (only for processes of this host that are gone)."""
+    import dagster as dg
+
+    active = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    released = []
+    for run in instance.get_runs(dg.RunsFilter(statuses=active, tags={CLI_TAG: "run"})):
+        pid = int(run.tags.get("vramlab/cli-pid", "0") or 0)
+        if run.tags.get("vramlab/cli-host") != socket.gethostname() or pid <= 0 or _alive(pid):
+            continue
+        instance.report_run_failed(run, f"the vramlab run process (pid {pid}) is gone: run marked failed and its "
+                                        "pool slots released by the next vramlab run")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+        if console is not None:
+            console.print(f"[yellow]released run {run.run_id[:8]} of a vramlab run that died (pid {pid})[/yellow]")
+    return released
+
+
+@contextmanager
+def run_lock(data_dir: Path, console: Console) -> Iterator[None]:
+    """One ``vramlab run`` per data directory at a time: the second queues behind the first, with a message."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / ".vramlab-run.lock"
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            console.print(f"[yellow]another vramlab run (pid {holder}) is using {data_dir}: waiting for it to "
+                          "finish[/yellow]")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _damaged_database(db_path: Path) -> str | None:
+    """One clear message when the DuckDB file is damaged (checked before anything runs, without waiting for a
+    lock another run may hold); None when it is fine, absent or busy."""
+    from pipeline.storage.db import DatabaseBusy, DatabaseDamaged, connect, open_database
+
+    if not db_path.exists():
+        return None
+    try:
+        open_database(db_path, lock_wait=0).close()
+        connect(db_path).close()  # reads the schema version table: catches damage past the header
+    except DatabaseDamaged as exc:
+        return str(exc)
+    except DatabaseBusy:
+        return None
+    return None
+
+

@@ -23,6 +23,7 @@ from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, FxStatus, IndexFile, json_schema
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
 from pipeline.ingest.models import header_facts
+from pipeline.report import render_report
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
 from sizing_core import size_model
@@ -142,6 +143,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
                     "history": [p.model_dump() for p in parts],
                     "fx": fx_status(con.execute("SELECT max(fx_date) FROM offers_current").fetchall()[0][0], as_of)}
+        render_report(writer.tmp, manifest=manifest)  # report/: rendered from this snapshot's own files
+        hook("report")
         final = writer.finish(manifest)
     except BaseException:
         writer.abandon()

@@ -36,14 +36,16 @@ def live_mode() -> bool:
     return os.environ.get("VRAMLAB_LIVE", "").lower() in ("1", "true", "yes")
 
 
-def client_for(replay: bool, fail_sources: tuple[str, ...] | list[str] = (), gate: HostGate | None = None) -> SourceClient:
+def client_for(replay: bool, fail_sources: tuple[str, ...] | list[str] = (), gate: HostGate | None = None,
+               step: str = "") -> SourceClient:
     """A client for live fetching, or one replaying the recordings (``fail_sources`` answer HTTP 500: a drill).
-    ``gate``: the per-host request spacing shared with other clients of the same run."""
+    ``gate``: the per-host request spacing shared with other clients of the same run; ``step``: a replay series
+    step (``pipeline/sources/replay.py``), "" for the current recordings."""
     if replay:
-        transport = ReplayTransport()
+        transport = ReplayTransport(step=step or None)
         failing = {e["url"]: httpx.Response(500, text="replay failure drill") for e in transport.manifest
                    if e["source"] in set(fail_sources)}
-        transport = ReplayTransport(overrides=failing) if failing else transport
+        transport = ReplayTransport(overrides=failing, step=step or None) if failing else transport
         return make_client(transport, sleep=lambda _s: None, min_interval=0.0, gate=gate)
     return make_client(gate=gate)
 

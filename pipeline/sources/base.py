@@ -189,9 +189,25 @@ class ParseResult(BaseModel):
         return sorted({f"{o.provider}: {o.gpu_name} ({o.instance_type})" for o in self.offers if o.gpu_id is None})
 
 
-def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | Ignored | None]) -> ParseResult:
+class RowOffers:
+    """The offers of one row built one by one: a rejected price (zero, negative, unknown currency) is recorded
+    and the row's other offers survive (a bad on-demand price must not take the valid spot price with it)."""
+
+    def __init__(self) -> None:
+        self.offers: list[Offer] = []
+        self.rejected: list[str] = []
+
+    def add(self, build: Callable[[], Offer]) -> None:
+        try:
+            self.offers.append(build())
+        except RowRejected as exc:
+            self.rejected.append(str(exc))
+
+
+def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | RowOffers | Ignored | None]) -> ParseResult:
     """Build offers row by row: a rejected row is recorded and skipped, a row built as ``None`` or an
-    :class:`Ignored` reason is counted as ignored, a shape error stops the parse."""
+    :class:`Ignored` reason is counted as ignored, a shape error stops the parse. A build returning
+    :class:`RowOffers` keeps its good offers and adds its rejections."""
     offers: list[Offer] = []
     rejected: list[str] = []
     ignored: dict[str, int] = {}
@@ -204,6 +220,10 @@ def collect(items: Any, build: Callable[[Any], Offer | list[Offer] | Ignored | N
         if built is None or isinstance(built, Ignored):
             reason = str(built or NOT_A_GPU_OFFER)
             ignored[reason] = ignored.get(reason, 0) + 1
+            continue
+        if isinstance(built, RowOffers):
+            offers.extend(built.offers)
+            rejected.extend(built.rejected)
             continue
         offers.extend(built if isinstance(built, list) else [built])
     return ParseResult(offers=offers, rejected=rejected, ignored=ignored)

@@ -6,18 +6,24 @@
 - Responses larger than ``max_bytes`` are refused while streaming (a 5 GB "config.json" never lands in memory).
 - A descriptive User-Agent (some providers reject library defaults).
 - Conditional requests: ETag / Last-Modified seen last time are sent back; a 304 means "unchanged".
-The sleep and clock functions are injectable so tests run instantly.
+- Secrets never leave the process: every URL kept or reported (payload metadata, error messages, the fetch log,
+  httpx's own log records) has its key-like query parameters masked (:func:`redact`).
+Timings come from the environment (``VRAMLAB_HTTP_RETRIES``, ``VRAMLAB_HTTP_BACKOFF``, ``VRAMLAB_HTTP_TIMEOUT``,
+``VRAMLAB_HTTP_MAX_RETRY_WAIT``), so a test or an impatient operator shortens them without touching code; the
+sleep and clock functions are injectable too.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
+import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -28,9 +34,23 @@ RETRY_STATUSES = {429, 500, 502, 503, 504}
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "retry-after", "content-length", "x-vramlab-observed-at")
 
 
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+
+
+def http_settings() -> dict[str, float]:
+    """Retry and timeout settings, from the environment (defaults: 3 retries, 1 s backoff, 30 s timeout)."""
+    return {"retries": int(_env_float("VRAMLAB_HTTP_RETRIES", 3)), "backoff": _env_float("VRAMLAB_HTTP_BACKOFF", 1.0),
+            "timeout": _env_float("VRAMLAB_HTTP_TIMEOUT", 30.0),
+            "max_retry_wait": _env_float("VRAMLAB_HTTP_MAX_RETRY_WAIT", 60.0)}
+
+
 class ResponseTooLarge(Exception):
     def __init__(self, url: str, limit: int):
-        super().__init__(f"{url}: response larger than {limit:,} bytes, refused")
+        super().__init__(f"{redact(url)}: response larger than {limit:,} bytes, refused")
 
 
 class HttpStatusError(Exception):
@@ -75,6 +95,10 @@ class RetryingTransport(httpx.BaseTransport):
             self.waits.append(seconds)
             self.sleep(seconds)
 
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter proportional to it (a 10 ms test backoff stays in milliseconds)."""
+        return self.backoff * (2**attempt + self.jitter())
+
     def _rate_limit(self, host: str) -> None:
         self._pause(self.gate.reserve(host, self.clock(), self.min_interval))
 
@@ -96,16 +120,17 @@ class RetryingTransport(httpx.BaseTransport):
             self._rate_limit(host)
             try:
                 response = self.inner.handle_request(request)
-            except (httpx.TimeoutException, httpx.ConnectError, httpx.RemoteProtocolError):
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError):
+                # NetworkError covers connect failures and a connection reset mid-read (ReadError): transient
                 if attempt == self.retries:
                     raise
-                self._pause(self.backoff * 2**attempt + self.jitter())
+                self._pause(self._backoff(attempt))
                 continue
             if response.status_code not in RETRY_STATUSES or attempt == self.retries:
                 return response
             wait = self._retry_after(response)
             response.close()
-            self._pause(min(self.max_retry_wait, wait if wait is not None else self.backoff * 2**attempt + self.jitter()))
+            self._pause(min(self.max_retry_wait, wait if wait is not None else self._backoff(attempt)))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
@@ -120,17 +145,24 @@ class SourceClient(httpx.Client):
         super().__init__(transport=transport, timeout=httpx.Timeout(timeout, connect=10.0),
                          headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip"}, follow_redirects=True)
         self.max_bytes = max_bytes
+        self.received: list[RawPart] = []  # every response of the current fetch, kept even when the fetch fails
         self.validators: dict[str, dict[str, str]] = dict(validators or {})
 
 
 def make_client(transport: httpx.BaseTransport | None = None, *, max_bytes: int = 64 * 2**20,
-                validators: dict[str, dict[str, str]] | None = None, timeout: float = 30.0,
-                sleep: Callable[[float], None] = time.sleep, retries: int = 3, min_interval: float = 0.5,
+                validators: dict[str, dict[str, str]] | None = None, timeout: float | None = None,
+                sleep: Callable[[float], None] = time.sleep, retries: int | None = None, min_interval: float = 0.5,
+                backoff: float | None = None, max_retry_wait: float | None = None,
                 gate: HostGate | None = None) -> SourceClient:
+    """A client for one run; unset timings come from :func:`http_settings` (the environment)."""
+    env = http_settings()
     inner = transport or httpx.HTTPTransport()
-    return SourceClient(transport=RetryingTransport(inner, sleep=sleep, retries=retries, min_interval=min_interval,
-                                                    gate=gate),
-                        max_bytes=max_bytes, validators=validators, timeout=timeout)
+    retrying = RetryingTransport(inner, sleep=sleep, min_interval=min_interval, gate=gate,
+                                 retries=int(env["retries"]) if retries is None else retries,
+                                 backoff=env["backoff"] if backoff is None else backoff,
+                                 max_retry_wait=env["max_retry_wait"] if max_retry_wait is None else max_retry_wait)
+    return SourceClient(transport=retrying, max_bytes=max_bytes, validators=validators,
+                        timeout=env["timeout"] if timeout is None else timeout)
 
 
 def get_part(client: httpx.Client, url: str, *, method: str = "GET", conditional: bool = False,
@@ -159,8 +191,11 @@ def get_part(client: httpx.Client, url: str, *, method: str = "GET", conditional
                 raise ResponseTooLarge(url, limit)
             chunks.append(chunk)
         kept = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
-        part = RawPart(url=_redacted(str(response.request.url)), status=response.status_code, body=b"".join(chunks),
+        part = RawPart(url=redact(str(response.request.url)), status=response.status_code, body=b"".join(chunks),
                        headers=kept)
+    received = getattr(client, "received", None)
+    if isinstance(received, list):
+        received.append(part)  # what a fetch got before it failed is still landed (run_source)
     if conditional and response.status_code == 200 and isinstance(validators, dict):
         validators[url] = {k: kept[k] for k in ("etag", "last-modified") if k in kept}
     if response.status_code == 304 and conditional:
@@ -170,16 +205,46 @@ def get_part(client: httpx.Client, url: str, *, method: str = "GET", conditional
     return part
 
 
-_SECRET_PARAMS = ("api_key", "key", "token", "access_token")
+_SECRET_PARAMS = ("api_key", "apikey", "key", "token", "access_token", "secret", "password", "sig", "signature")
+_SECRET_QUERY = re.compile(r"(?i)([?&](?:" + "|".join(_SECRET_PARAMS) + r")=)[^&#\s'\"]+")
+#: environment variables whose values are secrets wherever they appear (provider keys, the Hub token)
+SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "RUNPOD_API_KEY", "VAST_API_KEY", "LAMBDA_API_KEY",
+              "DIGITALOCEAN_TOKEN", "GCP_API_KEY", "VULTR_API_KEY", "AKASH_API_KEY", "OCI_API_KEY")
 
 
-def _redacted(url: str) -> str:
-    """The URL with secret query parameters masked: payload metadata and logs never carry keys."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    query = "&".join(
-        f"{k}=REDACTED" if k.lower() in _SECRET_PARAMS else f"{k}={v}" if v else k
-        for k, _, v in (p.partition("=") for p in parts.query.split("&"))
-    )
-    return parts._replace(query=query).geturl()
+def _secret_values() -> list[str]:
+    names = set(SECRET_ENV) | {k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN", "_SECRET"))}
+    return sorted({v for k in names if len(v := os.environ.get(k, "")) >= 6}, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """``text`` with secrets masked: key-like query parameters of any URL in it, and the value of every secret
+    environment variable wherever it appears (an error message, a traceback line, a header echoed back)."""
+    if not text:
+        return text
+    text = _SECRET_QUERY.sub(r"\1REDACTED", text)
+    for value in _secret_values():
+        text = text.replace(value, "REDACTED")
+    return text
+
+
+_redacted = redact  # the old private name
+
+
+class _RedactingFilter(logging.Filter):
+    """httpx and httpcore log every request URL at INFO/DEBUG; mask keys before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is left to logging's own error path
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+for _name in ("httpx", "httpcore", "httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy"):
+    if not any(isinstance(f, _RedactingFilter) for f in logging.getLogger(_name).filters):
+        logging.getLogger(_name).addFilter(_RedactingFilter())

@@ -9,6 +9,15 @@ Layout under the data directory::
 
 ``run_source`` never raises for a source's own failure: it returns the outcome, so one failing source never
 stops the others. The same mechanism lands Hub payloads (``pipeline/sources/huggingface.py``).
+
+Robustness rules (issue #16):
+- every landed fetch gets its own files, even when two fetches carry the same timestamp (replay does): a later
+  bad body never overwrites an earlier good one;
+- ``raw_path`` in the fetch log is relative to the data directory, so a moved or restored ``data/`` still
+  re-parses (:func:`resolve_raw_path` also maps old absolute paths);
+- the fetch log is appended one whole line per ``write`` and fsynced; a torn line (a full disk, a killed process)
+  is skipped and reported by :func:`read_log_report`, never fatal to the readers;
+- messages are redacted (:func:`pipeline.sources.http.redact`) before they are written anywhere.
 """
 
 from __future__ import annotations
@@ -21,14 +30,22 @@ from pathlib import Path
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from pipeline.sources.base import NotConfigured, ParseError, ParseResult, RawPart, RawPayload, Source
+from pipeline.sources.base import (
+    NotConfigured,
+    ParseError,
+    ParseResult,
+    RawPart,
+    RawPayload,
+    Source,
+    SourceError,
+)
 from pipeline.sources.fx import FxError, FxRates
-from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient
+from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, redact
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
-                  "parse_error", "not_configured", "gated", "missing"]
+                  "parse_error", "not_configured", "gated", "missing", "error"]
 
 
 class FetchLogEntry(BaseModel):
@@ -46,8 +63,18 @@ class FetchLogEntry(BaseModel):
     unmapped: list[str] = Field(default_factory=list)
     bytes: int = 0
     sha256: str | None = None
-    raw_path: str | None = None  # metadata file of the landed payload
+    raw_path: str | None = None  # metadata file of the landed payload, relative to the data directory
     retry_waits: list[float] = Field(default_factory=list)
+
+    @field_validator("message", "raw_path")
+    @classmethod
+    def _no_secrets(cls, value: str | None) -> str | None:
+        return redact(value) if value else value
+
+    @field_validator("rejected_reasons", "unmapped")
+    @classmethod
+    def _no_secrets_in_lists(cls, value: list[str]) -> list[str]:
+        return [redact(v) for v in value]
 
 
 def _stamp(when: datetime) -> tuple[str, str]:
@@ -66,9 +93,15 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def land(raw: RawPayload, data_dir: Path) -> Path:
-    """Write every part gzip-compressed plus one metadata file; return the metadata path."""
+    """Write every part gzip-compressed plus one metadata file; return the metadata path. A fetch whose
+    timestamp is already taken (replay stamps every fetch with the snapshot time) gets the next free suffix."""
     day, stamp = _stamp(raw.fetched_at)
     folder = data_dir / "raw" / raw.source / day
+    n = 1
+    base_stamp = stamp
+    while (folder / f"{stamp}.json").exists():
+        stamp = f"{base_stamp.removesuffix('Z')}-{n}Z"
+        n += 1
     parts = []
     for n, part in enumerate(raw.parts):
         body_path = folder / f"{stamp}.{n}.body.gz"
@@ -92,21 +125,92 @@ def load_landed(meta_path: Path) -> RawPayload:
 
 
 def landed_payloads(data_dir: Path, source: str) -> list[Path]:
-    return sorted((data_dir / "raw" / source).glob("*/*Z.json"))
+    """Landed metadata files of a source, oldest first (suffixed duplicates of one timestamp after the first)."""
+    return sorted((data_dir / "raw" / source).glob("*/*Z.json"), key=lambda p: (p.parent.name, _stamp_key(p.name)))
+
+
+def _stamp_key(name: str) -> tuple[str, int]:
+    stem = name.removesuffix("Z.json")
+    stamp, _, n = stem.partition("-")
+    return stamp, int(n) if n.isdigit() else 0
+
+
+def relative_raw_path(path: Path | str, data_dir: Path) -> str:
+    """A landed path as stored in the fetch log: relative to the data directory when it lies inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(data_dir.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def resolve_raw_path(raw_path: str, data_dir: Path) -> Path:
+    """Where a fetch log's ``raw_path`` is now: relative paths under ``data_dir``; an absolute path from an older
+    log that no longer exists (``data/`` moved or restored elsewhere) is mapped by its ``raw/...`` tail."""
+    path = Path(raw_path)
+    if not path.is_absolute():
+        return data_dir / path
+    if path.exists():
+        return path
+    parts = path.parts
+    if "raw" in parts:
+        tail = Path(*parts[len(parts) - 1 - parts[::-1].index("raw"):])
+        if (data_dir / tail).exists():
+            return data_dir / tail
+    return path
+
+
+def _log_path(data_dir: Path) -> Path:
+    return data_dir / "raw" / "fetch_log.jsonl"
 
 
 def append_log(entry: FetchLogEntry, data_dir: Path) -> None:
-    path = data_dir / "raw" / "fetch_log.jsonl"
+    """Append one line with a single ``write`` on an ``O_APPEND`` descriptor, then fsync: a crash leaves either
+    the whole line or a torn tail that :func:`read_log` skips. A torn tail from an earlier crash is closed first
+    so the new line starts on a line of its own."""
+    path = _log_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fh.write(entry.model_dump_json() + "\n")
+    if entry.raw_path and Path(entry.raw_path).is_absolute():
+        entry = entry.model_copy(update={"raw_path": relative_raw_path(entry.raw_path, data_dir)})
+    line = (entry.model_dump_json() + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    line = b"\n" + line
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LogReport(BaseModel):
+    entries: list[FetchLogEntry]
+    torn: list[tuple[int, str]] = Field(default_factory=list)  # (line number, first 200 characters)
+
+
+def read_log_report(data_dir: Path) -> LogReport:
+    """Every readable fetch-log line, and the lines that are not (torn by a crash or a full disk)."""
+    path = _log_path(data_dir)
+    if not path.exists():
+        return LogReport(entries=[])
+    entries, torn = [], []
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(FetchLogEntry.model_validate_json(line))
+        except (ValidationError, ValueError):
+            torn.append((number, line[:200].decode("utf-8", "replace")))
+    return LogReport(entries=entries, torn=torn)
 
 
 def read_log(data_dir: Path) -> list[FetchLogEntry]:
-    path = data_dir / "raw" / "fetch_log.jsonl"
-    if not path.exists():
-        return []
-    return [FetchLogEntry.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+    """The readable fetch-log entries (torn lines skipped; :func:`read_log_report` names them)."""
+    return read_log_report(data_dir).entries
 
 
 def _validators_path(data_dir: Path, source: str) -> Path:
@@ -119,8 +223,10 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
     started = now or datetime.now(UTC)
     base = dict(source=source.name, provider=source.provider, started_at=started)
 
+    waits_before = len(getattr(client._transport, "waits", []))  # the client may be shared by several sources
+
     def finish(outcome: Outcome, **extra) -> FetchLogEntry:  # type: ignore[no-untyped-def]
-        waits = list(getattr(client._transport, "waits", []))
+        waits = list(getattr(client._transport, "waits", []))[waits_before:]
         entry = FetchLogEntry(finished_at=datetime.now(UTC), outcome=outcome, retry_waits=waits, **base, **extra)
         append_log(entry, data_dir)
         return entry
@@ -129,22 +235,38 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         return finish("not_configured", message=f"set {', '.join(source.key_env)} to enable this source"), None
     vpath = _validators_path(data_dir, source.name)
     if source.conditional and vpath.exists():
-        client.validators.update(json.loads(vpath.read_text()))
+        try:
+            client.validators.update(json.loads(vpath.read_text()))
+        except (OSError, ValueError):
+            pass  # a damaged validators file only costs one unconditional request
+    client.received = []
+
+    def land_received(**extra) -> dict:  # type: ignore[no-untyped-def]
+        """Land what the failed fetch did receive (pages before the bad one, the bad body itself)."""
+        received = tuple(getattr(client, "received", ()) or ())
+        if not received:
+            return extra
+        failed = RawPayload(source=source.name, fetched_at=started, parts=received)
+        path = land(failed, data_dir)
+        return dict(bytes=failed.size, sha256=failed.sha256, raw_path=relative_raw_path(path, data_dir)) | extra
+
     try:
         raw = source.fetch(client)
     except NotConfigured as exc:
         return finish("not_configured", message=str(exc)), None
     except HttpStatusError as exc:
-        failed = RawPayload(source=source.name, fetched_at=started, parts=(exc.part,))
-        path = land(failed, data_dir)
-        return finish("http_error", http_status=exc.part.status, message=str(exc), bytes=len(exc.part.body),
-                      raw_path=str(path)), None
+        return finish("http_error", **land_received(http_status=exc.part.status, message=str(exc))), None
     except httpx.TimeoutException as exc:
-        return finish("timeout", message=f"{type(exc).__name__}: {exc}"), None
+        return finish("timeout", **land_received(message=f"{type(exc).__name__}: {exc}")), None
     except ResponseTooLarge as exc:
-        return finish("too_large", message=str(exc)), None
+        return finish("too_large", **land_received(message=str(exc))), None
     except httpx.HTTPError as exc:
-        return finish("network_error", message=f"{type(exc).__name__}: {exc}"), None
+        return finish("network_error", **land_received(message=f"{type(exc).__name__}: {exc}")), None
+    except (ParseError, FxError) as exc:  # a paged source reads each page to find the next one
+        return finish("parse_error", **land_received(message=f"while fetching: {exc}")), None
+    except Exception as exc:  # noqa: BLE001 - a source's own bug must not stop the other sources
+        return finish("error", **land_received(
+            message=f"{source.name}: fetch failed ({type(exc).__name__}: {exc})")), None
     recorded = {p.headers.get("x-vramlab-observed-at") for p in raw.parts if p.status == 200}
     if len(recorded) == 1 and None not in recorded:  # a replayed snapshot keeps the time it was observed
         started = datetime.fromisoformat(recorded.pop())
@@ -152,7 +274,7 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
     if raw.fetched_at != started:
         raw = raw.model_copy(update={"fetched_at": started})
     path = land(raw, data_dir)
-    landed = dict(bytes=raw.size, sha256=raw.sha256, raw_path=str(path))
+    landed = dict(bytes=raw.size, sha256=raw.sha256, raw_path=relative_raw_path(path, data_dir))
     if source.conditional:
         _validators_path(data_dir, source.name).write_text(json.dumps(client.validators))
     if raw.parts and all(p.status == 304 for p in raw.parts):
@@ -161,9 +283,11 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         result = source.parse(raw, rates)
     except (ParseError, FxError) as exc:
         return finish("parse_error", message=str(exc), **landed), None
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, SourceError) as exc:
         return finish("parse_error", message=f"{source.name}: unexpected payload shape ({type(exc).__name__}: {exc})",
                       **landed), None
+    except Exception as exc:  # noqa: BLE001 - a parser bug is this source's failure, not the run's
+        return finish("error", message=f"{source.name}: parse failed ({type(exc).__name__}: {exc})", **landed), None
     if not source.yields_offers:
         outcome: Outcome = "ok"
     else:

@@ -15,6 +15,7 @@ from pipeline.sources.base import (
     ParseError,
     ParseResult,
     RawPayload,
+    RowOffers,
     Source,
     collect,
     field,
@@ -54,7 +55,7 @@ class RunPod(Source):
             max_count = int(t.get("maxGpuCount") or 1)
             counts = [c for c in (1, 2, 4, 8) if c <= max_count]
             stock = (t.get("lowestPrice") or {}).get("stockStatus")
-            offers = []
+            offers = RowOffers()  # one bad price rejects that offer only, counted (issue #16)
             for cloud, price_key, spot_key in (("SECURE", "securePrice", "secureSpotPrice"),
                                                ("COMMUNITY", "communityPrice", "communitySpotPrice")):
                 if t.get(f"{cloud.lower()}Cloud") is False:
@@ -63,12 +64,10 @@ class RunPod(Source):
                     common = dict(instance_type=f"{count}x_{name.replace(' ', '-')}_{cloud}", gpu_name=name,
                                   gpu_count=count, unit="gpu-hour", currency="USD", observed_at=raw.fetched_at,
                                   rates=rates, resolve=resolve, memory_gb=t.get("memoryInGb"), availability=stock)
-                    if t.get(price_key):
-                        offers.append(make_offer(self.name, self.provider, allocation="on_demand",
-                                                 price=number(self.name, t[price_key], price_key), **common))
-                    if t.get(spot_key):
-                        offers.append(make_offer(self.name, self.provider, allocation="spot",
-                                                 price=number(self.name, t[spot_key], spot_key), **common))
-            return offers or NO_PRICE
+                    for allocation, key in (("on_demand", price_key), ("spot", spot_key)):
+                        if t.get(key) is not None:  # absent: not offered; 0 or negative: rejected and counted
+                            offers.add(lambda a=allocation, k=key, c=common: make_offer(
+                                self.name, self.provider, allocation=a, price=number(self.name, t[k], k), **c))
+            return offers if offers.offers or offers.rejected else NO_PRICE
 
         return collect(types, build)

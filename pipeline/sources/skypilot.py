@@ -15,7 +15,16 @@ import io
 
 import httpx
 
-from pipeline.sources.base import ParseError, ParseResult, RawPayload, Source, collect, make_offer, number
+from pipeline.sources.base import (
+    ParseError,
+    ParseResult,
+    RawPayload,
+    RowOffers,
+    Source,
+    collect,
+    make_offer,
+    number,
+)
 from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
 
@@ -106,13 +115,14 @@ class SkyPilotCatalog(Source):
                                                       row["AcceleratorName"]),
                           vcpus=float(row["vCPUs"]) if row.get("vCPUs") else None,
                           ram_gb=float(row["MemoryGiB"]) if row.get("MemoryGiB") else None)
-            offers = []
-            if row["Price"]:  # empty: spot-only shape; zero: rejected by make_offer
-                offers.append(make_offer(self.name, self.provider, price=number(self.name, row["Price"], "Price"),
-                                         allocation=allocation, **common))
-            if row.get("SpotPrice") and float(row["SpotPrice"]) > 0:
-                offers.append(make_offer(self.name, self.provider, price=float(row["SpotPrice"]), allocation="spot",
-                                         **common))
+            offers = RowOffers()  # a bad on-demand price must not take the row's valid spot price with it
+            if row["Price"]:  # empty: spot-only shape; zero or negative: rejected by make_offer, counted
+                offers.add(lambda: make_offer(self.name, self.provider, allocation=allocation,
+                                              price=number(self.name, row["Price"], "Price"), **common))
+            # empty or 0: SkyPilot's marker for "no spot market" (every row of its Vast catalog); negative: rejected
+            if row.get("SpotPrice") and number(self.name, row["SpotPrice"], "SpotPrice") != 0:
+                offers.add(lambda: make_offer(self.name, self.provider, allocation="spot",
+                                              price=number(self.name, row["SpotPrice"], "SpotPrice"), **common))
             return offers
 
         return collect(reader, build)

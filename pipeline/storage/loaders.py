@@ -1,5 +1,6 @@
 """Loaders from the raw landing into DuckDB. Each load is one transaction and idempotent: loading the same
-fetches again adds nothing (fetch_log keys on (source, started_at); observations on (offer, hour))."""
+fetches again adds nothing (fetch_log keys on (source, started_at); observations on (offer, observed_at), an
+unchanged price adding no row within the hour)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Offer
 from pipeline.sources.fx import FxRates
 from pipeline.sources.huggingface import HubModel, WatchEntry
-from pipeline.sources.landing import FetchLogEntry, load_landed
+from pipeline.sources.landing import FetchLogEntry, load_landed, resolve_raw_path
 from sizing_core.gpus import catalog
 
 STALE_AFTER = timedelta(hours=2)
@@ -56,7 +57,8 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
     """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
     if not entries:
         return []
-    rows = [e.model_dump() | {"rejected_reasons": e.rejected_reasons, "unmapped": e.unmapped} for e in entries]
+    rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {"rejected_reasons": e.rejected_reasons,
+                                                                       "unmapped": e.unmapped} for e in entries]
     frame = pl.DataFrame(rows).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",
         "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path").unique(["source", "started_at"]).with_columns(
@@ -74,21 +76,43 @@ def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime,
         f"AND outcome IN {SUCCESS} ORDER BY started_at").fetchall()]
 
 
-def offers_from_landing(pending: list[tuple[str, datetime, str]], rates: FxRates) -> list[tuple[Offer, str]]:
-    """Parse the landed payload of each pending fetch: the same code path as re-parsing history after a fix."""
-    out = []
-    for source_name, _, raw_path in pending:
+class LandingParse(list):
+    """Offers parsed from pending fetches (a list of ``(offer, raw_sha256)``), plus the fetches that failed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parsed: list[tuple[str, datetime, str]] = []  # fetches whose offers are in this list
+        self.failed: list[tuple[str, datetime, str, str]] = []  # (source, started_at, raw_path, reason)
+
+
+def offers_from_landing(pending: list[tuple[str, datetime, str]], rates: FxRates,
+                        data_dir: Path | None = None) -> LandingParse:
+    """Parse the landed payload of each pending fetch: the same code path as re-parsing history after a fix.
+
+    Each fetch is isolated: one unreadable or unparseable payload is reported in ``.failed`` (and stays pending,
+    so a parser fix picks it up) while every other fetch is parsed. ``raw_path`` is resolved against
+    ``data_dir`` (relative paths; old absolute paths of a moved data directory)."""
+    out = LandingParse()
+    for source_name, started, raw_path in pending:
         source = PRICE_SOURCES.get(source_name)
-        if source is None:
+        if source is None:  # the currency source: no offers, nothing to parse, done
+            out.parsed.append((source_name, started, raw_path))
             continue
-        raw = load_landed(Path(raw_path))
-        out += [(offer, raw.sha256) for offer in source.parse(raw, rates).offers]
+        path = resolve_raw_path(raw_path, data_dir) if data_dir is not None else Path(raw_path)
+        try:
+            raw = load_landed(path)
+            offers = source.parse(raw, rates).offers
+        except Exception as exc:  # noqa: BLE001 - isolate the fetch, report it, keep going
+            out.failed.append((source_name, started, raw_path, f"{type(exc).__name__}: {exc}"))
+            continue
+        out += [(offer, raw.sha256) for offer in offers]
+        out.parsed.append((source_name, started, raw_path))
     return out
 
 
 def mark_loaded(con: duckdb.DuckDBPyConnection, pending: list[tuple[str, datetime, str]], when: datetime) -> None:
     with transaction(con):
-        for source, started, _ in pending:
+        for source, started, *_ in pending:
             con.execute("UPDATE fetch_log SET loaded_at = ? WHERE source = ? AND started_at = ?", [when, source, started])
 
 
@@ -107,22 +131,86 @@ _OBS_COLUMNS = ("offer_key", "observed_hour", "observed_at", "source", "provider
                 "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256")
 
 
+#: $/GPU-hour above which a price is not believable for that kind of GPU (a 100x unit mistake lands far above)
+PRICE_CEILING = {"datacenter": 80.0, "workstation": 20.0, "consumer": 10.0, "unified": 10.0, "apple": 10.0}
+UNMAPPED_CEILING = 100.0
+
+
+def price_ceiling(gpu_id: str | None) -> float:
+    gpu = catalog().get(gpu_id) if gpu_id else None
+    return PRICE_CEILING.get(gpu.kind, UNMAPPED_CEILING) if gpu is not None else UNMAPPED_CEILING
+
+
+def implausible(offer: Offer) -> str | None:
+    """Why a price cannot be true (quarantined instead of observed), or None."""
+    if not offer.price_per_hour_usd > 0:
+        return f"price {offer.price_per_hour_usd!r} USD/h is not positive"
+    ceiling = price_ceiling(offer.gpu_id)
+    if offer.price_per_gpu_hour_usd > ceiling:
+        return (f"{offer.price_per_gpu_hour_usd:.2f} USD per GPU-hour is above the {ceiling:.0f} USD ceiling for "
+                f"{offer.gpu_id or 'an unmapped GPU'} (a unit or decimal mistake at the source?)")
+    return None
+
+
 def load_observations(con: duckdb.DuckDBPyConnection, offers: list[tuple[Offer, str]]) -> int:
-    """Append observations; one per offer per hour (the first one of the hour wins). Returns rows added."""
+    """Append observations; returns rows added. See :func:`load_observations_detailed`."""
+    return load_observations_detailed(con, offers)["added"]
+
+
+def load_observations_detailed(con: duckdb.DuckDBPyConnection, offers: list[tuple[Offer, str]],
+                               now: datetime | None = None) -> dict[str, Any]:
+    """Append observations in one transaction.
+
+    - One row per offer per fetch time, but an unchanged price within the same hour adds no row (the hourly
+      record stays compact) while a price change within the hour is kept as a new row.
+    - Implausible prices (:func:`implausible`) go to ``price_quarantine`` with the reason, not to
+      ``price_observations``: one impossible price never blocks the healthy ones.
+    - Idempotent: loading the same fetches again adds nothing.
+    Returns ``added``, ``quarantined`` (count) and ``quarantine`` (up to 20 (offer_key, reason) pairs)."""
     if not offers:
-        return 0
-    rows = []
+        return {"added": 0, "quarantined": 0, "quarantine": []}
+    rows, held = [], []
     for offer, sha in offers:
+        reason = implausible(offer)
+        if reason is not None:
+            held.append({"offer_key": offer.offer_key, "observed_at": offer.observed_at, "source": offer.source,
+                         "instance_type": offer.instance_type, "gpu_id": offer.gpu_id, "allocation": offer.allocation,
+                         "price_per_hour_usd": offer.price_per_hour_usd,
+                         "price_per_gpu_hour_usd": offer.price_per_gpu_hour_usd, "reason": reason,
+                         "raw_sha256": sha, "quarantined_at": now or datetime.now(offer.observed_at.tzinfo)})
+            continue
         row = offer.model_dump()
         row.update(offer_key=offer.offer_key, raw_sha256=sha,
                    observed_hour=offer.observed_at.replace(minute=0, second=0, microsecond=0))
         rows.append({k: row[k] for k in _OBS_COLUMNS})
-    frame = pl.DataFrame(rows, infer_schema_length=None).unique(["offer_key", "observed_hour"], keep="first")
     with transaction(con):
         before = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
-        insert_frame(con, "price_observations", frame, or_ignore=True, columns=_OBS_COLUMNS)
+        if rows:
+            frame = (pl.DataFrame(rows, infer_schema_length=None)
+                     .unique(["offer_key", "observed_at"], keep="first", maintain_order=True)
+                     .sort("offer_key", "observed_at")
+                     .with_columns(_prev=pl.col("price_per_hour").shift(1).over("offer_key", "observed_hour"))
+                     .filter(pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("price_per_hour")))
+                     .drop("_prev"))
+            con.register("incoming_obs", frame)
+            try:
+                cols = ", ".join(f"i.{c}" for c in _OBS_COLUMNS)
+                con.execute(f"""
+                    INSERT OR IGNORE INTO price_observations ({", ".join(_OBS_COLUMNS)})
+                    SELECT {cols} FROM incoming_obs i
+                    WHERE (SELECT arg_max(o.price_per_hour, o.observed_at) FROM price_observations o
+                           WHERE o.offer_key = i.offer_key AND o.observed_hour = i.observed_hour
+                             AND o.observed_at < i.observed_at) IS DISTINCT FROM i.price_per_hour""")
+            finally:
+                con.unregister("incoming_obs")
         after = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
-    return after - before
+        if held:
+            insert_frame(con, "price_quarantine", pl.DataFrame(held, infer_schema_length=None), or_ignore=True,
+                         columns=("offer_key", "observed_at", "source", "instance_type", "gpu_id", "allocation",
+                                  "price_per_hour_usd", "price_per_gpu_hour_usd", "reason", "raw_sha256",
+                                  "quarantined_at"))
+    return {"added": after - before, "quarantined": len(held),
+            "quarantine": [(h["offer_key"], h["reason"]) for h in held[:20]]}
 
 
 def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str, int]:
@@ -132,7 +220,7 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
             INSERT OR IGNORE INTO price_changes
             SELECT offer_key, prev, price_per_hour_usd, observed_at FROM (
                 SELECT offer_key, observed_at, price_per_hour_usd,
-                       lag(price_per_hour_usd) OVER (PARTITION BY offer_key ORDER BY observed_hour) AS prev
+                       lag(price_per_hour_usd) OVER (PARTITION BY offer_key ORDER BY observed_at) AS prev
                 FROM price_observations)
             WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""")
         con.execute("DELETE FROM offers_current")
@@ -140,11 +228,11 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
             INSERT INTO offers_current
             WITH ranked AS (
                 SELECT *, row_number() OVER w AS rn, lag(price_per_hour_usd) OVER (PARTITION BY offer_key
-                       ORDER BY observed_hour) AS prev_price,
+                       ORDER BY observed_at) AS prev_price,
                        min(observed_at) OVER (PARTITION BY offer_key) AS first_seen,
                        max(observed_at) OVER (PARTITION BY offer_key) AS last_seen
                 FROM price_observations
-                WINDOW w AS (PARTITION BY offer_key ORDER BY observed_hour DESC)),
+                WINDOW w AS (PARTITION BY offer_key ORDER BY observed_at DESC)),
             fetches AS (
                 SELECT source,
                        max(started_at) FILTER (WHERE outcome IN ('ok', 'partial')) AS last_ok,

@@ -1,0 +1,166 @@
+"""Render ``report/`` for one snapshot: ``index.html``, ``models/<id>.html``, ``prices.html`` and ``static/``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from pipeline.report.data import board, load_snapshot, price_history
+from pipeline.report.i18n import LOCALES, Texts
+
+HERE = Path(__file__).resolve().parent
+STATIC = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "report.js")
+COLUMNS = ("native", "bf16", "fp8", "q4_k_m")
+NOTES = {"Multi-GPU required": "rec.multi_gpu_required", "exceeds the largest Mac's GPU share": "rec.exceeds_mac"}
+
+
+def report_language() -> str:
+    """``VRAMLAB_REPORT_LANG`` (``en`` or ``de``; default ``en``)."""
+    lang = os.environ.get("VRAMLAB_REPORT_LANG", "en").strip().lower() or "en"
+    if lang not in LOCALES:
+        raise ValueError(f"VRAMLAB_REPORT_LANG={lang!r}: use one of {', '.join(sorted(LOCALES))}")
+    return lang
+
+
+def _env() -> Environment:
+    return Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def format_name(fmt: str | None, native: str | None = None) -> str:
+    """Display name of a weight format (``native`` shown as the checkpoint's own format when known)."""
+    if fmt == "native" and native:
+        fmt = native
+    names = {"q4_k_m": "Q4_K_M", "q8_0": "Q8_0", "awq_int4": "AWQ INT4", "q6_k": "Q6_K", "q5_k_m": "Q5_K_M"}
+    return names.get(fmt or "", (fmt or "?").upper())
+
+
+def native_format(model: dict[str, Any], known: dict[str, str] | None = None) -> str | None:
+    """The checkpoint's own format: the sizing table's ``stored_format`` of its ``native`` rows, else from the
+    fewest-GPU plans, else the format whose weights equal ``native``."""
+    if known and model["id"] in known:
+        return known[model["id"]]
+    for row in model["gpusNeeded"]["gpus"]:
+        plan = (row.get("plans") or {}).get("native")
+        if plan and plan.get("format") and plan["format"] != "native":
+            return plan["format"]
+    weights = model["weightsGiB"]
+    return next((k for k, v in weights.items() if k != "native" and v == weights.get("native")), None)
+
+
+def fewest_gpus(model: dict[str, Any]) -> dict[str, Any] | None:
+    """Fewest GPUs over the table's GPUs in the native format (any format if none fits natively)."""
+    for columns in (("native",), COLUMNS):
+        cells = [(n, row["name"], col) for row in model["gpusNeeded"]["gpus"] for col in columns
+                 if (n := row["byFormat"].get(col))]
+        if cells:
+            n, name, col = min(cells, key=lambda c: (c[0], COLUMNS.index(c[2])))
+            return {"count": n, "gpu": name, "column": col}
+    return None
+
+
+def _column_label(t: Texts, column: str, native: str | None) -> str:
+    return t("format.native", format=format_name(native)) if column == "native" else t(f"format.{column}")
+
+
+def _weights_rows(t: Texts, model: dict[str, Any], native: str | None) -> list[dict[str, Any]]:
+    state = model.get("recurrentStateGiBPerRequest") or 0.0
+    rows = []
+    for column in COLUMNS:
+        if column != "native" and column == native:
+            continue  # the native row already shows it
+        weights = model["weightsGiB"].get(column)
+        if weights is None:
+            continue
+        rows.append({"label": _column_label(t, column, native), "weights": weights,
+                     "totals": [weights + kv["bf16"] + state for kv in model["kvCacheGiBPerRequest"]]})
+    return rows
+
+
+def _gpu_rows(model: dict[str, Any], native: str | None) -> list[dict[str, Any]]:
+    rows = []
+    for row in model["gpusNeeded"]["gpus"]:
+        cells = []
+        for column in COLUMNS:
+            plan = (row.get("plans") or {}).get(column)
+            cells.append({"count": row["byFormat"].get(column), "plan": plan,
+                          "format": format_name(plan["format"], native) if plan else None})
+        rows.append({"name": row["name"], "engine": row["engine"], "cells": cells})
+    return rows
+
+
+def _recommendations(t: Texts, model: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for key in ("bestSingleGpu", "bestValue", "appleUnifiedMemory", "cloudFrom"):
+        value = (model.get("recommendations") or {}).get(key)
+        if value is None:
+            text = t("rec.none")
+        elif "note" in value:
+            text = t(NOTES[value["note"]]) if value["note"] in NOTES else value["note"]
+        elif key == "cloudFrom":
+            text = t("setup.short", count=value["gpus"], gpu=value["gpuName"]) + " · " + t(
+                "setup.on", price=t.usd(value["pricePerHour"]), provider=value["provider"])
+        else:
+            text = t("rec.gpu_format", gpu=value["name"], format=format_name(value["format"]))
+        out.append((t(f"rec.{key}"), text))
+    return out
+
+
+def _index_rows(t: Texts, snap: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - Snapshot
+    by_id = {m["id"]: m for m in snap.models}
+    rows = []
+    for entry in snap.index["models"]:
+        model = by_id.get(entry["id"])
+        if model is None:
+            rows.append({"id": entry["id"], "name": entry.get("name") or entry["id"], "failed": entry.get("reason")})
+            continue
+        native = native_format(model, snap.native_formats)
+        rows.append({"id": model["id"], "name": model["name"], "lab": model["lab"]["name"], "failed": None,
+                     "params": model["parameters"], "active": model["activeParameters"],
+                     "native": format_name(native), "native_gib": model["weightsGiB"].get("native"),
+                     "fewest": fewest_gpus(model), "cheapest": (model.get("cheapestSetups") or [None])[0]})
+    return sorted(rows, key=lambda r: (r["failed"] is not None, str(r["name"]).lower()))
+
+
+def _chart_data(t: Texts, history: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return {gpu: [{"label": f"{s['provider']} · {t('class.' + s['class'])}", "dashed": s["class"] != "on_demand",
+                   "points": s["points"]} for s in series] for gpu, series in history.items()}
+
+
+def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None = None,
+                  manifest: dict[str, Any] | None = None) -> Path:
+    """Render the report of the snapshot folder ``snapshot`` into ``out`` (default ``<snapshot>/report``)."""
+    lang = lang or report_language()
+    t = Texts(lang)
+    snap = load_snapshot(snapshot, manifest)
+    out = out or snapshot / "report"
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "models").mkdir(parents=True)
+    (out / "static").mkdir()
+    for name in STATIC:
+        shutil.copyfile(HERE / "static" / name, out / "static" / name)
+    env = _env()
+    m = snap.manifest
+    common = {"t": t, "lang": lang, "snapshot": m["snapshot_id"], "generated": t.moment(m["generated_at"]),
+              "as_of": t.moment(m.get("as_of")), "replay": m.get("mode") == "replay", "format_name": format_name}
+    (out / "index.html").write_text(env.get_template("index.html").render(
+        **common, root="", page="index", rows=_index_rows(t, snap)))
+    model_page = env.get_template("model.html")
+    for model in snap.models:
+        native = native_format(model, snap.native_formats)
+        (out / "models" / f"{model['id']}.html").write_text(model_page.render(
+            **common, root="../", page="model", m=model, native=native,
+            columns=[_column_label(t, c, native) for c in COLUMNS],
+            weights=_weights_rows(t, model, native), gpu_rows=_gpu_rows(model, native),
+            recommendations=_recommendations(t, model), cheapest=(model.get("cheapestSetups") or [None])[0]))
+    rows = board(snap)
+    history = price_history(snap)
+    (out / "prices.html").write_text(env.get_template("prices.html").render(
+        **common, root="", page="prices", rows=rows, history=history, charts=_chart_data(t, history),
+        offers=snap.offers.height, providers=snap.offers["provider"].n_unique() if snap.offers.height else 0))
+    return out

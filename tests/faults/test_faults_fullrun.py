@@ -1,0 +1,267 @@
+"""Faults around one whole ``vramlab run`` (issue #16), run as users run it: a subprocess with its own
+``DAGSTER_HOME``, secrets in the environment, GCP answering with a response too large (the path that leaked the
+key). Then: grep everything for the secrets; ``vramlab rebuild`` compared with the original; a damaged DuckDB
+file; SIGKILL in the middle of the observation load, the sizing write and the export."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+from harness import (
+    ROOT,
+    count,
+    db_rows,
+    duckdb_containing,
+    files_containing,
+    materialize,
+    price_assets,
+    recorded,
+    replay_client,
+    url_of,
+)
+
+RUNNER = Path(__file__).resolve().parent / "run_with_faults.py"
+VRAMLAB = Path(sys.executable).parent / "vramlab"
+SECRETS = {"GCP_API_KEY": "AIzaSyTESTgcpKEYmustNEVERleak0001", "HF_TOKEN": "hf_TESTtokenMUSTneverLEAK0002",
+           "RUNPOD_API_KEY": "rpTESTkeyMUSTneverLEAK0003", "LAMBDA_API_KEY": "lmbTESTkeyMUSTneverLEAK0004",
+           "VAST_API_KEY": "vastTESTkeyMUSTneverLEAK0005", "DIGITALOCEAN_TOKEN": "dop_v1_TESTmustNEVERleak0006"}
+GCP_TOO_LARGE = {url_of("gcp"): {"status": 200, "body": "{}", "headers": {"content-length": "999999999"}}}
+
+
+def env_for(data: Path, home: Path, spec: dict | None = None, secrets: bool = False) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SECRETS}
+    env.update({"VRAMLAB_DATA_DIR": str(data), "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT),
+                "VRAMLAB_FAULT_SPEC": json.dumps(spec or {})})
+    env.pop("VRAMLAB_DB", None)
+    if secrets:
+        env.update(SECRETS)
+    return env
+
+
+def run_runner(data: Path, home: Path, spec: dict | None = None, secrets: bool = False,
+               timeout: int = 900) -> subprocess.CompletedProcess:
+    home.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([sys.executable, str(RUNNER)], cwd=ROOT, env=env_for(data, home, spec, secrets),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One whole run with secrets set and GCP refusing a too-large response; DEBUG logging so httpx logs every
+    request URL (those must be redacted too)."""
+    tmp = tmp_path_factory.mktemp("fullrun")
+    data, home = tmp / "data", tmp / "dagster_home"
+    proc = run_runner(data, home, {"overrides": GCP_TOO_LARGE, "log_level": "DEBUG"}, secrets=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"tmp": tmp, "data": data, "home": home, "proc": proc, "db": data / "vramlab.duckdb"}
+
+
+def test_secrets_never_leave_the_environment(full_run: dict) -> None:
+    """S01 provider keys and the Hub token set, GCP's key in its URL, the too-large error path taken: no secret
+    value in the landing (metadata, bodies), fetch_log.jsonl, any DuckDB table, the exports, the Dagster instance
+    (event log, run storage, compute logs) or the console output. Before the fix the GCP key leaked into
+    fetch_log.jsonl, fetch_log.message, the console and the Dagster event log."""
+    db = full_run["db"]
+    assert db_rows(db, "SELECT outcome FROM fetch_log WHERE source = 'gcp'") == [("too_large",)]
+    message = db_rows(db, "SELECT message FROM fetch_log WHERE source = 'gcp'")[0][0]
+    assert "key=REDACTED" in message
+    proc = full_run["proc"]
+    assert "key=REDACTED" in proc.stderr  # httpx's own request log line, redacted
+    for name, value in SECRETS.items():
+        assert files_containing(full_run["data"], value) == [], name
+        assert files_containing(full_run["home"], value) == [], name
+        assert duckdb_containing(db, value) == [], name
+        assert value not in proc.stdout and value not in proc.stderr, name
+
+
+def test_healthy_sources_complete_and_snapshot_consistent(full_run: dict) -> None:
+    """S02 with one source failing, every other source is loaded and ``latest`` is a complete snapshot whose
+    manifest hashes match (``vramlab export --check``); the failing source is marked stale in the manifest."""
+    db = full_run["db"]
+    outcomes = dict(db_rows(db, "SELECT source, arg_max(outcome, started_at) FROM fetch_log GROUP BY source"))
+    assert outcomes.pop("gcp") == "too_large" and set(outcomes.values()) <= {"ok", "partial"}
+    check = subprocess.run([str(VRAMLAB), "export", "--check", "--data-dir", str(full_run["data"])],
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0 and "OK" in check.stdout, check.stdout + check.stderr
+    manifest = json.loads((full_run["data"] / "exports" / "latest" / "manifest.json").read_text())
+    assert manifest["sources"]["gcp"]["stale"] is True and manifest["sources"]["lambda"]["stale"] is False
+
+
+VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
+            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version"}
+#: cheapest setups are compared by their prices per rank: two offers at exactly the same price may swap places
+#: (a tie; the ranking does not promise an order between equals), everything else must be identical
+SETUP_TABLE_KEY = ("model_id", "list", "format", "rank", "price_per_hour")
+PRICE_KEYS = ("pricePerHour", "price_per_hour", "priceperhour")
+
+
+def _setup_prices(items: list) -> list:
+    return [next((d[k] for k in PRICE_KEYS if k in d), None) if isinstance(d, dict) else d for d in items]
+
+
+def _strip(obj: Any) -> Any:
+    if isinstance(obj, dict) and any(k in obj for k in PRICE_KEYS) and ("provider" in obj or "instanceType" in obj):
+        return _setup_prices([obj])[0]  # a setup (or a recommendation naming one): its price decides
+    if isinstance(obj, dict):
+        return {k: (_setup_prices(v) if "etups" in k and isinstance(v, list) else _strip(v))
+                for k, v in obj.items() if k not in VOLATILE}
+    if isinstance(obj, list):
+        return [_strip(v) for v in obj]
+    return obj
+
+
+def _table(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple]:
+    cols = [d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description if d[0] not in VOLATILE]
+    if "cheapest_setups" in source:
+        cols = [c for c in cols if c in SETUP_TABLE_KEY]
+    return con.execute(f"SELECT {', '.join(cols)} FROM {source} ORDER BY ALL").fetchall()
+
+
+def _snapshot(latest: Path) -> dict[str, Any]:
+    """Every published file's content, volatile fields removed (Parquet read back with DuckDB, as consumers do)."""
+    con = duckdb.connect()
+    out: dict[str, Any] = {}
+    for path in sorted(latest.rglob("*")):
+        rel = str(path.relative_to(latest))
+        if path.is_dir() or rel == "manifest.json":
+            continue
+        if path.suffix == ".parquet":
+            out[rel] = _table(con, f"read_parquet('{path}')")
+        elif path.suffix == ".json":
+            out[rel] = _strip(json.loads(path.read_text()))
+    manifest = json.loads((latest / "manifest.json").read_text())
+    out["manifest.sources"] = manifest["sources"]
+    return out
+
+
+def _tables(db: Path) -> dict[str, list[tuple]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {t: _table(con, t) for t in ("price_observations", "offers_current", "price_changes", "models",
+                                            "model_revisions", "gpus", "sizing", "cheapest_setups")}
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_damaged_database_one_clear_error(full_run: dict, tmp_path: Path, damage: str) -> None:
+    """D01 a corrupted / truncated ``vramlab.duckdb``: ``vramlab run`` stops at once (no ~100 s connect retries
+    per step) with one clear error naming the file and the recovery (exit 3); the damaged file is left as it is,
+    never replaced by a silent new empty database."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    db = data / "vramlab.duckdb"
+    if damage == "garbage":
+        db.write_bytes(os.urandom(1 << 16))
+    else:
+        db.write_bytes(db.read_bytes()[:12288])  # the headers survive, the blocks are gone
+    before = db.read_bytes()
+    started = time.monotonic()
+    proc = subprocess.run([str(VRAMLAB), "run", "--data-dir", str(data)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=env_for(data, tmp_path / "home"))
+    elapsed = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out[-3000:]
+    assert out.count("is damaged") == 1 and "vramlab rebuild" in out and str(db) in out.replace("\n", "")
+    assert db.read_bytes() == before  # untouched
+    assert elapsed < 60  # one error, not DuckDBResource's ~100 s of retries per step
+
+
+def _counts(db: Path) -> dict[str, int]:
+    return {t: count(db, t) for t in ("price_observations", "price_quarantine", "sizing", "offers_current")}
+
+
+def test_sigkill_during_observation_load(full_run: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """K01 SIGKILL inside the observation load transaction (rows inserted, COMMIT not sent): DuckDB is as before
+    the transaction; the fetch stays pending and the next run loads it (nothing lost)."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    # a new lambda fetch (real time stamp, not the replay snapshot's) lands first
+    fresh = {url_of("lambda"): httpx.Response(200, content=recorded("lambda"))}
+    assert materialize(price_assets(["lambda"], core=False), data, monkeypatch,
+                       client=lambda: replay_client(fresh)).success
+    db = data / "vramlab.duckdb"
+    before = _counts(db)
+    proc = run_runner(data, tmp_path / "home", {"assets": "core+out", "kill_in": "load_observations"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert _counts(db) == before  # rolled back: nothing half-written
+    pending = db_rows(db, "SELECT count(*) FROM fetch_log WHERE source = 'lambda' AND loaded_at IS NULL "
+                          "AND outcome = 'ok'")[0][0]
+    assert pending == 1
+    result = materialize(price_assets([], core=True), data, monkeypatch)
+    assert result.success and count(db, "price_observations") > before["price_observations"]
+
+
+def test_sigkill_during_sizing_write(full_run: dict, tmp_path: Path) -> None:
+    """K02 SIGKILL inside the sizing transaction (grid rows inserted, not committed): the sizing table is as
+    before; the next run recomputes what was missing."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    db = data / "vramlab.duckdb"
+    con = duckdb.connect(str(db))
+    model = con.execute("SELECT model_id FROM sizing LIMIT 1").fetchall()[0][0]
+    con.execute("DELETE FROM sizing WHERE model_id = ?", [model])  # forces out__sizing to recompute this model
+    con.close()
+    before = count(db, "sizing")
+    proc = run_runner(data, tmp_path / "home", {"assets": "core+out", "kill_in": "sizing_write"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert count(db, "sizing") == before
+
+
+def test_sigkill_during_export(full_run: dict, tmp_path: Path) -> None:
+    """K03 SIGKILL between two files of a new snapshot: ``latest`` still points to the previous complete
+    snapshot and its manifest hashes match; the partial folder is not published."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    latest_before = os.readlink(data / "exports" / "latest")
+    proc = run_runner(data, tmp_path / "home", {"assets": "core+out", "kill_in": "export"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert os.readlink(data / "exports" / "latest") == latest_before
+    check = subprocess.run([str(VRAMLAB), "export", "--check", "--data-dir", str(data)], capture_output=True,
+                           text=True, timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _make_read_only(path: Path) -> None:
+    if os.geteuid() == 0:  # root ignores mode bits: make the folder immutable instead
+        subprocess.run(["chattr", "+i", str(path)], check=True)
+    else:
+        path.chmod(0o555)
+
+
+def _make_writable(path: Path) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+    else:
+        path.chmod(0o755)
+
+
+def test_read_only_exports_directory(full_run: dict, tmp_path: Path) -> None:
+    """T02 the exports directory is read-only: the export step fails with a permission error naming the path,
+    ``latest`` is unchanged and still consistent, DuckDB keeps every row."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    exports = data / "exports"
+    latest_before = os.readlink(exports / "latest")
+    _make_read_only(exports)
+    try:
+        proc = run_runner(data, tmp_path / "home", {"assets": "core+out"})
+    finally:
+        _make_writable(exports)
+    assert proc.returncode == 1
+    assert "PermissionError" in proc.stderr or "Operation not permitted" in proc.stderr, proc.stderr[-3000:]
+    assert os.readlink(exports / "latest") == latest_before
+    check = subprocess.run([str(VRAMLAB), "export", "--check", "--data-dir", str(data)], capture_output=True,
+                           text=True, timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -1,0 +1,170 @@
+"""The static report of a replay snapshot with a real price history, checked as a person would see it: in headless
+Chromium (the Debian package), driven by Playwright. Expected counts come from the snapshot's files, read here with
+DuckDB SQL written for the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipeline.exports.publish import check_snapshot
+from pipeline.report import render_report
+from pipeline.report.i18n import catalog
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+CLASSES = """CASE WHEN allocation = 'on_demand' THEN 'on_demand'
+                 WHEN allocation IN ('spot', 'interruptible', 'preemptible') THEN 'spot'
+                 WHEN allocation LIKE 'marketplace%' THEN 'marketplace' END"""
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Backfill the replay series, then run the whole graph on the current recordings; the published snapshot."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from pipeline.definitions import ALL_ASSETS
+    from pipeline.ingest.replay_series import backfill_history
+    from pipeline.resources import VramlabSettings
+
+    tmp = tmp_path_factory.mktemp("report")
+    db = tmp / "vramlab.duckdb"
+    assert [s.status for s in backfill_history(tmp, db)] == ["loaded"]
+    result = dg.materialize(ALL_ASSETS, resources={"vramlab": VramlabSettings(data_dir=str(tmp), db_path=str(db)),
+                                                   "duckdb": DuckDBResource(database=str(db))})
+    assert result.success
+    return (tmp / "exports" / "latest").resolve()
+
+
+def _where(path: Path, table: str) -> str:
+    con = duckdb.connect()
+    cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()}
+    flags = [f"NOT coalesce({c}, false)" for c in ("fractional", "removed", "quarantined") if c in cols]
+    return " AND ".join(["gpu_id IS NOT NULL", f"({CLASSES}) IS NOT NULL", *flags])
+
+
+def expected(snapshot: Path) -> dict:
+    con = duckdb.connect()
+    offers = f"'{snapshot}/offers_current.parquet'"
+    obs = f"read_parquet('{snapshot}/price_observations/*/*.parquet')"
+    board_gpus = con.execute(f"SELECT count(DISTINCT gpu_id) FROM {offers} WHERE {_where(snapshot, offers)}"
+                             ).fetchall()[0][0]
+    series = dict(con.execute(f"""SELECT gpu_id, count(DISTINCT (provider, {CLASSES})) FROM {obs}
+                                  WHERE {_where(snapshot, obs)} GROUP BY gpu_id""").fetchall())
+    # per (GPU, provider, class): the cheapest price at each observation time, in time order
+    runs = con.execute(f"""SELECT gpu_id, provider, cls, list(price ORDER BY observed_at) FROM (
+                               SELECT gpu_id, provider, {CLASSES} AS cls, observed_at,
+                                      round(min(price_per_gpu_hour_usd), 4) AS price FROM {obs}
+                               WHERE {_where(snapshot, obs)} GROUP BY ALL)
+                           GROUP BY ALL HAVING count(*) >= 3 ORDER BY ALL""").fetchall()
+    # a real price history: three or more observations, the price changing at every one of them
+    moving = [r for r in runs if all(a != b for a, b in zip(r[3], r[3][1:], strict=False))]
+    return {"board_gpus": board_gpus, "series": series, "moving": moving}
+
+
+def test_report_is_published_inside_the_snapshot_and_listed_in_its_manifest(replayed: Path) -> None:
+    manifest = json.loads((replayed / "manifest.json").read_text())
+    index = json.loads((replayed / "index.json").read_text())
+    ok = [m["id"] for m in index["models"] if m["status"] == "ok"]
+    assert "report/index.html" in manifest["files"] and "report/prices.html" in manifest["files"]
+    assert {f"report/models/{i}.html" for i in ok} <= set(manifest["files"])
+    assert "report/static/chart.umd.min.js" in manifest["files"]
+    assert check_snapshot(replayed) == []
+    assert (replayed.parent / "latest" / "report" / "index.html").is_file()
+    # no page refers to anything off the disk (no CDN, no web fonts)
+    for page in (replayed / "report").rglob("*.html"):
+        text = page.read_text()
+        assert "http://" not in text.replace('xmlns="http://', "") and "//cdn" not in text, page
+        assert "<script src=\"http" not in text and "<link rel=\"stylesheet\" href=\"http" not in text
+
+
+def test_english_and_german_share_message_ids_and_format_numbers_per_locale(replayed: Path, tmp_path: Path) -> None:
+    assert set(catalog("en")) == set(catalog("de"))
+    out = render_report(replayed, out=tmp_path / "de", lang="de")
+    page = (out / "models" / "kimi-k3.1-pro.html").read_text()
+    kimi = json.loads((replayed / "models" / "kimi-k3.1-pro.json").read_text())
+    assert '<html lang="de">' in page and "Wenigste GPUs" in page
+    # 2780.110363392 B parameters -> "2.780,1" in German (thousands dot, decimal comma), "2,780.1" in English
+    assert "2.780,1 Mrd. Parameter" in page
+    assert "2,780.1B parameters" in (replayed / "report" / "models" / "kimi-k3.1-pro.html").read_text()
+    assert kimi["parameters"] == pytest.approx(2780.110363392)
+    with pytest.raises(ValueError, match="report language"):
+        render_report(replayed, out=tmp_path / "xx", lang="xx")
+
+
+def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does it)")
+    from playwright.sync_api import sync_playwright
+
+    report = replayed / "report"
+    want = expected(replayed)
+    index = json.loads((replayed / "index.json").read_text())
+    kimi = json.loads((replayed / "models" / "kimi-k3.1-pro.json").read_text())
+    shots = DOCS if os.environ.get("VRAMLAB_UPDATE_SCREENSHOTS") else tmp_path
+    external, problems = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
+            viewport={"width": 1280, "height": 900},
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"])
+
+        def guard(route) -> None:  # noqa: ANN001
+            if route.request.url.startswith("file://"):
+                route.continue_()
+            else:
+                external.append(route.request.url)
+                route.abort()
+
+        browser.route("**/*", guard)
+        page = browser.new_page()
+        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+
+        page.goto((report / "index.html").as_uri())
+        assert page.locator("#models tbody tr").count() == len(index["models"])
+        assert page.locator("#models tbody tr a").first.is_visible()
+        page.screenshot(path=str(shots / "report-index.png"))
+
+        page.goto((report / "models" / "kimi-k3.1-pro.html").as_uri())
+        assert page.locator("h1").inner_text().startswith("Kimi K3.1 Pro")
+        assert page.locator("#kv tbody tr").count() == len(kimi["kvCacheGiBPerRequest"])
+        assert page.locator("#gpus tbody tr").count() == len(kimi["gpusNeeded"]["gpus"])
+        assert page.locator("#weights tbody tr").count() == 4  # native (NVFP4) + BF16 + 8-bit + 4-bit, as seed 003
+        assert page.locator("#setups tbody tr").count() == len(kimi["cheapestSetups"]) > 0
+        assert page.locator("#launch").inner_text().startswith("vllm serve") or kimi["launch"]["engine"] != "vllm"
+        page.screenshot(path=str(shots / "report-model.png"))
+
+        page.goto((report / "prices.html").as_uri())
+        assert page.locator("#board tbody tr").count() == want["board_gpus"]
+        drawn = page.evaluate("""() => [...document.querySelectorAll('canvas[data-gpu]')].map(c => {
+            const chart = Chart.getChart(c);
+            const pixels = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let inked = 0;
+            for (let i = 3; i < pixels.length; i += 4) if (pixels[i] > 0) inked++;
+            return {gpu: c.dataset.gpu, series: chart.data.datasets.length, inked: inked, width: c.width,
+                    points: chart.data.datasets.map(d => d.data.map(p => p.y))};
+        })""")
+        assert {d["gpu"]: d["series"] for d in drawn} == want["series"]
+        assert all(d["inked"] > 2000 and d["width"] > 300 for d in drawn), [d["gpu"] for d in drawn if d["inked"] < 2000]
+        # a GPU's chart shows a provider's price moving over three real observations (lambda's H100 PCIe: 3.29 $/h
+        # in its own API on 2026-07-30, 2.49 and 3.29 in the two SkyPilot catalog versions), and that chart holds
+        # at least three observations at three different prices
+        assert want["moving"], "no series with three observations at changing prices in price_observations"
+        charts = {d["gpu"]: d for d in drawn}
+        shown = [m for m in want["moving"] if m[0] in charts and m[3] in charts[m[0]]["points"]]
+        assert shown, want["moving"]
+        assert any(len({y for ys in charts[m[0]]["points"] for y in ys}) >= 3 for m in shown)
+        section = page.locator(f"#gpu-{min(shown, key=lambda m: m[0] != 'h100-pcie')[0]}")
+        section.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.screenshot(path=str(shots / "report-prices.png"))
+        browser.close()
+    assert problems == []
+    assert external == []
