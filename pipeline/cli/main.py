@@ -289,14 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="start even if the instance lists another refresh as running (its process is gone)")
     run.set_defaults(func=cmd_run)
 
-    replay = sub.add_parser("replay", help="offline replay series (pipeline/replay/prices/series.json)")
+    replay = sub.add_parser("replay", help="offline replay series (pipeline/replay/prices/series.json)",
+                            epilog=_examples("vramlab replay backfill", "vramlab replay backfill --no-run"))
     replay_sub = replay.add_subparsers(dest="replay_command", required=True)
     backfill = replay_sub.add_parser("backfill", help="build the price history from the series (idempotent), then "
-                                                      "run the main job on the current recordings")
+                                                      "run the main job on the current recordings",
+                                      epilog=_examples("vramlab replay backfill",
+                                                       "vramlab replay backfill --no-run --data-dir /tmp/vl"))
     _data_dir_flag(backfill)
     backfill.add_argument("--no-run", action="store_true", help="only the history steps, no main job")
     backfill.set_defaults(func=cmd_replay_backfill)
-    rebuild = sub.add_parser("rebuild", help="re-create the DuckDB file from the raw landing (after damage or loss)")
+    rebuild = sub.add_parser("rebuild", help="re-create the DuckDB file from the raw landing (after damage or loss)",
+                             epilog=_examples("vramlab rebuild", "vramlab rebuild --data-dir /srv/vramlab/data"))
     rebuild.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
     rebuild.set_defaults(func=cmd_rebuild)
     return parser
