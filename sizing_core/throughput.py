@@ -113,8 +113,20 @@ def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
     return totals[batch]
 
 
+_FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}
+
+
 def _attention_flops_per_token(arch: Architecture, context: int) -> float:
     """Causal attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens."""
+    hit = _FLOPS_CACHE.get((id(arch), context))
+    if hit is None or hit[0] is not arch:
+        if len(_FLOPS_CACHE) > 4096:
+            _FLOPS_CACHE.clear()
+        hit = _FLOPS_CACHE[(id(arch), context)] = (arch, _compute_attention_flops(arch, context))
+    return hit[1]
+
+
+def _compute_attention_flops(arch: Architecture, context: int) -> float:
     flops = 0.0
     for layer in arch.layers:
         m = layer.mixer
@@ -179,10 +191,20 @@ def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement,
                       bandwidth_efficiency=eff, mfu=PREFILL_MFU, notes="; ".join(notes))
 
 
+_REQUEST_CACHE: dict[tuple, tuple[Architecture, float]] = {}
+
+
 def _cache_bytes_per_request(arch: Architecture, context: int, kv_dtype: str, tp: int) -> float:
-    b = cache_bytes(kv_dtype)
-    return sum(layer.mixer.kv_bytes_per_request(context, b, tp) + layer.mixer.state_bytes(tp)
-               for layer in arch.layers if layer.mixer is not None)
+    key = (id(arch), context, kv_dtype, tp)
+    hit = _REQUEST_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_REQUEST_CACHE) > 4096:
+            _REQUEST_CACHE.clear()
+        b = cache_bytes(kv_dtype)
+        hit = _REQUEST_CACHE[key] = (arch, sum(layer.mixer.kv_bytes_per_request(context, b, tp)
+                                               + layer.mixer.state_bytes(tp)
+                                               for layer in arch.layers if layer.mixer is not None))
+    return hit[1]
 
 
 def max_concurrency(plan: Plan, placement: Placement) -> int:
