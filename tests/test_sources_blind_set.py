@@ -81,3 +81,17 @@ def test_ovh_regional_variant_plans_are_not_monthly_plans() -> None:
         "monthly plan of an hourly flavor (the .consumption plan is kept)": 1,  # a100-180.monthly.postpaid
         "regional variant of an hourly plan (.consumption.3AZ / .consumption.LZ.*): the plain .consumption plan is "
         "kept": 1}
+
+
+def test_digitalocean_spot_slug_is_not_an_on_demand_price() -> None:
+    """Same defect class as the swapped RunPod columns (a spot price shown as on-demand), looked for in a source the
+    issue does not name. Before: every size was ``on_demand``. Constructed from the one public trace of DigitalOcean
+    spot GPU slugs (a client's canned ``/v2/sizes`` answer "shaped like the 2026-09-03 API answer", find_string
+    'x1-80gb-spot': ``gpu-h100x1-80gb-spot`` at 1.0 $/h beside ``gpu-h100x1-80gb`` at 4.41)."""
+    def size(slug: str, price: float) -> dict:
+        return {"slug": slug, "price_hourly": price, "regions": ["nyc2"], "available": True, "vcpus": 20,
+                "memory": 245760, "gpu_info": {"count": 1, "model": "nvidia_h100", "vram": {"amount": 80, "unit": "gib"}}}
+    body = {"sizes": [size("gpu-h100x1-80gb", 4.41), size("gpu-h100x1-80gb-spot", 1.0)], "links": {}}
+    offers = parse("digitalocean", "sizes.json", body).offers
+    assert {(o.instance_type, o.allocation, o.price_per_hour) for o in offers} == {
+        ("gpu-h100x1-80gb", "on_demand", 4.41), ("gpu-h100x1-80gb-spot", "spot", 1.0)}
