@@ -90,7 +90,8 @@ def test_datacenter_accelerators_carry_their_driver_reported_memory() -> None:
     hl-smi print on real machines (public logs named in each row's ``source``); MI300X's "192 GB" was read as
     192 x 10^9 bytes (183,105 MiB) while rocm-smi reports 205,822,885,888 bytes (196,288 MiB)."""
     gpus = catalog()
-    measured = {"b300": 275040, "gb200": 189471, "gb300": 284208, "mi300x": 196288, "gaudi2": 98304, "a16": 15356}
+    measured = {"b300": 275040, "gb200": 189471, "gb300": 284208, "mi300x": 196288, "gaudi2": 98304, "a16": 15356,
+                "quadro-rtx-6000": 24576}
     assert {g: gpus[g].visible_mib for g in measured} == measured
     assert gpus["mi300x"].memory_bytes == 205_822_885_888
     assert all(f"{mib}" in gpus[g].source or f"{mib:,}" in gpus[g].source or "205822885888" in gpus[g].source
