@@ -182,7 +182,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,
-                       stats=stats)
+                       stats=stats, reuse=True)
     sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
                                           "model_files_reused": len(stats["models_reused"]),

@@ -65,10 +65,12 @@ def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], sn
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],
             setups: dict[str, tuple[list[Setup], list[Setup]]], *, as_of: datetime, mode: str, now: datetime,
             provenance: dict[str, Any], between_files: Callable[[str], None] | None = None,
-            stats: dict[str, Any] | None = None) -> Path:
+            stats: dict[str, Any] | None = None, reuse: bool = False) -> Path:
     """Write a complete snapshot and switch ``latest`` to it. ``between_files`` is called after each file (a
-    crash injected there must leave ``latest`` on the previous snapshot). ``stats`` (optional) receives which
-    models' price-independent parts were re-used from an earlier run and which were sized (perf #14)."""
+    crash injected there must leave ``latest`` on the previous snapshot). With ``reuse`` (the hourly asset), each
+    model file's price-independent part comes from the ``export_cache`` table when its inputs are unchanged, and
+    what this run sized is stored there; ``stats`` (optional) receives which models were re-used and which were
+    sized (perf #14)."""
     snap = snapshot_id(now)
     writer = SnapshotWriter(exports_dir, snap)
     hook = between_files or (lambda _name: None)
@@ -82,7 +84,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                 fits.setdefault(model_id, {}).setdefault(gpu_id, set()).add(fmt)
         index = []
         exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
-        static_cache = StaticCache.load(con)  # perf #14: model files' price-independent parts from earlier runs
+        static_cache = StaticCache.load(con) if reuse else StaticCache({})  # perf #14: from earlier runs
         for t in tracked:
             if t.arch is None:
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
@@ -156,7 +158,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
     except BaseException:
         writer.abandon()
         raise
-    static_cache.save(con, {t.entry.id for t in tracked})  # after the switch: a failed write costs a re-sizing only
+    if reuse:  # after the switch: the snapshot is published whatever happens to the cache
+        static_cache.save(con, {t.entry.id for t in tracked})
     if stats is not None:
         stats.update(models_reused=sorted(static_cache.hits), models_sized=sorted(static_cache.new))
     prune(exports_dir, keep_snapshots())

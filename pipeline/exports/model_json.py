@@ -149,7 +149,8 @@ STATIC_FIELDS = ("parameters", "activeParameters", "maxContext", "architecture",
 
 
 def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
-    """The price-independent part of the model file, as JSON values: its :data:`STATIC_FIELDS`, the sizing
+    """The price-independent part of the model file (validated when the file is assembled; stored as JSON by
+    ``pipeline/exports/static_cache.py``): its :data:`STATIC_FIELDS`, the sizing
     report's provenance keys, the exact planner's count of every gpusNeeded cell (keyed as the sizing grid is:
     model, format, context, GPU, engine) and the launch command used when no setup is rentable."""
     arch = t.arch
@@ -178,13 +179,13 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
     if h100.plan is not None:
         cmd = launch_command(h100, entry.repo)
         fallback = cmd.model_dump(mode="json") if cmd else None
-    kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8).model_dump(mode="json")
-          for r in report.kv_cache_gib_per_request if r.context in KV_CONTEXTS and r.within_max_context]
+    kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
+          if r.context in KV_CONTEXTS and r.within_max_context]
     fields = {"parameters": report.parameters, "activeParameters": report.active_parameters,
               "maxContext": report.max_context, "architecture": architecture_text(arch),
               "weightsGiB": report.weights_gib, "kvCacheGiBPerRequest": kv,
               "recurrentStateGiBPerRequest": report.recurrent_state_gib_per_request,
-              "gpusNeeded": needed.model_dump(mode="json"), "runsWith": runs_with(arch),
+              "gpusNeeded": needed, "runsWith": runs_with(arch),
               "throughput": {"scenario": SCENARIO, "cells": speed}, "fineTuning": fine,
               "parameterCounts": report.parameter_counts.model_dump(mode="json")}
     assert tuple(fields) == STATIC_FIELDS

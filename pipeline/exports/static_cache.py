@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from pipeline.compute.placement_cache import gpu_row_hash, sizing_version
 from pipeline.compute.tracked import Tracked
 from pipeline.storage.loaders import transaction
@@ -72,5 +74,6 @@ class StaticCache:
             for model_id in [*stale, *self.new]:
                 con.execute("DELETE FROM export_cache WHERE model_id = ?", [model_id])
             for model_id, (key, payload) in self.new.items():
-                con.execute("INSERT INTO export_cache VALUES (?, ?, ?, ?)", [model_id, key, json.dumps(payload), now])
+                con.execute("INSERT INTO export_cache VALUES (?, ?, ?, ?)",
+                            [model_id, key, json.dumps(to_jsonable_python(payload)), now])
         return len(self.new)
