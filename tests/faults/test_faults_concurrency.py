@@ -157,7 +157,9 @@ def test_two_vramlab_runs_queue_and_a_killed_one_frees_its_slot(tmp_path: Path) 
     try:
         wait_for("the first run to start", lambda: "vramlab: job" in first.text, 300)
         second = Console(env, data)
-        wait_for("the second run to queue", lambda: "another vramlab run" in second.text, 300)
+        wait_for("the second run to queue (or end)",
+                 lambda: "another vramlab run" in second.text or second.proc.poll() is not None, 300)
+        assert "another vramlab run" in second.text, f"exit {second.proc.poll()}: {second.text[-2000:]}"
         assert f"pid {first.proc.pid}" in second.text and "waiting" in second.text, second.text
         first_run, step = wait_for("the first run to hold the duckdb slot in a long step",
                                    lambda: (h := slot_holder(home)) and h[1] in LONG_DUCKDB_STEPS and h, 600)
