@@ -14,8 +14,9 @@ What a user would really deploy:
   :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls it
   a fragile, insecure proof of concept that must never run on an open network).
 - **Ranking.** Any setup of more than one machine is ranked as if it cost :data:`MULTI_MACHINE_RANK_FACTOR` times
-  its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, then
-  provider, instance type, region, GPU and format, so every reader (CLI, JSON, Parquet) gets the same order.
+  its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, fewer
+  machines, then provider, source, instance type, region, GPU, format and every other field of the setup
+  (:attr:`Setup.rank_key` is a total order), so every reader (CLI, JSON, Parquet) gets the same order.
 - **Formats** say whether the GPU runs them natively (``native_support``, ``support_note`` names the fallback).
 """
 
@@ -129,10 +130,15 @@ class Setup(CamelModel):
 
     @property
     def rank_key(self) -> tuple:
-        """One order for every reader: multi-machine setups ranked at 1.25x their price, then stable ties."""
+        """One total order for every reader: multi-machine setups ranked at 1.25x their price, then the price,
+        fewer machines, and every field that tells two setups apart (so ties never depend on input order).
+        ``rank_key[0]`` is the rounded rank price (the pruning in :func:`cheapest_setups` reads it)."""
         factor = MULTI_MACHINE_RANK_FACTOR if self.nodes > 1 else 1.0
-        return (round(self.price_per_hour * factor, 6), self.price_per_hour, self.provider, self.instance_type,
-                self.region or "", self.gpu, self.format)
+        return (round(self.price_per_hour * factor, 6), self.price_per_hour, self.nodes, self.provider, self.source,
+                self.instance_type, self.region is not None, self.region or "", self.gpu, self.format,
+                self.allocation, self.instances, self.gpus_per_instance, self.tensor_parallel,
+                self.pipeline_parallel, self.deployment, self.engine, self.price_per_gpu_hour, self.currency_listed,
+                self.fx_date or "", self.verified_at.isoformat())
 
 
 @lru_cache(maxsize=1)
