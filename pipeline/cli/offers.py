@@ -28,9 +28,9 @@ def latest_snapshot(data_dir: Path) -> Snapshot | None:
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
                    provider: str | None = None, region: str | None = None, max_price: float | None = None,
                    spot: bool = False) -> list[dict[str, Any]]:
-    """Rentable offers, cheapest GPU-hour first: not stale, removed, fractional, quarantined or an unconfirmed
-    jump. ``max_price`` caps the $/GPU-hour; ``provider`` and ``region`` match case-insensitively (region as a
-    prefix, so ``us`` finds ``us-east-1``)."""
+    """Rentable offers, cheapest GPU-hour first: not stale, removed, fractional, quarantined, a merged duplicate
+    (the quality stage's ``eligible``) or an unconfirmed jump. ``max_price`` caps the $/GPU-hour; ``provider``
+    and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``)."""
     import duckdb
 
     path = snapshot.path / "offers_current.parquet"
@@ -39,7 +39,9 @@ def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | N
         columns = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall()}
         where = ["gpu_id IS NOT NULL", "NOT stale", "NOT removed", "NOT jump_unconfirmed", "NOT fractional",
                  "price_per_hour_usd > 0"]
-        if "quarantined" in columns:
+        if "eligible" in columns:  # the quality stage's verdict: not quarantined, not a merged duplicate (issue #10)
+            where.append("coalesce(eligible, true)")
+        elif "quarantined" in columns:
             where.append("NOT coalesce(quarantined, false)")
         params: list[Any] = []
         where.append(f"allocation IN ({', '.join('?' for _ in (SPOT_LIKE if spot else ON_DEMAND))})")
@@ -60,7 +62,7 @@ def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | N
             where.append("price_per_gpu_hour_usd <= ?")
             params.append(max_price)
         cursor = con.execute(f"SELECT * FROM read_parquet('{path}') WHERE {' AND '.join(where)} "
-                             "ORDER BY price_per_gpu_hour_usd, price_per_hour_usd, provider, instance_type, region",
+                             "ORDER BY price_per_gpu_hour_usd, price_per_hour_usd, provider, instance_type, region, offer_key",
                              params)
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

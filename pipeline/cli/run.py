@@ -232,7 +232,8 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
         rows = con.execute(f"""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
                                FROM read_parquet('{path}') WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
                                AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h200', 'b200')
-                               {'AND NOT coalesce(quarantined, false)' if 'quarantined' in columns else ''}
+                               {'AND coalesce(eligible, true)' if 'eligible' in columns else
+                                'AND NOT coalesce(quarantined, false)' if 'quarantined' in columns else ''}
                                GROUP BY 1""").fetchall()
     finally:
         con.close()
