@@ -129,7 +129,7 @@ def _changed_prices_client():  # type: ignore[no-untyped-def]
         overrides[e["url"]] = httpx.Response(200, content=out.getvalue().encode(), headers={
             "content-type": "text/csv", "x-vramlab-observed-at": (REPLAY_SNAPSHOT_AT + timedelta(hours=1)).isoformat()})
 
-    def client_for(replay, fail_sources=(), gate=None):  # type: ignore[no-untyped-def]
+    def client_for(replay, fail_sources=(), gate=None, step=""):  # type: ignore[no-untyped-def]
         return make_client(ReplayTransport(overrides=dict(overrides)), sleep=lambda _s: None, min_interval=0.0,
                            gate=gate)
 

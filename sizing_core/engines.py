@@ -61,7 +61,7 @@ class Engine(BaseModel):
         """
         h, vocab = arch.hidden_size, arch.vocab_size
         if self.id in ("vllm", "sglang"):
-            widest = max((_mlp_width(layer) for layer in arch.layers), default=0)
+            widest = _widest_mlp(arch)
             return 8192 * (8 * h + 2 * widest / tp) * 2 + 256 * vocab * 4  # + fp32 logits of 256 sequences
         return 512 * (vocab + 8 * h) * 4
 
@@ -71,6 +71,19 @@ class Engine(BaseModel):
 
     def supports(self, gpu: GPU, fmt: str, arch: Architecture | None = None) -> Support:
         return _support(self, gpu, fmt, arch)
+
+
+_WIDEST: dict[int, tuple[Architecture, int]] = {}
+
+
+def _widest_mlp(arch: Architecture) -> int:
+    """The widest MLP intermediate of any layer, cached by object identity (the planner asks per candidate plan)."""
+    hit = _WIDEST.get(id(arch))
+    if hit is None or hit[0] is not arch:
+        if len(_WIDEST) > 4096:
+            _WIDEST.clear()
+        hit = _WIDEST[id(arch)] = (arch, max((_mlp_width(layer) for layer in arch.layers), default=0))
+    return hit[1]
 
 
 def _mlp_width(layer) -> int:  # type: ignore[no-untyped-def]

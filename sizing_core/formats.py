@@ -238,9 +238,26 @@ def format_scheme(fmt: str) -> QuantScheme:
     return QuantScheme(source="format", weight_format=fmt, exclude=_DEFAULT_EXCLUDE)
 
 
+_BITS_CACHE: dict[tuple[int, str], tuple[Architecture, tuple[float, ...]]] = {}
+
+
 def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None = None) -> list[float]:
-    """Bits per element for each tensor of ``arch`` in ``fmt`` (a name of WEIGHT_FORMATS or ``native``)."""
-    tensors = arch.tensors if tensors is None else tensors
+    """Bits per element for each tensor of ``arch`` in ``fmt`` (a name of WEIGHT_FORMATS or ``native``).
+
+    The whole-model answer is cached (perf #14: setups and exports ask for the same model and format once per
+    priced setup), keyed by object identity with the object kept so an id is never reused while cached."""
+    if tensors is not None:
+        return _tensor_bits(arch, fmt, tensors)
+    key = (id(arch), fmt)
+    hit = _BITS_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_BITS_CACHE) > 4096:
+            _BITS_CACHE.clear()
+        hit = _BITS_CACHE[key] = (arch, tuple(_tensor_bits(arch, fmt, arch.tensors)))
+    return list(hit[1])
+
+
+def _tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...]) -> list[float]:
     unquantized = arch.dtype_bytes * 8
     if fmt in GGUF_MIXES:
         ctx = mix_context(arch)

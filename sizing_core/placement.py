@@ -127,8 +127,21 @@ def _compute_weight_loads(arch: Architecture, fmt: str) -> _Loads:
     return _Loads(tuple(per_layer), first, last, tied)
 
 
+_TP_CACHE: dict[tuple[int, int], tuple[Architecture, bool]] = {}
+
+
 def valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
     """vLLM's rule: TP divides the attention heads of every layer kind; GQA KV heads divide TP or vice versa."""
+    key = (id(arch), tp)
+    hit = _TP_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_TP_CACHE) > 4096:
+            _TP_CACHE.clear()
+        hit = _TP_CACHE[key] = (arch, _valid_tensor_parallel(arch, tp))
+    return hit[1]
+
+
+def _valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
     for layer in arch.layers:
         m = layer.mixer
         if isinstance(m, FullAttention):
@@ -186,7 +199,7 @@ def _stage_bounds(loads: list[float], first: float, last: float, pp: int, cap: f
     if len(sizes) > pp:
         return None
     while len(sizes) < pp:  # split the largest stage further so every GPU holds at least one layer
-        k = max(range(len(sizes)), key=lambda j: sizes[j])
+        k = sizes.index(max(sizes))  # the first largest stage
         if sizes[k] < 2:
             return None
         sizes[k:k + 1] = [sizes[k] - sizes[k] // 2, sizes[k] // 2]
@@ -228,10 +241,29 @@ def _candidate_plans(arch: Architecture, gpu: GPU, engine: Engine, n: int) -> li
     return sorted((p for p in pairs if p[1] <= arch.num_layers), key=lambda p: -p[0])
 
 
+_LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = {}
+
+
+def _per_gpu_layers(arch: Architecture, loads: _Loads, tp: int, context: int, concurrency: int,
+                    kv_dtype: str) -> tuple[list[float], dict[int, list[int] | None]]:
+    """Bytes of each layer on one GPU of a TP group, and a memo of the balanced split per PP size: neither
+    depends on the GPU, and the planner tries the same (TP, PP) on every GPU kind (perf #14). Keyed by object
+    identity, the objects kept so an id is never reused while cached."""
+    key = (id(arch), id(loads), tp, context, concurrency, kv_dtype)
+    hit = _LAYER_BYTES.get(key)
+    if hit is None or hit[0] is not arch or hit[1] is not loads:
+        if len(_LAYER_BYTES) > 16384:
+            _LAYER_BYTES.clear()
+        kv, state = _cache_per_layer(arch, context, concurrency, kv_dtype, tp)
+        layer_bytes = [w / tp + k + s for w, k, s in zip(loads.layer_weights, kv, state, strict=True)]
+        hit = _LAYER_BYTES[key] = (arch, loads, layer_bytes, {})
+    return hit[2], hit[3]
+
+
 def _plan(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads, tp: int, pp: int, context: int,
           concurrency: int, kv_dtype: str) -> Plan | None:
     kv, state = _cache_per_layer(arch, context, concurrency, kv_dtype, tp)
-    layer_bytes = [w / tp + k + s for w, k, s in zip(loads.layer_weights, kv, state, strict=True)]
+    layer_bytes, balanced = _per_gpu_layers(arch, loads, tp, context, concurrency, kv_dtype)
     first = loads.first_extra / tp
     last = (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
     activations = engine.activation_bytes(arch, tp)
@@ -243,7 +275,9 @@ def _plan(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads, tp: int, 
     if sizes is None:
         return None
     if pp > 1:
-        sizes = _balanced(layer_bytes, first, last, pp) or sizes
+        if pp not in balanced:
+            balanced[pp] = _balanced(layer_bytes, first, last, pp)
+        sizes = balanced[pp] or sizes
     stages, start = [], 0
     overhead = engine.fixed_overhead_gib * GIB
     for k, size in enumerate(sizes):

@@ -72,25 +72,61 @@ def tp_efficiency(tp: int) -> float:
     return 1 - 0.05 * math.log2(tp)
 
 
-def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
-    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together)."""
-    bits = tensor_bits(arch, fmt)
-    total = 0.0
-    for t, b in zip(arch.tensors, bits, strict=True):
-        nbytes = t.numel * b / 8
-        if t.is_routed_expert and t.layer is not None:
+#: (id(arch), format) -> (arch, per-tensor terms of :func:`_step_bytes`, {batch: bytes}); identity-keyed like
+#: placement's weight loads (perf #14: setups and exports estimate the same model and format many times)
+_STEP_CACHE: dict[tuple[int, str], tuple[Architecture, list[tuple[float, int, int, float]], dict[int, float]]] = {}
+
+
+def _step_terms(arch: Architecture, fmt: str) -> list[tuple[float, int, int, float]]:
+    """Per tensor: (bytes, experts, top-k, bits) -- experts 0 for a non-routed tensor, -1 for the token embedding."""
+    terms = []
+    for t, b in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
+        if t.role == "token_embd":
+            terms.append((float(t.cols), -1, 0, b))
+        elif t.is_routed_expert and t.layer is not None:
             mlp = arch.layers[t.layer].mlp
             assert isinstance(mlp, MoE)
-            e, k = mlp.num_experts, mlp.top_k
-            nbytes *= (e * (1 - (1 - k / e) ** batch)) / e
-        if t.role == "token_embd":
-            nbytes = batch * t.cols * b / 8  # a lookup reads one row per sequence
-        total += nbytes
-    return total
+            terms.append((t.numel * b / 8, mlp.num_experts, mlp.top_k, b))
+        else:
+            terms.append((t.numel * b / 8, 0, 0, b))
+    return terms
+
+
+def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
+    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together)."""
+    key = (id(arch), fmt)
+    hit = _STEP_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_STEP_CACHE) > 4096:
+            _STEP_CACHE.clear()
+        hit = _STEP_CACHE[key] = (arch, _step_terms(arch, fmt), {})
+    totals = hit[2]
+    if batch not in totals:
+        total = 0.0
+        for nbytes, e, k, b in hit[1]:
+            if e > 0:
+                nbytes *= (e * (1 - (1 - k / e) ** batch)) / e
+            elif e < 0:
+                nbytes = batch * nbytes * b / 8  # a lookup reads one row (``nbytes`` holds the columns) per sequence
+            total += nbytes
+        totals[batch] = total
+    return totals[batch]
+
+
+_FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}
 
 
 def _attention_flops_per_token(arch: Architecture, context: int) -> float:
     """Causal attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens."""
+    hit = _FLOPS_CACHE.get((id(arch), context))
+    if hit is None or hit[0] is not arch:
+        if len(_FLOPS_CACHE) > 4096:
+            _FLOPS_CACHE.clear()
+        hit = _FLOPS_CACHE[(id(arch), context)] = (arch, _compute_attention_flops(arch, context))
+    return hit[1]
+
+
+def _compute_attention_flops(arch: Architecture, context: int) -> float:
     flops = 0.0
     for layer in arch.layers:
         m = layer.mixer
@@ -102,9 +138,18 @@ def _attention_flops_per_token(arch: Architecture, context: int) -> float:
     return flops
 
 
+_ACTIVE_CACHE: dict[int, tuple[Architecture, float]] = {}
+
+
 def _active_params(arch: Architecture) -> float:
-    total = sum(t.numel for t in arch.tensors if t.role != "token_embd")
-    return total - sum(layer.inactive_params(arch.hidden_size) for layer in arch.layers)
+    hit = _ACTIVE_CACHE.get(id(arch))
+    if hit is None or hit[0] is not arch:
+        if len(_ACTIVE_CACHE) > 4096:
+            _ACTIVE_CACHE.clear()
+        total = sum(t.numel for t in arch.tensors if t.role != "token_embd")
+        hit = _ACTIVE_CACHE[id(arch)] = (arch, total - sum(layer.inactive_params(arch.hidden_size)
+                                                           for layer in arch.layers))
+    return hit[1]
 
 
 def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement, batch: int | None = None) -> Throughput:
@@ -146,10 +191,20 @@ def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement,
                       bandwidth_efficiency=eff, mfu=PREFILL_MFU, notes="; ".join(notes))
 
 
+_REQUEST_CACHE: dict[tuple, tuple[Architecture, float]] = {}
+
+
 def _cache_bytes_per_request(arch: Architecture, context: int, kv_dtype: str, tp: int) -> float:
-    b = cache_bytes(kv_dtype)
-    return sum(layer.mixer.kv_bytes_per_request(context, b, tp) + layer.mixer.state_bytes(tp)
-               for layer in arch.layers if layer.mixer is not None)
+    key = (id(arch), context, kv_dtype, tp)
+    hit = _REQUEST_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_REQUEST_CACHE) > 4096:
+            _REQUEST_CACHE.clear()
+        b = cache_bytes(kv_dtype)
+        hit = _REQUEST_CACHE[key] = (arch, sum(layer.mixer.kv_bytes_per_request(context, b, tp)
+                                               + layer.mixer.state_bytes(tp)
+                                               for layer in arch.layers if layer.mixer is not None))
+    return hit[1]
 
 
 def max_concurrency(plan: Plan, placement: Placement) -> int:

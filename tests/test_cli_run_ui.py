@@ -21,8 +21,8 @@ from test_cli_size import vramlab
 from test_dagster_services import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-DUCKDB_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current", "core__gpus", "core__models",
-                 "out__sizing", "out__cheapest_setups", "out__exports")
+DUCKDB_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current", "core__offer_quality",
+                 "core__gpus", "core__models", "out__sizing", "out__cheapest_setups", "out__exports")
 
 METADATA = """
 query ($keys: [AssetKeyInput!]) {
@@ -134,11 +134,14 @@ def test_the_ui_shows_the_cli_run_tables_schemas_and_plots(cli_run: dict) -> Non
         schema = entries.get("dagster/column_schema")
         assert schema and schema["__typename"] == "TableSchemaMetadataEntry" and schema["schema"]["columns"], key
     offers = {e["label"]: e for e in by_key["core__offers_current"]["assetMaterializations"][0]["metadataEntries"]}
-    cheapest = offers["cheapest_gpu_hour"]
+    assert offers["cheapest_gpu_hour_before_quality"]["__typename"] == "TableMetadataEntry"
+    # the rentable cheapest per GPU (quality verdict applied, what `vramlab gpus` lists) is the quality asset's
+    quality = {e["label"]: e for e in by_key["core__offer_quality"]["assetMaterializations"][0]["metadataEntries"]}
+    cheapest = quality["cheapest_gpu_hour"]
     assert cheapest["__typename"] == "TableMetadataEntry"
     records = [json.loads(r) for r in cheapest["table"]["records"]]
     h100 = next(r for r in records if r["gpu"] == "h100")
-    plot = offers["cheapest_h100_usd_per_gpu_hour"]  # a float: the asset's Plots tab charts it across runs
+    plot = quality["cheapest_h100_usd_per_gpu_hour"]  # a float: the asset's Plots tab charts it across runs
     assert plot["__typename"] == "FloatMetadataEntry" and plot["floatValue"] == pytest.approx(h100["usd_per_gpu_hour"])
     assert offers["source_outcomes"]["__typename"] == "TableMetadataEntry"
     setups = {e["label"]: e for e in by_key["out__cheapest_setups"]["assetMaterializations"][0]["metadataEntries"]}

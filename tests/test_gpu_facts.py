@@ -83,3 +83,17 @@ def test_gpus_table_reports_the_driver_figure(tmp_path) -> None:  # type: ignore
     usable, source = con.execute("SELECT memory_gib_usable, memory_source FROM gpus WHERE id = 'l40s'").fetchall()[0]
     con.close()
     assert round(usable, 3) == round(46068 / 1024, 3) == 44.988 and source == "driver-reported 46,068 MiB"
+
+
+def test_datacenter_accelerators_carry_their_driver_reported_memory() -> None:
+    """Issue #10 follow-up: these were sized on marketed memory. The figures are the totals nvidia-smi / rocm-smi /
+    hl-smi print on real machines (public logs named in each row's ``source``); MI300X's "192 GB" was read as
+    192 x 10^9 bytes (183,105 MiB) while rocm-smi reports 205,822,885,888 bytes (196,288 MiB)."""
+    gpus = catalog()
+    measured = {"b300": 275040, "gb200": 189471, "gb300": 284208, "mi300x": 196288, "gaudi2": 98304, "a16": 15356,
+                "quadro-rtx-6000": 24576}
+    assert {g: gpus[g].visible_mib for g in measured} == measured
+    assert gpus["mi300x"].memory_bytes == 205_822_885_888
+    assert all(f"{mib}" in gpus[g].source or f"{mib:,}" in gpus[g].source or "205822885888" in gpus[g].source
+               for g, mib in measured.items())
+    assert gpus["mi355x"].visible_mib is None  # no public rocm-smi total found: marketed 288 GB (docs/sources.md)

@@ -117,9 +117,14 @@ def _snapshot_tables(snapshot: Path) -> dict[str, object]:
     return out
 
 
+PLACEMENT_KEY = "model_id, gpu_id, gpus_per_instance, format"
+
+
 def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publishes(world: dict) -> None:
     setups_sql = "SELECT model_id, list, format, rank, source, price_per_hour FROM cheapest_setups ORDER BY ALL"
     before = _query(world["db"], setups_sql)
+    placed_before = set(_query(world["db"], f"SELECT {PLACEMENT_KEY} FROM placement_cache "
+                                            "WHERE gpus_per_instance > 0"))
     con = duckdb.connect(str(world["db"]))
     con.execute("UPDATE offers_current SET price_per_hour_usd = price_per_hour_usd * 0.5, "
                 "price_per_gpu_hour_usd = price_per_gpu_hour_usd * 0.5 WHERE source = 'skypilot-runpod'")
@@ -127,15 +132,90 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     out_assets = [out__sizing, out__cheapest_setups, out__exports]
     incremental = dg.materialize(out_assets, resources=world["resources"])
     assert _metadata(incremental, "out__sizing")["rows_computed"] == 0  # only prices moved: no re-sizing
+    # ... and no re-planning of what was planned before: the only placements computed are of instance shapes
+    # that the cheaper offers brought above the pruning line for the first time (groups with a runpod offer)
+    setups_md = _metadata(incremental, "out__cheapest_setups")
+    assert setups_md["floors_computed"] == 0 and setups_md["placements_reused"] > 1000
+    assert setups_md["placements_computed"] < setups_md["placements_reused"] / 10
+    new_keys = set(_query(world["db"], f"SELECT {PLACEMENT_KEY} FROM placement_cache WHERE gpus_per_instance > 0")) \
+        - placed_before
+    runpod_groups = set(_query(world["db"], "SELECT DISTINCT gpu_id, gpu_count FROM offers_current "
+                                            "WHERE source = 'skypilot-runpod'"))
+    assert len(new_keys) == setups_md["placements_computed"]
+    assert {(k[1], k[2]) for k in new_keys} <= runpod_groups
     assert _query(world["db"], setups_sql) != before  # setups were recomputed from the changed offers
     first = _snapshot_tables(Path(_metadata(incremental, "out__exports")["snapshot"]))
 
     con = duckdb.connect(str(world["db"]))
     con.execute("DELETE FROM sizing")  # a full rebuild: nothing to reuse
+    con.execute("DELETE FROM placement_cache")
     con.close()
     rebuild = dg.materialize(out_assets, resources=world["resources"])
     assert _metadata(rebuild, "out__sizing")["models_skipped"] == 0
+    assert _metadata(rebuild, "out__cheapest_setups")["placements_reused"] == 0
     second = _snapshot_tables(Path(_metadata(rebuild, "out__exports")["snapshot"]))
     assert first.keys() == second.keys() and len(first) > 10
     for name in first:
         assert first[name] == second[name], name
+
+
+# ------------------------------------------------------------------ the cheapest-setups placement cache (sql/008)
+
+SETUP_ROWS = ("SELECT * EXCLUDE (computed_at) FROM cheapest_setups ORDER BY model_id, list, format, rank")
+
+
+def test_setups_rerun_reuses_every_placement_and_equals_a_cold_run(world: dict) -> None:
+    cold_con = duckdb.connect(str(world["db"]))
+    cold_con.execute("DELETE FROM placement_cache")  # a cold start: everything planned in this run
+    cold_con.close()
+    cold = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
+    cold_rows = _query(world["db"], SETUP_ROWS)
+    assert cold["placements_reused"] == 0 and cold["placements_computed"] > 1000
+    cached = _query(world["db"], "SELECT count(*), count(DISTINCT model_id) FROM placement_cache")[0]
+    assert cached[0] > cold["placements_computed"] and cached[1] == cold["models"] > 10  # placements + floors
+
+    warm = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
+    assert warm["placements_computed"] == warm["floors_computed"] == warm["rates_computed"] == 0
+    assert warm["placements_reused"] == cold["placements_computed"] and warm["models_replanned"] == 0
+    assert _query(world["db"], SETUP_ROWS) == cold_rows  # the same answer, read back from the cache
+
+
+def test_a_new_hub_revision_replans_that_model_only(world: dict) -> None:
+    dg.materialize([out__cheapest_setups], resources=world["resources"])  # the cache holds every model
+    before = _query(world["db"], SETUP_ROWS)
+    repo, model_id = _query(world["db"], "SELECT repo, id FROM models WHERE repo = 'Qwen/Qwen3-8B' LIMIT 1")[0]
+    state = HubState(world["data"])
+    state.save(state.latest(repo).model_copy(update={"sha": "e" * 40}))  # the Hub moved to a new commit
+    md = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
+    assert md["models_replanned"] == 1 and model_id in md["placement_cache"].split("Re-planned models:")[1]
+    assert md["placements_computed"] > 0 and md["placements_reused"] > 10 * md["placements_computed"]
+    revisions = dict(_query(world["db"], "SELECT model_id, list(DISTINCT revision) FROM placement_cache "
+                                         "GROUP BY model_id"))
+    assert revisions[model_id] == ["e" * 40]  # the old revision's rows are gone
+    assert _query(world["db"], SETUP_ROWS) == before  # same config under a new sha: the same setups
+
+
+def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    dg.materialize([out__cheapest_setups], resources=world["resources"])
+    rate_sql = ("SELECT model_id, list, format, rank, decode_tokens_per_s FROM cheapest_setups "
+                "WHERE gpu_id = '{}' AND decode_tokens_per_s IS NOT NULL ORDER BY ALL")
+    gpu_id = _query(world["db"], "SELECT gpu_id FROM cheapest_setups WHERE decode_tokens_per_s IS NOT NULL "
+                                 "GROUP BY gpu_id ORDER BY count(*) DESC, gpu_id LIMIT 1")[0][0]
+    before = _query(world["db"], rate_sql.format(gpu_id))
+    others = _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE gpu_id <> '{gpu_id}' "
+                                 "ORDER BY ALL")
+    real = catalog()
+    gpu = real[gpu_id]
+    changed = {**real, gpu_id: gpu.model_copy(update={"bandwidth_gbs": gpu.bandwidth_gbs * 2})}
+    monkeypatch.setattr("pipeline.assets.out.catalog", lambda: changed)  # what the cache is validated against
+    monkeypatch.setattr("pipeline.compute.setups.catalog", lambda: changed)  # what the planner places on
+    md = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
+    assert md["gpus_replanned"] == 1 and md["placement_cache"].split("Re-planned GPUs:")[1].strip(" .") == gpu_id
+    assert md["placements_computed"] > 0
+    after = _query(world["db"], rate_sql.format(gpu_id))
+    # bandwidth does not change placements or prices, so the same setups rank; decode speed is bandwidth-bound:
+    # twice the bandwidth, twice the tokens per second (rounded to 0.01 in the table)
+    assert [a[:4] for a in after] == [b[:4] for b in before] and len(after) > 10
+    assert all(a[4] == pytest.approx(2 * b[4], abs=0.02) for a, b in zip(after, before, strict=True))
+    assert _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE gpu_id <> '{gpu_id}' "
+                               "ORDER BY ALL") == others

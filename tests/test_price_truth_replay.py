@@ -107,14 +107,77 @@ def test_no_first_setup_spans_machines_when_one_machine_is_within_25_percent(sna
         assert cheapest_single is None or cheapest_single > MULTI_MACHINE_RANK_FACTOR * first["pricePerHour"], model
 
 
-def test_cli_and_json_list_the_same_setups_in_the_same_order(snap, capsys) -> None:  # type: ignore[no-untyped-def]
-    for model in ("llama-3.1-70b", "qwen3-8b", "deepseek-v3", "kimi-k2.5"):
+def test_cli_and_json_list_the_same_setups_in_the_same_order(snap, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every model: `vramlab cheapest --json`, the `vramlab cheapest` table and the published model JSON name the
+    same setups (every identifying field) in the same order."""
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line
+    checked = 0
+    for model, d in snap["models"].items():
+        published = [(s["provider"], s["source"], s["instanceType"], s["region"], s["gpu"], s["instances"],
+                      s["gpusPerInstance"], s["format"], s["pricePerHour"], s["nodes"], s["tensorParallel"],
+                      s["pipelineParallel"]) for s in d.get("cheapestSetups") or []]
         assert cli(["cheapest", model, "--json", "--top", "5", "--data-dir", str(snap["tmp"])]) == 0
         rows = json.loads(capsys.readouterr().out)["setups"]
-        key = [(r["provider"], r["instance_type"], r["region"], r["instances"], r["format"]) for r in rows]
-        published = [(s["provider"], s["instanceType"], s["region"], s["instances"], s["format"])
-                     for s in snap["models"][model]["cheapestSetups"]]
+        key = [(r["provider"], r["source"], r["instance_type"], r["region"], r["gpu_id"], r["instances"],
+                r["gpus_per_instance"], r["format"], r["price_per_hour"], r["nodes"], r["tensor_parallel"],
+                r["pipeline_parallel"]) for r in rows]
         assert key == published, model
+        if not rows:
+            continue
+        assert cli(["cheapest", model, "--top", "5", "--data-dir", str(snap["tmp"])]) == 0
+        lines = [ln for ln in capsys.readouterr().out.splitlines()
+                 if any(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}" in ln for r in rows)]
+        assert len(lines) == len(rows), model
+        for line, r in zip(lines, rows, strict=True):
+            assert f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']} " in line, (model, line)
+            assert f"{r['provider']} {r['region'] or ''}".strip() in line and r["format"] in line, (model, line)
+        checked += 1
+    assert checked >= 40
+
+
+def test_ties_are_broken_by_a_total_order(snap) -> None:  # type: ignore[no-untyped-def]
+    """Within every published list (model, list, format) the setups follow ``Setup.rank_key`` strictly: no two
+    setups share a key, so no order depends on how offers happened to arrive; the overall list of every model
+    file follows the rank price, then fidelity."""
+    from pipeline.compute.setups import setup_from_row
+
+    rows = q(snap["con"], "SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank")
+    lists: dict[tuple, list] = {}
+    for r in rows:
+        lists.setdefault((r["model_id"], r["list"], r["format"]), []).append(setup_from_row(r).rank_key)
+    assert len(lists) > 100
+    for where, keys in lists.items():
+        assert all(a < b for a, b in zip(keys, keys[1:], strict=False)), where
+    for model, d in snap["models"].items():
+        ranks = [(round(s["pricePerHour"] * (MULTI_MACHINE_RANK_FACTOR if s["nodes"] > 1 else 1), 6),
+                  FIDELITY.index(s["format"])) for s in d.get("cheapestSetups") or []]
+        assert ranks == sorted(ranks), model
+
+
+def test_dagster_cheapest_gpu_hour_is_what_vramlab_gpus_lists(snap, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The UI's cheapest $/GPU-hour per GPU (core__offer_quality, quality verdict applied) names the same offer as
+    `vramlab gpus`; before, core__offers_current's table listed raw cheapest offers, quarantined ones included
+    (that table is still shown, labelled "before quality")."""
+    result: dg.ExecuteInProcessResult = snap["result"]
+    md = result.asset_materializations_for_node("core__offer_quality")[0].metadata
+    ui = {r.data["gpu"]: (r.data["usd_per_gpu_hour"], r.data["provider"], r.data["instance"])
+          for r in md["cheapest_gpu_hour"].records}
+    raw = result.asset_materializations_for_node("core__offers_current")[0].metadata
+    assert "cheapest_gpu_hour" not in raw and isinstance(raw["cheapest_gpu_hour_before_quality"], dg.TableMetadataValue)
+    assert cli(["gpus", "--json", "--data-dir", str(snap["tmp"])]) == 0
+    listed = {r["gpu_id"]: (round(r["price_per_gpu_hour_usd"], 4), r["provider"], r["instance_type"])
+              for r in json.loads(capsys.readouterr().out)}
+    assert ui == listed and len(ui) > 20
+    for gpu, (price, provider, instance) in ui.items():
+        rows = q(snap["con"], """SELECT bool_or(q.eligible) AS ok, bool_or(q.quarantined) AS bad
+                                 FROM offers_current c JOIN offer_quality q USING (offer_key)
+                                 WHERE c.gpu_id = ? AND c.provider = ? AND c.instance_type = ?
+                                   AND abs(c.price_per_gpu_hour_usd - ?) < 0.0001 AND c.allocation = 'on_demand'""",
+                 gpu, provider, instance, price)
+        assert rows[0]["ok"] and not rows[0]["bad"], gpu
+    plotted = {k: v.value for k, v in md.items() if k.startswith("cheapest_") and k.endswith("_usd_per_gpu_hour")}
+    assert plotted and all(abs(v - ui[k[len("cheapest_"):-len("_usd_per_gpu_hour")].replace("_", "-")][0]) < 1e-4
+                           for k, v in plotted.items())
 
 
 def test_replay_says_so_in_the_manifest_and_every_model_file(snap) -> None:  # type: ignore[no-untyped-def]

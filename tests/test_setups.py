@@ -143,6 +143,20 @@ def test_ties_break_the_same_way_whatever_the_input_order() -> None:
         assert [(s.provider, s.instance_type, s.region) for s in cheapest_setups(a, "bf16", order)] == expected
 
 
+def test_ties_are_total_whatever_field_tells_two_setups_apart() -> None:
+    """Two offers alike in provider, instance type, region, GPU and price (one from the direct API, one from an
+    aggregator, seen at different times) used to tie on every rank field: the survivor was whichever came first."""
+    a = arch("meta-llama__Llama-3.1-8B")
+    later = datetime(2026, 11, 28, 13, tzinfo=UTC)
+    twins = [offer(source="skypilot-x", gpu_count=1, price_per_hour_usd=2.0, verified_at=later),
+             offer(source="direct-x", gpu_count=1, price_per_hour_usd=2.0, verified_at=NOW)]
+    for order in (twins, twins[::-1]):
+        [s] = cheapest_setups(a, "bf16", order)
+        assert s.source == "direct-x"  # "direct-x" < "skypilot-x": the same answer in both orders
+    same_but_time = [twins[1] | {"verified_at": later}, twins[1]]
+    assert {cheapest_setups(a, "bf16", o)[0].verified_at for o in (same_but_time, same_but_time[::-1])} == {NOW}
+
+
 def test_a_format_the_gpu_runs_only_through_a_fallback_says_so() -> None:
     a = arch("meta-llama__Llama-3.1-8B")
     v100 = offer(provider="verda", instance_type="1V100.6V", gpu_id="v100", gpu_count=1, price_per_hour_usd=0.9)

@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
-from pipeline.assets.metadata import column_schema, gpu_price_series, table
+from pipeline.assets.metadata import column_schema, table
 from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
@@ -150,7 +150,8 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
           description="Latest observation per offer with first/last seen, verification time, stale/removed flags "
                       "and unconfirmed >5x price jumps; also appends price_changes. Fresh while materialized "
                       "within the last 2 hours (warns after 90 minutes); metadata: cheapest $/GPU-hour per GPU "
-                      "(table, and plotted for the main GPUs), source outcomes.",
+                      "before the quality stage (the rentable cheapest is core__offer_quality's "
+                      "cheapest_gpu_hour), source outcomes.",
           check_specs=[
               dg.AssetCheckSpec("price_jumps", asset="core__offers_current", blocking=False,
                                 description="offers whose price moved >5x since the previous observation "
@@ -204,11 +205,13 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                       [(f["source"], f["last_outcome"], f["verified_at"],
                         None if f["age_hours"] is None else round(f["age_hours"], 1), bool(f["stale"]))
                        for f in freshness]),
-                  "cheapest_gpu_hour": table(
+                  # before the quality stage: may name offers core__offer_quality quarantines or merges as
+                  # duplicates; the rentable cheapest per GPU (what `vramlab gpus` lists) is core__offer_quality's
+                  # cheapest_gpu_hour (issue #10)
+                  "cheapest_gpu_hour_before_quality": table(
                       [("gpu", "string"), ("usd_per_gpu_hour", "float"), ("provider", "string"),
                        ("instance", "string"), ("region", "string"), ("verified_at", "string")],
                       [(g, round(p, 4), prov, inst, reg, ver) for g, p, prov, inst, reg, ver in cheapest]),
-                  **gpu_price_series(cheapest),
                   "provenance": dg.MetadataValue.json(provenance), **schema},
         check_results=checks)
 

@@ -10,6 +10,7 @@ from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
 from pipeline.compute.grid import compute_grid
+from pipeline.compute.placement_cache import PlacementCache
 from pipeline.compute.setups import (
     COST_FIELDS,
     ON_DEMAND,
@@ -97,9 +98,12 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
         offers = eligible_offers(con)
         lists = (("on_demand", ON_DEMAND, OfferGroups(offers, ON_DEMAND)),
                  ("spot", SPOT_LIKE, OfferGroups(offers, SPOT_LIKE)))  # grouped once for every model (perf #14)
+        # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs (#14)
+        cache = PlacementCache.load(con, {t.entry.id: t.revision for t in tracked}, catalog())
+        reused = len(cache.rows)
         for t in tracked:
             for fmt in SETUP_FORMATS:
-                planner = Planner(t.arch, fmt, 8192, 1, "bf16")
+                planner = Planner(t.arch, fmt, 8192, 1, "bf16", cache=cache, model=(t.entry.id, t.revision))
                 for list_name, allocations, grouped in lists:
                     for rank, s in enumerate(cheapest_setups(t.arch, fmt, grouped, top=TOP, allocations=allocations,
                                                              planner=planner, as_of=as_of)):
@@ -120,9 +124,20 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
             con.execute("DELETE FROM cheapest_setups")
             if rows:
                 insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
+            cached = cache.save(con)
         schema = column_schema(con, "cheapest_setups")
-    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), "models": len(tracked),
-                                          "top_setups": top_setups_table(rows), **schema})
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": len(rows), "models": len(tracked), "top_setups": top_setups_table(rows),
+        "placements_reused": cache.hits["placement"], "placements_computed": cache.misses["placement"],
+        "floors_computed": cache.misses["floor"], "rates_computed": cache.misses["rates"],
+        "models_replanned": len(cache.computed_models), "gpus_replanned": len(cache.computed_gpus),
+        "placement_cache": dg.MetadataValue.md(
+            "Answered from the cross-run cache / computed: "
+            + ", ".join(f"{kind}s {cache.hits[kind]:,} / {cache.misses[kind]:,}" for kind in cache.hits)
+            + f" ({reused:,} valid rows loaded); " + (f"{cached:,} rows written." if cached else "table unchanged.")
+            + (f" Re-planned models: {', '.join(sorted(cache.computed_models))}." if cache.computed_models else "")
+            + (f" Re-planned GPUs: {', '.join(sorted(cache.computed_gpus))}." if cache.computed_gpus else "")),
+        **schema})
 
 
 def top_setups_table(rows: list[dict]) -> dg.TableMetadataValue:

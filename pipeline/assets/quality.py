@@ -7,7 +7,8 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import CORE_GROUP, POOL, core__offers_current
-from pipeline.quality.offers import REASONS, rebuild_offer_quality
+from pipeline.assets.metadata import column_schema, gpu_price_series, table
+from pipeline.quality.offers import REASONS, cheapest_eligible_per_gpu, rebuild_offer_quality
 from pipeline.resources import store
 
 ASSET = "core__offer_quality"
@@ -25,7 +26,9 @@ def _table(rows: list[dict], columns: list[tuple[str, str]]) -> dg.TableMetadata
           description="Offer quality: canonical providers, allocation classes (on_demand, spot, marketplace, "
                       "monthly), one offer per (provider, instance, region, class) with a direct API winning over "
                       "an aggregator, a per-GPU cross-provider reference price, and quarantine with reasons "
-                      "(below/above band, spot reversed, placeholder). Only eligible offers feed cheapest setups.",
+                      "(below/above band, spot reversed, placeholder). Only eligible offers feed cheapest setups. "
+                      "Metadata: cheapest_gpu_hour, the cheapest eligible on-demand $/GPU-hour per GPU (what "
+                      "`vramlab gpus` lists, plotted for the main GPUs).",
           check_specs=[
               dg.AssetCheckSpec("quarantine_has_reason", asset=ASSET, blocking=True,
                                 description="every quarantined offer names at least one reason"),
@@ -52,6 +55,8 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
             FROM offer_quality WHERE quarantined
             QUALIFY row_number() OVER (PARTITION BY source, gpu_id, reasons ORDER BY offer_key) = 1
             ORDER BY source, gpu_id LIMIT 50""").fetchall()
+        cheapest = cheapest_eligible_per_gpu(con)
+        schema = column_schema(con, "offer_quality")
     per_reason = counts["per_reason"]
     ref_rows = [{"gpu": g, "providers": p, "offers": n, "median_usd_gpu_h": round(m, 4),
                  "band_low": None if lo is None else round(lo, 4), "band_high": None if hi is None else round(hi, 4),
@@ -94,9 +99,15 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
                                                   ("band_high", "float"), ("provider_min", "float"),
                                                   ("provider_max", "float"), ("cheapest_eligible", "float"),
                                                   ("cheapest_offer", "string")]),
+            "cheapest_gpu_hour": table(
+                [("gpu", "string"), ("usd_per_gpu_hour", "float"), ("provider", "string"), ("instance", "string"),
+                 ("region", "string"), ("verified_at", "string")],
+                [(g, round(p, 4), prov, inst, reg, ver) for g, p, prov, inst, reg, ver, _ in cheapest]),
+            **gpu_price_series(cheapest),
             "quarantine_examples": _table(example_rows, [
                 ("source", "string"), ("instance_type", "string"), ("region", "string"), ("gpu", "string"),
                 ("class", "string"), ("usd_gpu_h", "float"), ("x_reference", "float"), ("reasons", "string")]),
+            **schema,
         },
         check_results=checks)
 

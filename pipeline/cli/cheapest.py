@@ -82,7 +82,8 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     if args.max_price:
         setups = [s for s in setups if s.price_per_hour <= args.max_price]
     if fmt:
-        chosen = sorted((s for s in setups if s.format == fmt), key=lambda s: s.price_per_hour)[: args.top]
+        # the one rank order (multi-machine at 1.25x its price, total tie-break): never the raw price (issue #10)
+        chosen = sorted((s for s in setups if s.format == fmt), key=lambda s: s.rank_key)[: args.top]
     else:  # the most faithful format per rented configuration, 4-bit and above
         chosen = overall(setups, top=args.top)
     if fmt and not chosen and not filtered:

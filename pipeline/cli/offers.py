@@ -43,20 +43,25 @@ def _read(path: Path, columns: list[str] | None = None) -> dict[str, list[Any]]:
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
                    provider: str | None = None, region: str | None = None, max_price: float | None = None,
                    spot: bool = False) -> list[dict[str, Any]]:
-    """Rentable offers, cheapest GPU-hour first: not stale, removed, fractional, quarantined or an unconfirmed
-    jump. ``max_price`` caps the $/GPU-hour; ``provider`` and ``region`` match case-insensitively (region as a
-    prefix, so ``us`` finds ``us-east-1``). Ties: $/h, provider, instance type, region (none last), offer key (one order on every run)."""
+    """Rentable offers, cheapest GPU-hour first: not stale, removed, fractional, quarantined, a merged duplicate
+    (the quality stage's ``eligible``) or an unconfirmed jump. ``max_price`` caps the $/GPU-hour; ``provider``
+    and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``). Ties: $/h,
+    provider, instance type, region (none last), offer key (one order on every run)."""
     allocations = SPOT_LIKE if spot else ON_DEMAND
     provider_key = provider.lower() if provider else None
     region_key = region.lower() if region else None
     cols = _read(snapshot.path / "offers_current.parquet")
     c = cols  # the filters read single columns; a row becomes a dict only when it passes them
-    quarantined = c.get("quarantined") or [None] * len(c["offer_key"])
+    n = len(c["offer_key"])
+    if "eligible" in c:  # the quality stage's verdict: not quarantined, not a merged duplicate (issue #10)
+        rejected = [e is False for e in c["eligible"]]
+    else:  # a snapshot from before the quality stage published `eligible`
+        rejected = [bool(q) for q in c.get("quarantined") or [None] * n]
     out = []
-    for i in range(len(c["offer_key"])):
+    for i in range(n):
         gpu_id, price = c["gpu_id"][i], c["price_per_hour_usd"][i]
         if (gpu_id is None or c["stale"][i] or c["removed"][i] or c["jump_unconfirmed"][i] or c["fractional"][i]
-                or not (price or 0) > 0 or quarantined[i] or c["allocation"][i] not in allocations):
+                or not (price or 0) > 0 or rejected[i] or c["allocation"][i] not in allocations):
             continue
         if (gpu and gpu_id != gpu) or (count and c["gpu_count"][i] != count):
             continue

@@ -14,14 +14,16 @@ What a user would really deploy:
   :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls it
   a fragile, insecure proof of concept that must never run on an open network).
 - **Ranking.** Any setup of more than one machine is ranked as if it cost :data:`MULTI_MACHINE_RANK_FACTOR` times
-  its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, then
-  provider, instance type, region, GPU and format, so every reader (CLI, JSON, Parquet) gets the same order.
+  its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, fewer
+  machines, then provider, source, instance type, region, GPU, format and every other field of the setup
+  (:attr:`Setup.rank_key` is a total order), so every reader (CLI, JSON, Parquet) gets the same order.
 - **Formats** say whether the GPU runs them natively (``native_support``, ``support_note`` names the fallback).
 """
 
 from __future__ import annotations
 
 import csv
+import heapq
 import math
 from collections.abc import Iterable
 from datetime import date, datetime
@@ -32,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from sizing_core import Architecture
 from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
 from sizing_core.engines import default_engine
@@ -129,10 +132,15 @@ class Setup(CamelModel):
 
     @property
     def rank_key(self) -> tuple:
-        """One order for every reader: multi-machine setups ranked at 1.25x their price, then stable ties."""
+        """One total order for every reader: multi-machine setups ranked at 1.25x their price, then the price,
+        fewer machines, and every field that tells two setups apart (so ties never depend on input order).
+        ``rank_key[0]`` is the rounded rank price (the pruning in :func:`cheapest_setups` reads it)."""
         factor = MULTI_MACHINE_RANK_FACTOR if self.nodes > 1 else 1.0
-        return (round(self.price_per_hour * factor, 6), self.price_per_hour, self.provider, self.instance_type,
-                self.region or "", self.gpu, self.format)
+        return (round(self.price_per_hour * factor, 6), self.price_per_hour, self.nodes, self.provider, self.source,
+                self.instance_type, self.region is not None, self.region or "", self.gpu, self.format,
+                self.allocation, self.instances, self.gpus_per_instance, self.tensor_parallel,
+                self.pipeline_parallel, self.deployment, self.engine, self.price_per_gpu_hour, self.currency_listed,
+                self.fx_date or "", self.verified_at.isoformat())
 
 
 @lru_cache(maxsize=1)
@@ -169,30 +177,80 @@ def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
 
 
 class Planner:
-    """Caches the fewest-GPU placement per (GPU, GPUs per instance) for one model, format and scenario."""
+    """Caches the fewest-GPU placement per (GPU, GPUs per instance) for one model, format and scenario; with a
+    :class:`PlacementCache` and the model's (id, revision), also across runs (perf #14): the floors, placements
+    and decode rates a price-only run needs are read back instead of re-planned."""
 
-    def __init__(self, arch: Architecture, fmt: str, context: int, concurrency: int, kv_cache_dtype: str):
+    def __init__(self, arch: Architecture, fmt: str, context: int, concurrency: int, kv_cache_dtype: str, *,
+                 cache: PlacementCache | None = None, model: tuple[str, str] | None = None):
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self._cache: dict[tuple[str, int], Placement] = {}
+        self._placed: dict[tuple[str, int], Placed] = {}
+        self._rates: dict[tuple[str, int], Rates] = {}
         self._floors: dict[str, int] = {}
         self._loads = None
+        self.store = cache if model is not None else None
+        self.model = model
+        self._hashes: dict[str, str] = {}
+
+    def _key(self, gpu: GPU, per_instance: int) -> Key | None:
+        if self.store is None or self.model is None:
+            return None
+        if gpu.id not in self._hashes:
+            self._hashes[gpu.id] = gpu_row_hash(gpu)
+        return (*self.model, self.fmt, self.context, self.concurrency, self.kv, gpu.id, self._hashes[gpu.id],
+                per_instance)
 
     def gpus_floor(self, gpu: GPU) -> int:
         """Fewer GPUs than this cannot hold the weights (``sizing_core.placement``'s exact lower bound), whatever
         the instance shape: what the pruning in :func:`cheapest_setups` prices a group at before placing it."""
         if gpu.id not in self._floors:
-            if self._loads is None:
-                self._loads = _weight_loads(self.arch, self.fmt)
-            self._floors[gpu.id] = _lower_bound(self.arch, gpu, default_engine(gpu), self._loads)
+            key = self._key(gpu, 0)
+            floor = self.store.floor(key) if self.store is not None and key is not None else None
+            if floor is None:
+                if self._loads is None:
+                    self._loads = _weight_loads(self.arch, self.fmt)
+                floor = _lower_bound(self.arch, gpu, default_engine(gpu), self._loads)
+                if self.store is not None and key is not None:
+                    self.store.put_floor(key, floor)
+            self._floors[gpu.id] = floor
         return self._floors[gpu.id]
 
     def place(self, gpu: GPU, per_instance: int) -> Placement:
+        """The full placement (plan and per-stage memory), computed in this process."""
         key = (gpu.id, per_instance)
         if key not in self._cache:
             shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
             self._cache[key] = fewest_gpus(self.arch, shaped, default_engine(gpu), self.fmt, self.context,
                                            self.concurrency, self.kv)
         return self._cache[key]
+
+    def placed(self, gpu: GPU, per_instance: int) -> Placed:
+        """What a setup needs of the placement: read from the cross-run cache when it has it."""
+        if (gpu.id, per_instance) not in self._placed:
+            key = self._key(gpu, per_instance)
+            hit = self.store.placed(key) if self.store is not None and key is not None else None
+            if hit is None:
+                p = self.place(gpu, per_instance)
+                ok = p.gpus is not None and p.plan is not None
+                hit = Placed(p.gpus if ok else None, p.plan.tensor_parallel if ok else None,
+                             p.plan.pipeline_parallel if ok else None, p.native_support, p.support_note)
+                if self.store is not None and key is not None:
+                    self.store.put_placed(key, hit)
+            self._placed[(gpu.id, per_instance)] = hit
+        return self._placed[(gpu.id, per_instance)]
+
+    def rates(self, gpu: GPU, per_instance: int) -> Rates:
+        """Decode rates of the placement (one request; as many as the plan holds), cached like the placement."""
+        if (gpu.id, per_instance) not in self._rates:
+            key = self._key(gpu, per_instance)
+            hit = self.store.rates(key) if self.store is not None and key is not None else None
+            if hit is None:
+                hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance))
+                if self.store is not None and key is not None:
+                    self.store.put_rates(key, hit)
+            self._rates[(gpu.id, per_instance)] = hit
+        return self._rates[(gpu.id, per_instance)]
 
 
 class OfferGroups:
@@ -236,14 +294,15 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
         floors[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
     # the best setup per (provider, instance type, region)
     best: dict[tuple[str, str, str | None], Setup] = {}
+    keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
     for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
-        if len(best) >= top and floors[(gpu_id, per_instance)] > sorted(
-                s.rank_key[0] for s in best.values())[top - 1] + 1e-6:  # (rank prices are rounded to 1e-6)
+        if len(best) >= top and floors[(gpu_id, per_instance)] > heapq.nsmallest(
+                top, (k[0] for k in keys.values()))[top - 1] + 1e-6:  # (rank prices are rounded to 1e-6)
             break
         group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
-        placed = planner.place(gpu, per_instance)
-        if placed.gpus is None or placed.plan is None:
+        placed = planner.placed(gpu, per_instance)
+        if placed.gpus is None:
             continue
         engine = default_engine(gpu)
         count = instances_needed(placed.gpus, per_instance, engine.splits_layers)
@@ -255,29 +314,41 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
                 continue
             setup = _setup(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how, as_of=as_of)
             key = (offer["provider"], offer["instance_type"], offer.get("region"))
-            if key not in best or setup.rank_key < best[key].rank_key:
-                best[key] = setup
-    ranked = sorted(best.values(), key=lambda s: s.rank_key)[:top]
-    return [s.model_copy(update=setup_costs(planner.arch, gpus[s.gpu], planner.place(gpus[s.gpu], s.gpus_per_instance),
-                                            s.price_per_hour)) for s in ranked]
+            rank_key = setup.rank_key
+            if key not in best or rank_key < keys[key]:
+                best[key], keys[key] = setup, rank_key
+    ranked = [best[k] for k in sorted(best, key=keys.__getitem__)[:top]]
+    return [s.model_copy(update=costs_from_rates(planner.rates(gpus[s.gpu], s.gpus_per_instance), s.price_per_hour))
+            for s in ranked]
 
 
 COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
                "usd_per_million_tokens_batched")
 
 
-def setup_costs(arch: Architecture, gpu: GPU, placed: Placement, price_per_hour: float) -> dict[str, Any]:
-    """Decode rate and $/1M output tokens of a setup: one request, and the most requests of the planned context
-    the plan holds at once (aggregate decode rate at that batch)."""
+def placement_rates(arch: Architecture, gpu: GPU, placed: Placement) -> Rates:
+    """Decode rate of one request and the aggregate rate at the most requests of the planned context the plan
+    holds at once (``sizing_core.throughput``)."""
     speed = estimate(arch, gpu, default_engine(gpu), placed)
     batch = max(1, speed.max_concurrent_requests)
     batched = estimate(arch, gpu, default_engine(gpu), placed, batch=batch) if batch > 1 else speed
-    single, aggregate = speed.decode_tokens_per_s, batched.aggregate_tokens_per_s
-    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": batch,
+    return Rates(speed.decode_tokens_per_s, batch, batched.aggregate_tokens_per_s)
+
+
+def costs_from_rates(rates: Rates, price_per_hour: float) -> dict[str, Any]:
+    """The cost fields of a setup from its placement's decode rates and its price."""
+    single, aggregate = rates.decode_tokens_per_s, rates.aggregate_tokens_per_s
+    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": rates.batch,
             "aggregate_tokens_per_s": round(aggregate, 2) if aggregate else None,
             "usd_per_million_tokens": round(per_million_tokens(price_per_hour, single), 4) if single else None,
             "usd_per_million_tokens_batched": round(per_million_tokens(price_per_hour, aggregate), 4)
             if aggregate else None}
+
+
+def setup_costs(arch: Architecture, gpu: GPU, placed: Placement, price_per_hour: float) -> dict[str, Any]:
+    """Decode rate and $/1M output tokens of a setup: one request, and the most requests of the planned context
+    the plan holds at once (aggregate decode rate at that batch)."""
+    return costs_from_rates(placement_rates(arch, gpu, placed), price_per_hour)
 
 
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
@@ -315,9 +386,9 @@ def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
     return (as_of.date() - date.fromisoformat(fx_date)).days
 
 
-def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, gpu: GPU, fmt: str,
+def _setup(price: float, offer: dict[str, Any], placed: Placed, count: int, gpu: GPU, fmt: str,
            how: Deployment = "single_machine", fabric: str | None = None, *, as_of: datetime | None = None) -> Setup:
-    assert placed.gpus is not None and placed.plan is not None
+    assert placed.gpus is not None and placed.tensor_parallel is not None and placed.pipeline_parallel is not None
     per_instance = int(offer["gpu_count"])
     flags = []
     fx_age = fx_age_days(offer.get("fx_date"), as_of)
@@ -332,8 +403,8 @@ def _setup(price: float, offer: dict[str, Any], placed: Placement, count: int, g
     return Setup(
         provider=offer["provider"], source=offer["source"], instance_type=offer["instance_type"],
         region=offer.get("region"), gpu=gpu.id, gpu_name=gpu.name, instances=count, gpus_per_instance=per_instance,
-        gpus=count * per_instance, gpus_needed=placed.gpus, tensor_parallel=placed.plan.tensor_parallel,
-        pipeline_parallel=placed.plan.pipeline_parallel, price_per_hour=round(price, 4),
+        gpus=count * per_instance, gpus_needed=placed.gpus, tensor_parallel=placed.tensor_parallel,
+        pipeline_parallel=placed.pipeline_parallel, price_per_hour=round(price, 4),
         price_per_month=round(price * HOURS_PER_MONTH, 2), price_per_gpu_hour=round(price / (count * per_instance), 4),
         currency_listed=offer["currency"], fx_date=offer.get("fx_date"),
         allocation=offer.get("allocation_class") or offer["allocation"], format=fmt,

@@ -221,3 +221,23 @@ def quality_counts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return {"offers": total, "duplicates": dupes, "quarantined": quarantined, "confirmed": confirmed,
             "eligible": eligible, "per_reason": per_reason, "per_class": per_class, "per_source": per_source,
             "quarantined_without_reason": unexplained}
+
+
+#: what ``vramlab gpus`` lists (pipeline/cli/offers.py ``current_offers``, on-demand): a current, eligible,
+#: whole-GPU offer the source labels on-demand. The Dagster table ``cheapest_gpu_hour`` uses the same predicate and
+#: order, so the UI and the CLI name the same cheapest offer per GPU.
+_CHEAPEST_ELIGIBLE = """
+SELECT c.gpu_id, c.price_per_gpu_hour_usd, c.provider, c.instance_type, c.region, c.verified_at, c.source
+FROM offers_current c JOIN offer_quality q USING (offer_key)
+WHERE q.eligible AND c.allocation = 'on_demand' AND c.gpu_id IS NOT NULL AND NOT c.stale AND NOT c.removed
+  AND NOT c.jump_unconfirmed AND NOT c.fractional AND c.price_per_hour_usd > 0
+QUALIFY row_number() OVER (PARTITION BY c.gpu_id ORDER BY c.price_per_gpu_hour_usd, c.price_per_hour_usd,
+                                                         c.provider, c.instance_type, c.region, c.offer_key) = 1
+ORDER BY c.price_per_gpu_hour_usd, c.gpu_id
+"""
+
+
+def cheapest_eligible_per_gpu(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """(gpu_id, $/GPU-hour, provider, instance type, region, verified_at, source) of the cheapest offer per GPU
+    that a user could rent on demand (the quality stage's verdict applied), cheapest first."""
+    return con.execute(_CHEAPEST_ELIGIBLE).fetchall()

@@ -1,7 +1,8 @@
 """DigitalOcean GPU Droplets: ``GET /v2/sizes`` (``DIGITALOCEAN_TOKEN``), paged by ``links.pages.next``.
 USD per droplet-hour (whole 1x or 8x node); ``gpu_info`` gives count, model and the droplet's total VRAM
 (``gpu-h100x8-640gb``: ``vram.amount`` 640 for 8 GPUs), divided by the count. Sizes without ``gpu_info`` (the
-CPU droplets) are counted as ignored."""
+CPU droplets) are counted as ignored. A slug ending in ``-spot`` (``gpu-h100x1-80gb-spot``, as one public client's
+canned sizes answer lists them beside the on-demand slugs) is an interruptible price: ``spot``, never on-demand."""
 
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ class DigitalOcean(Source):
             common = dict(instance_type=field(self.name, size, "slug"), gpu_name=model.upper(),
                           gpu_count=count,
                           price=number(self.name, field(self.name, size, "price_hourly"), "price_hourly"),
-                          unit="instance-hour", currency="USD", allocation="on_demand", observed_at=raw.fetched_at,
+                          unit="instance-hour", currency="USD",
+                          allocation="spot" if str(size.get("slug", "")).endswith("-spot") else "on_demand",
+                          observed_at=raw.fetched_at,
                           rates=rates, resolve=resolve, memory_gb=total_gb / count if total_gb and count else None,
                           vcpus=size.get("vcpus"), ram_gb=size["memory"] / 1024 if size.get("memory") else None,
                           availability="available" if size.get("available") else "unavailable")

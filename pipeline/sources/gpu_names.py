@@ -23,7 +23,7 @@ from sizing_core.gpus import catalog
 
 MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
 BOUNDS_PATH = Path(__file__).parent / "data" / "gpu_memory_bounds.csv"
-MAPPING_VERSION = "2026-12-01.1"  # bump whenever gpu_map.csv changes
+MAPPING_VERSION = "2026-12-01.2"  # bump whenever gpu_map.csv changes
 
 
 @dataclass(frozen=True)

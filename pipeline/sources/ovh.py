@@ -1,6 +1,7 @@
 """OVHcloud Public Cloud: ``GET https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE`` (public).
 
-Hourly plans end in ``.consumption``; prices are integers in 1e-8 currency units (sc-crawler's MICROCENTS);
+Hourly plans end in ``.consumption`` (``.consumption.3AZ`` / ``.consumption.LZ.*`` are regional variants,
+counted as ignored); prices are integers in 1e-8 currency units (sc-crawler's MICROCENTS);
 currency follows the subsidiary (EUR for IE). The GPU count comes from ``blobs.technical.gpu.number``; whether
 ``gpu.memory.size`` is per GPU or the flavor's total is not documented, so it is read per GPU when the GPU map
 accepts that and divided by the count otherwise (``gpu_names.per_gpu_memory``). Non-GPU flavors and monthly plans
@@ -30,6 +31,11 @@ from pipeline.sources.gpu_names import per_gpu_memory, resolve
 URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE"
 UNITS_PER_CURRENCY = 100_000_000
 MONTHLY_PLAN = Ignored("monthly plan of an hourly flavor (the .consumption plan is kept)")
+#: ``<flavor>.consumption.3AZ`` (3-AZ regions) and ``<flavor>.consumption.LZ.<area>`` (Local Zones) price the same
+#: flavor elsewhere; the catalog carries no region for them, so only the plain plan is read (issue #10 blind set:
+#: a genuine DE catalog lists them beside the plain plans; they were miscounted as monthly plans)
+VARIANT_PLAN = Ignored("regional variant of an hourly plan (.consumption.3AZ / .consumption.LZ.*): the plain "
+                       ".consumption plan is kept")
 
 
 class OVHcloud(Source):
@@ -51,6 +57,8 @@ class OVHcloud(Source):
             gpu = ((addon.get("blobs") or {}).get("technical") or {}).get("gpu")
             if not gpu:
                 return None
+            if ".consumption." in plan:
+                return VARIANT_PLAN
             if not plan.endswith(".consumption"):
                 return MONTHLY_PLAN
             pricings = field(self.name, addon, "pricings")

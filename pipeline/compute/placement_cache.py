@@ -1,0 +1,174 @@
+"""What the cheapest-setups planner learnt, kept across runs in DuckDB (``sql/008_placement_cache.sql``, perf #14).
+
+A placement (fewest GPUs and the TP x PP plan of a model in a format on one GPU kind and instance shape), the
+weights-only GPU floor the pruning prices groups at, and the decode rates of a placement do not depend on prices.
+An hourly run in which only offers moved therefore re-uses them: its setups cost the ranking and the writes.
+A row is used only while everything it was computed from is unchanged: the model's revision (Hub sha or spec
+hash), the GPU's catalog row (hash of the whole row, as ``gpus.row_hash``), the scenario (context, concurrency,
+KV cache dtype) and the sizing code itself (:func:`sizing_version`, a hash of ``sizing_core`` and the planner).
+Everything else is dropped when the table is rewritten."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sizing_core.gpus import GPU
+
+#: the code a cached row depends on: the sizing library (its data files are keyed separately: GPU rows by hash,
+#: model specs by revision) and the planner that shapes GPUs into instances
+_CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py"]
+
+
+@lru_cache(maxsize=1)
+def sizing_version() -> str:
+    digest = hashlib.sha256()
+    for root in _CODE:
+        for path in sorted(root.glob("*.py")) if root.is_dir() else [root]:
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_HASHES: dict[int, tuple[GPU, str]] = {}
+
+
+def gpu_row_hash(gpu: GPU) -> str:
+    """The catalog row's hash, computed as ``core__gpus`` stores it in ``gpus.row_hash`` (memoised by object
+    identity, the object kept so an id is never reused while cached)."""
+    hit = _HASHES.get(id(gpu))
+    if hit is None or hit[0] is not gpu:
+        if len(_HASHES) > 4096:
+            _HASHES.clear()
+        hit = _HASHES[id(gpu)] = (gpu, hashlib.sha256(gpu.model_dump_json().encode()).hexdigest()[:16])
+    return hit[1]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """What a setup needs of a placement: GPUs needed (None: no deployment), the plan, and the format's support."""
+
+    gpus: int | None
+    tensor_parallel: int | None
+    pipeline_parallel: int | None
+    native_support: bool
+    support_note: str
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Decode rates of a placement: one request, and ``batch`` requests at once (unrounded)."""
+
+    decode_tokens_per_s: float | None
+    batch: int
+    aggregate_tokens_per_s: float | None
+
+
+#: (model_id, revision, format, context, concurrency, kv dtype, gpu_id, gpu row hash, GPUs per instance)
+Key = tuple[str, str, str, int, int, str, str, str, int]
+_KEY_COLUMNS = ("model_id", "revision", "format", "context", "concurrency", "kv_cache_dtype", "gpu_id", "gpu_row_hash",
+                "gpus_per_instance")
+_SCHEMA = {"model_id": pl.String, "revision": pl.String, "format": pl.String, "context": pl.Int32,
+           "concurrency": pl.Int32, "kv_cache_dtype": pl.String, "gpu_id": pl.String, "gpu_row_hash": pl.String,
+           "gpus_per_instance": pl.Int32, "sizing_version": pl.String, "gpus_floor": pl.Int32, "gpus": pl.Int32,
+           "tensor_parallel": pl.Int32, "pipeline_parallel": pl.Int32, "native_support": pl.Boolean,
+           "support_note": pl.String, "rates_known": pl.Boolean, "decode_tokens_per_s": pl.Float64,
+           "max_concurrent_requests": pl.Int32, "aggregate_tokens_per_s": pl.Float64}
+
+
+class PlacementCache:
+    """Rows of ``placement_cache`` still valid for this run, plus what this run computes; :meth:`save` rewrites
+    the table when anything was added (a run that only re-used rows writes nothing)."""
+
+    def __init__(self, rows: dict[Key, dict[str, Any]] | None = None):
+        self.rows: dict[Key, dict[str, Any]] = rows or {}
+        self.hits = {"floor": 0, "placement": 0, "rates": 0}  # lookups answered from the table, per kind
+        self.misses = {"floor": 0, "placement": 0, "rates": 0}  # lookups computed in this run
+        self.dirty = False
+        self.computed_models: set[str] = set()  # models and GPUs with anything planned in this run
+        self.computed_gpus: set[str] = set()
+
+    @classmethod
+    def load(cls, con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> PlacementCache:
+        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows)."""
+        hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
+        cursor = con.execute("SELECT * FROM placement_cache WHERE sizing_version = ?", [sizing_version()])
+        names = [d[0] for d in cursor.description]
+        found = cursor.fetchall()
+        total = con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0]
+        rows: dict[Key, dict[str, Any]] = {}
+        for values in found:
+            row = dict(zip(names, values, strict=True))
+            if models.get(row["model_id"]) != row["revision"] or hashes.get(row["gpu_id"]) != row["gpu_row_hash"]:
+                continue
+            rows[tuple(row[c] for c in _KEY_COLUMNS)] = row  # type: ignore[index]
+        cache = cls(rows)
+        cache.dirty = len(rows) != total  # stale rows to drop
+        return cache
+
+    def save(self, con: Any) -> int:
+        """Rewrite the table with the valid and new rows (inside the caller's transaction); rows written."""
+        if not self.dirty:
+            return 0
+        con.execute("DELETE FROM placement_cache")
+        if self.rows:
+            frame = pl.DataFrame([r | {"sizing_version": sizing_version()} for r in self.rows.values()],
+                                 schema=_SCHEMA)
+            con.register("placement_cache_rows", frame)
+            try:
+                con.execute(f"INSERT INTO placement_cache ({', '.join(_SCHEMA)}) "
+                            f"SELECT {', '.join(_SCHEMA)} FROM placement_cache_rows")
+            finally:
+                con.unregister("placement_cache_rows")
+        self.dirty = False
+        return len(self.rows)
+
+    def _get(self, key: Key, column: str, kind: str) -> dict[str, Any] | None:
+        row = self.rows.get(key)
+        if row is None or row.get(column) is None:
+            self.misses[kind] += 1
+            return None
+        self.hits[kind] += 1
+        return row
+
+    def _row(self, key: Key) -> dict[str, Any]:
+        self.dirty = True
+        self.computed_models.add(key[0])
+        self.computed_gpus.add(key[6])
+        return self.rows.setdefault(key, dict(zip(_KEY_COLUMNS, key, strict=True)) | {"rates_known": False})
+
+    def floor(self, key: Key) -> int | None:
+        row = self._get(key, "gpus_floor", "floor")
+        return None if row is None else row["gpus_floor"]
+
+    def put_floor(self, key: Key, floor: int) -> None:
+        self._row(key)["gpus_floor"] = floor
+
+    def placed(self, key: Key) -> Placed | None:
+        row = self._get(key, "native_support", "placement")  # set on every placement row, fitting or not
+        if row is None:
+            return None
+        return Placed(row["gpus"], row["tensor_parallel"], row["pipeline_parallel"], row["native_support"],
+                      row["support_note"])
+
+    def put_placed(self, key: Key, placed: Placed) -> None:
+        self._row(key).update(gpus=placed.gpus, tensor_parallel=placed.tensor_parallel,
+                              pipeline_parallel=placed.pipeline_parallel, native_support=placed.native_support,
+                              support_note=placed.support_note)
+
+    def rates(self, key: Key) -> Rates | None:
+        row = self.rows.get(key)
+        if row is None or not row.get("rates_known"):
+            self.misses["rates"] += 1
+            return None
+        self.hits["rates"] += 1
+        return Rates(row["decode_tokens_per_s"], row["max_concurrent_requests"], row["aggregate_tokens_per_s"])
+
+    def put_rates(self, key: Key, rates: Rates) -> None:
+        self._row(key).update(rates_known=True, decode_tokens_per_s=rates.decode_tokens_per_s,
+                              max_concurrent_requests=rates.batch, aggregate_tokens_per_s=rates.aggregate_tokens_per_s)
