@@ -60,42 +60,49 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
     if damaged:  # one clear message, nothing run (issue #16)
         console.print(f"[red]vramlab: error: {damaged}[/red]")
         return 3
-    if ephemeral:
-        instance = dg.DagsterInstance.ephemeral()
-        where = "a throw-away Dagster instance (--ephemeral)"
-    else:
-        home = dagster_home()
-        os.environ["DAGSTER_HOME"] = str(home)
-        instance = dg.DagsterInstance.get()
-        where = f"Dagster instance {home}"
-        active = instance.get_runs(dg.RunsFilter(tags=REFRESH_TAG, statuses=ACTIVE), limit=1)
-        if active and not force:
-            raise CliError(f"refresh run {active[0].run_id} is still {active[0].status.value.lower()} in {home}: "
+    # one vramlab run per data directory at a time (issue #16): a second one queues here, saying so, until the
+    # first ends or dies (the kernel drops a dead process's lock); held until the run is summarized
+    with run_lock(s.data_dir, console):
+        if ephemeral:
+            instance = dg.DagsterInstance.ephemeral()
+            where = "a throw-away Dagster instance (--ephemeral)"
+        else:
+            home = dagster_home()
+            os.environ["DAGSTER_HOME"] = str(home)
+            instance = dg.DagsterInstance.get()
+            where = f"Dagster instance {home}"
+            # a vramlab run that was killed left its run STARTED, holding its duckdb pool slot (no daemon monitors
+            # CLI runs): mark it failed and give its slot back before looking for active runs
+            release_dead_cli_runs(instance, console)
+            active = instance.get_runs(dg.RunsFilter(tags=REFRESH_TAG, statuses=ACTIVE), limit=1)
+            if active and not force:
+                raise CliError(f"refresh run {active[0].run_id} is still {active[0].status.value.lower()} in {home}: "
                                "not starting another (if that process is gone: vramlab run --force)")
-    job = defs.resolve_job_def(REFRESH_JOB)
-    run_id = dg.make_new_run_id() if hasattr(dg, "make_new_run_id") else _new_run_id()
-    console.print(f"vramlab: job {REFRESH_JOB}, {len(ALL_ASSETS)} step(s) over "
-                  f"{len(job.asset_layer.selected_asset_keys)} assets ({'offline replay' if s.replay else 'live sources'})"
-                  f" into {s.data_dir}; recorded in {where} as run {run_id[:8]}")
-    outcome: dict[str, Any] = {}
+        job = defs.resolve_job_def(REFRESH_JOB)
+        run_id = dg.make_new_run_id() if hasattr(dg, "make_new_run_id") else _new_run_id()
+        console.print(f"vramlab: job {REFRESH_JOB}, {len(ALL_ASSETS)} step(s) over "
+                      f"{len(job.asset_layer.selected_asset_keys)} assets ({'offline replay' if s.replay else 'live sources'})"
+                      f" into {s.data_dir}; recorded in {where} as run {run_id[:8]}")
+        outcome: dict[str, Any] = {}
 
-    def execute() -> None:
-        try:
-            outcome["result"] = job.execute_in_process(
-                instance=instance, run_id=run_id, raise_on_error=False, tags={**REFRESH_TAG, **CLI_TAGS},
-                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
-        except BaseException as exc:  # noqa: BLE001 - reported below, never lost in the thread
-            outcome["error"] = exc
+        def execute() -> None:
+            try:
+                outcome["result"] = job.execute_in_process(
+                    instance=instance, run_id=run_id, raise_on_error=False,
+                    tags={**REFRESH_TAG, **CLI_TAGS, **cli_run_tags()},  # cli_run_tags: whose process it is
+                    run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+            except BaseException as exc:  # noqa: BLE001 - reported below, never lost in the thread
+                outcome["error"] = exc
 
-    worker = threading.Thread(target=execute, name="vramlab-run", daemon=True)
-    started = time.monotonic()
-    worker.start()
-    _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet)
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    result = outcome["result"]
-    return summarize(result, instance, run_id, s, console, time.monotonic() - started)
+        worker = threading.Thread(target=execute, name="vramlab-run", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet)
+        worker.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        result = outcome["result"]
+        return summarize(result, instance, run_id, s, console, time.monotonic() - started)
 
 
 def _new_run_id() -> str:

@@ -57,16 +57,32 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
     """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
     if not entries:
         return []
-    rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {"rejected_reasons": e.rejected_reasons,
-                                                                       "unmapped": e.unmapped} for e in entries]
-    frame = pl.DataFrame(rows).select(
+    rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {
+        "rejected_reasons": e.rejected_reasons, "unmapped": e.unmapped, "ignored": sum(e.ignored.values()),
+        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())]} for e in entries]
+    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS}).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",
-        "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path").unique(["source", "started_at"]).with_columns(
-        loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
+        "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons",
+    ).unique(["source", "started_at"]).with_columns(loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
     with transaction(con):
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
-        insert_frame(con, "fetch_log", frame, or_ignore=True)
+        insert_frame(con, "fetch_log", frame, or_ignore=True, by_name=True, columns=FETCH_LOG_COLUMNS)
+        # rows loaded before migration 011 learn their ignored counts from the same fetch_log.jsonl lines
+        con.register("incoming_ignored", frame)
+        try:
+            con.execute("""UPDATE fetch_log SET ignored = i.ignored, ignored_reasons = map_from_entries(i.ignored_reasons)
+                           FROM incoming_ignored i WHERE fetch_log.source = i.source
+                           AND fetch_log.started_at = i.started_at AND fetch_log.ignored IS NULL""")
+        finally:
+            con.unregister("incoming_ignored")
     return [e for e in entries if (e.source, e.started_at) not in before]
+
+
+#: ``FetchLogEntry.ignored`` (reason -> rows) as entries DuckDB turns into the MAP column ``ignored_reasons``
+IGNORED_REASONS = pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Int32}))
+FETCH_LOG_COLUMNS = ("source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers",
+                     "rejected", "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "loaded_at", "ignored",
+                     "map_from_entries(ignored_reasons) AS ignored_reasons")
 
 
 def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime, str]]:

@@ -3,8 +3,8 @@
 The raw landing (``data/raw``: every payload as fetched, plus ``fetch_log.jsonl``) is the source of truth; the
 DuckDB file is derived from it. After a damaged database (or a lost one), ``rebuild`` moves the old file aside
 (never deletes it), creates a fresh one by the migrations, and materializes the core and out assets without
-fetching anything: the fetch log is loaded from ``fetch_log.jsonl``, every landed payload is parsed again with
-its original fetch time, offers are recomputed, the GPU catalog and the models are reloaded, sizing and cheapest
+fetching anything (every asset of the graph but the raw ones): the fetch log is loaded from ``fetch_log.jsonl``,
+every landed payload is parsed again with its original fetch time, offers and their quality are recomputed, the GPU catalog and the models are reloaded, sizing and cheapest
 setups are recomputed and a snapshot is published. Same landing, same code: same offers and exports.
 """
 
@@ -28,13 +28,20 @@ def move_aside(db_path: Path, now: datetime | None = None) -> Path | None:
     return aside
 
 
+def derived_assets() -> list:
+    """Every asset of the graph but the raw ones (which fetch): everything DuckDB and the exports hold, the
+    offer-quality stage included (without it no offer is eligible and no cheapest setup is found)."""
+    from pipeline.assets.raw import RAW_ASSETS
+    from pipeline.definitions import ALL_ASSETS
+
+    return [a for a in ALL_ASSETS if a not in RAW_ASSETS]
+
+
 def rebuild(data_dir: Path, db_path: Path, *, live: bool = False, instance=None):  # type: ignore[no-untyped-def]
     """Move ``db_path`` aside and re-create it from ``data_dir/raw``. Returns (moved-aside path, Dagster result)."""
     import dagster as dg
     from dagster_duckdb import DuckDBResource
 
-    from pipeline.assets.core import CORE_ASSETS
-    from pipeline.assets.out import OUT_ASSETS
     from pipeline.resources import VramlabSettings
 
     if not (data_dir / "raw" / "fetch_log.jsonl").exists():
@@ -45,7 +52,7 @@ def rebuild(data_dir: Path, db_path: Path, *, live: bool = False, instance=None)
     instance = instance or (dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME")
                             else dg.DagsterInstance.ephemeral())
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    result = dg.materialize([*CORE_ASSETS, *OUT_ASSETS], resources=resources, instance=instance,
+    result = dg.materialize(derived_assets(), resources=resources, instance=instance,
                             raise_on_error=False, run_config=quiet)
     return aside, result
 

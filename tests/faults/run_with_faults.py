@@ -5,7 +5,7 @@ tests as a subprocess, so they see exit codes, console output and on-disk state 
 The fault spec (JSON) comes in ``VRAMLAB_FAULT_SPEC``:
   {"overrides": {url: {"status": 200, "body": "...", "body_file": path, "headers": {...}}},
    "kill_in": "load_observations" | "sizing_write" | "export",   # SIGKILL there, mid-transaction/mid-publish
-   "assets": "all" | "prices" | "core+out",
+   "assets": "all" | "core+out",    # core+out: every asset but the raw ones (core, quality, out)
    "log_level": "DEBUG"}
 """
 
@@ -112,13 +112,12 @@ def main() -> int:
     if spec.get("assets") == "core+out":  # the DuckDB half of the graph only (the landing is already there)
         import dagster as dg
 
-        from pipeline.assets.core import CORE_ASSETS
-        from pipeline.assets.out import OUT_ASSETS
         from pipeline.cli.run import cli_run_tags
         from pipeline.resources import default_resources
+        from pipeline.storage.rebuild import derived_assets
 
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
-        result = dg.materialize([*CORE_ASSETS, *OUT_ASSETS], resources=default_resources(), raise_on_error=False,
+        result = dg.materialize(derived_assets(), resources=default_resources(), raise_on_error=False,
                                 instance=instance, tags=cli_run_tags())
         return 0 if result.success else 1
     from pipeline.cli.run import run_main_job

@@ -3,14 +3,15 @@ a killed run leaves behind. Real Dagster instances on disk, real processes."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -52,44 +53,6 @@ def test_dagster_home_without_config_keeps_the_pool_limit(tmp_path: Path) -> Non
     assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
 
 
-HOLD_LOCK = textwrap.dedent("""
-    import json, sys, time
-    from pathlib import Path
-    from rich.console import Console
-    from pipeline.cli.run import run_lock
-    console = Console(stderr=True)
-    with run_lock(Path(sys.argv[1]), console):
-        start = time.time()
-        time.sleep(float(sys.argv[2]))
-        print(json.dumps([start, time.time()]))
-""")
-
-
-def test_two_cli_runs_queue_on_the_data_dir(tmp_path: Path) -> None:
-    """C03 two ``vramlab run`` on one data directory at once: the second waits for the first (it says so), their
-    write windows never overlap; a killed holder releases the lock at once (the kernel drops it)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "2"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    second = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "0.1"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    (out1, _), (out2, err2) = first.communicate(timeout=60), second.communicate(timeout=60)
-    (_s1, e1), (s2, _e2) = json.loads(out1), json.loads(out2)
-    assert s2 >= e1, "the second run entered while the first still held the data directory"
-    assert "another vramlab run" in err2 and "waiting" in err2
-    # a SIGKILLed holder does not block the next run
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "60"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    holder.send_signal(signal.SIGKILL)
-    holder.wait(timeout=30)
-    started = time.monotonic()
-    after = subprocess.run([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "0"], env=env, capture_output=True,
-                           text=True, timeout=60)
-    assert after.returncode == 0 and time.monotonic() - started < 30
-
-
 KILLED_RUN = textwrap.dedent("""
     import os, signal, dagster as dg
     from pipeline.cli.run import cli_run_tags
@@ -103,9 +66,9 @@ KILLED_RUN = textwrap.dedent("""
 
 
 def test_killed_cli_run_gives_its_pool_slot_back(tmp_path: Path) -> None:
-    """C04 a ``vramlab run`` SIGKILLed while holding the duckdb pool slot: no daemon monitors CLI runs, so the
-    run stayed STARTED and its slot claimed for good (every later run waited). The next ``vramlab run`` now
-    marks it failed and frees the slot before starting."""
+    """C04 (the helper, case by case) a process SIGKILLed while its CLI-tagged run holds the duckdb pool slot:
+    ``release_dead_cli_runs`` (what ``vramlab run`` calls before starting, see the whole-command test below)
+    marks it failed and frees the slot; a run of a live process is never touched."""
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
@@ -125,3 +88,123 @@ def test_killed_cli_run_gives_its_pool_slot_back(tmp_path: Path) -> None:
         instance.add_run(dg.DagsterRun(job_name="x", run_id="alive", tags=cli_run_tags(),
                                        status=dg.DagsterRunStatus.STARTED))
         assert release_dead_cli_runs(instance) == []
+
+
+VRAMLAB = Path(sys.executable).parent / "vramlab"
+#: steps that hold the duckdb slot for seconds (core__gpus holds it well under one)
+LONG_DUCKDB_STEPS = {"out__sizing", "core__price_observations", "out__cheapest_setups", "out__exports"}
+
+
+class Console:
+    """A ``vramlab run`` subprocess whose output lines are collected as they come."""
+
+    def __init__(self, env: dict[str, str], data: Path) -> None:
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([str(VRAMLAB), "run", "--quiet", "--data-dir", str(data)], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=60)
+
+
+def wait_for(what: str, condition: Callable[[], object], timeout: float = 600) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def slot_holder(home: Path) -> tuple[str, str] | None:
+    """(run id, step key) holding the duckdb pool slot, if any."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        claimed = instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
+    return (claimed[0].run_id, claimed[0].step_key) if claimed else None
+
+
+def test_two_vramlab_runs_queue_and_a_killed_one_frees_its_slot(tmp_path: Path) -> None:
+    """C03 + C04 through the real command: two ``vramlab run`` on one data directory and one Dagster instance.
+    The second waits for the first, saying so, and starts nothing while the first is alive (their writes never
+    interleave). The first is then SIGKILLed while a step holds the duckdb pool slot: its run stays STARTED and
+    the slot claimed (no daemon monitors CLI runs). The waiting run gets the data directory at once (the kernel
+    drops a dead process's lock), marks the dead run failed, frees its slot and runs: it claims the slot itself.
+    Before the fix ``vramlab run`` took no lock (two CLI runs were kept apart by ~100 s of DuckDB connect
+    back-off, or not at all with separate instances) and a killed run's slot stayed claimed, so the next run
+    refused (an active refresh run) or, with ``--force``, waited for the slot for ever."""
+    data, home = tmp_path / "data", tmp_path / "home"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DAGSTER_HOME": str(home), "VRAMLAB_DATA_DIR": str(data),
+           "COLUMNS": "250"}
+    env.pop("VRAMLAB_DB", None)
+    first = Console(env, data)
+    second = None
+    try:
+        wait_for("the first run to start", lambda: "vramlab: job" in first.text, 300)
+        second = Console(env, data)
+        wait_for("the second run to queue (or end)",
+                 lambda: "another vramlab run" in second.text or second.proc.poll() is not None, 300)
+        assert "another vramlab run" in second.text, f"exit {second.proc.poll()}: {second.text[-2000:]}"
+        assert f"pid {first.proc.pid}" in second.text and "waiting" in second.text, second.text
+        first_run, step = wait_for("the first run to hold the duckdb slot in a long step",
+                                   lambda: (h := slot_holder(home)) and h[1] in LONG_DUCKDB_STEPS and h, 600)
+        assert "vramlab: job" not in second.text, "the second run started while the first was running"
+        assert second.proc.poll() is None
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=60)
+        killed_at = time.time()
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            assert instance.get_run_by_id(first_run).status == dg.DagsterRunStatus.STARTED  # left behind
+        wait_for("the second run to start", lambda: "vramlab: job" in second.text, 120)
+        assert f"released run {first_run[:8]}" in second.text and f"(pid {first.proc.pid})" in second.text
+        second_run = wait_for("the second run to claim the duckdb slot",
+                              lambda: (h := slot_holder(home)) and h[0] != first_run and h[0], 300)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            dead = instance.get_run_by_id(first_run)
+            assert dead.status == dg.DagsterRunStatus.FAILURE
+            starts = instance.all_logs(second_run, of_type=dg.DagsterEventType.STEP_START)
+        assert starts and min(r.timestamp for r in starts) >= killed_at  # no write of the second before
+        assert step in LONG_DUCKDB_STEPS
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+
+
+def test_vramlab_run_refuses_while_the_schedule_runs(tmp_path: Path) -> None:
+    """C05 ``vramlab run`` while the schedule's refresh (launched by the daemon, not a CLI process) is active in
+    the same instance: refused at once with a message naming the run and exit 2, nothing fetched or written; the
+    scheduled run is not touched (its process is not ours to judge)."""
+    from pipeline.schedules import REFRESH_TAG
+
+    data, home = tmp_path / "data", tmp_path / "home"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.add_run(dg.DagsterRun(job_name="hourly_refresh_job", run_id="scheduled-run", tags=REFRESH_TAG,
+                                       status=dg.DagsterRunStatus.STARTED))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DAGSTER_HOME": str(home), "COLUMNS": "250"}
+    env.pop("VRAMLAB_DB", None)
+    proc = subprocess.run([str(VRAMLAB), "run", "--quiet", "--data-dir", str(data)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "refresh run scheduled-run is still started" in out and "not starting another" in out
+    assert not (data / "raw").exists() and not (data / "vramlab.duckdb").exists()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_run_by_id("scheduled-run").status == dg.DagsterRunStatus.STARTED

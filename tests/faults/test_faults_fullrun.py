@@ -100,24 +100,16 @@ def test_healthy_sources_complete_and_snapshot_consistent(full_run: dict) -> Non
     assert manifest["sources"]["gcp"]["stale"] is True and manifest["sources"]["skypilot-lambda"]["stale"] is False
 
 
+#: when a file or row was built, or which run built it: legitimately different between a run and its rebuild.
+#: Everything else must be identical (cheapest setups included: ``Setup.rank_key`` orders equal prices by
+#: provider, instance type, region, GPU and format, so ties cannot swap).
 VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
-            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version"}
-#: cheapest setups are compared by their prices per rank: two offers at exactly the same price may swap places
-#: (a tie; the ranking does not promise an order between equals), everything else must be identical
-SETUP_TABLE_KEY = ("model_id", "list", "format", "rank", "price_per_hour")
-PRICE_KEYS = ("pricePerHour", "price_per_hour", "priceperhour")
-
-
-def _setup_prices(items: list) -> list:
-    return [next((d[k] for k in PRICE_KEYS if k in d), None) if isinstance(d, dict) else d for d in items]
+            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version", "updated"}
 
 
 def _strip(obj: Any) -> Any:
-    if isinstance(obj, dict) and any(k in obj for k in PRICE_KEYS) and ("provider" in obj or "instanceType" in obj):
-        return _setup_prices([obj])[0]  # a setup (or a recommendation naming one): its price decides
     if isinstance(obj, dict):
-        return {k: (_setup_prices(v) if "etups" in k and isinstance(v, list) else _strip(v))
-                for k, v in obj.items() if k not in VOLATILE}
+        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE}
     if isinstance(obj, list):
         return [_strip(v) for v in obj]
     return obj
@@ -125,8 +117,6 @@ def _strip(obj: Any) -> Any:
 
 def _table(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple]:
     cols = [d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description if d[0] not in VOLATILE]
-    if "cheapest_setups" in source:
-        cols = [c for c in cols if c in SETUP_TABLE_KEY]
     return con.execute(f"SELECT {', '.join(cols)} FROM {source} ORDER BY ALL").fetchall()
 
 
@@ -144,16 +134,52 @@ def _snapshot(latest: Path) -> dict[str, Any]:
             out[rel] = _strip(json.loads(path.read_text()))
     manifest = json.loads((latest / "manifest.json").read_text())
     out["manifest.sources"] = manifest["sources"]
+    out["manifest.row_counts"] = manifest["row_counts"]
     return out
 
 
 def _tables(db: Path) -> dict[str, list[tuple]]:
+    """Every table of the database but ``schema_version``, row for row (volatile columns aside)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return {t: _table(con, t) for t in ("price_observations", "offers_current", "price_changes", "models",
-                                            "model_revisions", "gpus", "sizing", "cheapest_setups")}
+        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_name <> "
+                                           "'schema_version' ORDER BY 1").fetchall()]
+        return {t: _table(con, t) for t in names}
     finally:
         con.close()
+
+
+#: tables a whole replay run fills (the others, e.g. price_changes, stay empty after one run)
+FILLED = ("fetch_log", "price_observations", "offers_current", "offer_quality", "models", "model_revisions", "gpus",
+          "sizing", "cheapest_setups", "gpu_price_reference")
+
+
+def test_rebuild_reproduces_tables_and_exports(full_run: dict, tmp_path: Path) -> None:
+    """R01 ``vramlab rebuild`` (the real CLI) re-creates the DuckDB tables from the raw landing: the same
+    fetch log, observations, offers and their quality, changes, models, revisions, GPUs, sizing and cheapest
+    setups, row for row; and the
+    snapshot it publishes has the same content as the original, file for file (build times and run ids aside).
+    The old file is moved aside, not deleted. Before the fix the rebuild skipped the offer-quality stage: no
+    offer was eligible, ``cheapest_setups`` came back empty and every model file lost its setups."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    original_tables = _tables(data / "vramlab.duckdb")
+    assert all(original_tables[t] for t in FILLED), {t: len(rows) for t, rows in original_tables.items()}
+    original_snapshot = _snapshot((data / "exports" / "latest").resolve())
+    proc = subprocess.run([str(VRAMLAB), "rebuild", "--data-dir", str(data)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900, env=env_for(data, tmp_path / "home"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert list(data.glob("vramlab.duckdb.aside-*")), "the previous database is kept aside"
+    rebuilt_tables = _tables(data / "vramlab.duckdb")
+    assert sorted(rebuilt_tables) == sorted(original_tables)
+    for table, rows in original_tables.items():
+        assert rebuilt_tables[table] == rows, table
+    rebuilt = (data / "exports" / "latest").resolve()
+    assert rebuilt.name != (full_run["data"] / "exports" / "latest").resolve().name  # a new snapshot
+    rebuilt_snapshot = _snapshot(rebuilt)
+    assert sorted(rebuilt_snapshot) == sorted(original_snapshot)
+    for rel, content in original_snapshot.items():
+        assert rebuilt_snapshot[rel] == content, rel
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
@@ -233,6 +259,68 @@ def test_sigkill_during_export(full_run: dict, tmp_path: Path) -> None:
     check = subprocess.run([str(VRAMLAB), "export", "--check", "--data-dir", str(data)], capture_output=True,
                            text=True, timeout=300)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+#: run in a private mount namespace (``unshare --user --map-root-user --mount``: no privileges needed, nothing
+#: visible outside, gone with the process): the exports directory becomes a small tmpfs holding a copy of what
+#: was there, with ``HEADROOM`` bytes free, far less than one snapshot; the run then writes its export there.
+#: What the full disk leaves behind is copied out to ``$OUT`` for the test to inspect.
+FULL_DISK = """
+set -eu
+mount -t tmpfs -o size=256m vramlab-full "$MNT"
+cp -a "$DATA/exports/." "$MNT/"
+used=$(df -B1 --output=used "$MNT" | tail -1 | tr -d ' ')
+mount -o remount,size=$((used + HEADROOM)) "$MNT"
+mount --bind "$MNT" "$DATA/exports"
+set +e
+"$PYTHON" "$RUNNER"
+rc=$?
+df -B1 --output=used,size "$DATA/exports" > "$OUT/df.txt"
+cp -a "$DATA/exports/." "$OUT/exports/"
+exit $rc
+"""
+
+
+def test_disk_full_during_export(full_run: dict, tmp_path: Path) -> None:
+    """T01 the disk holding the exports fills up during the export (a real ``ENOSPC`` from a size-limited
+    tmpfs; DuckDB and the Dagster instance are on another disk, as a separate data volume would be): the run
+    fails with the OS error naming the file, ``latest`` stays on the previous complete snapshot whose manifest
+    hashes match (``vramlab export --check``), the partial snapshot folder is removed (the space is given back),
+    no earlier snapshot or history part is touched, and DuckDB keeps every row."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    exports = data / "exports"
+    latest_before = os.readlink(exports / "latest")
+    files_before = {str(p.relative_to(exports)): p.read_bytes() for p in exports.rglob("*")
+                    if p.is_file() and not p.is_symlink()}
+    db = data / "vramlab.duckdb"
+    before = _counts(db)
+    out, mnt, home = tmp_path / "after", tmp_path / "fullfs", tmp_path / "home"
+    (out / "exports").mkdir(parents=True)
+    mnt.mkdir()
+    home.mkdir()
+    env = env_for(data, home, {"assets": "core+out"}) | {
+        "MNT": str(mnt), "DATA": str(data), "OUT": str(out), "HEADROOM": str(256 * 1024),
+        "PYTHON": sys.executable, "RUNNER": str(RUNNER)}
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", FULL_DISK], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "No space left on device" in proc.stderr and "Errno 28" in proc.stderr, proc.stderr[-3000:]
+    assert "out__exports" in proc.stderr  # the failing step is named
+    used, size = map(int, (out / "df.txt").read_text().split()[-2:])
+    assert size - used >= 200 * 1024, "the partial snapshot's space was not given back"
+    # what the full disk holds afterwards becomes the exports directory again, for the checks users would run
+    shutil.rmtree(exports)
+    shutil.copytree(out / "exports", exports, symlinks=True)
+    assert os.readlink(exports / "latest") == latest_before
+    assert sorted(p.name for p in exports.iterdir()) == sorted({rel.split("/")[0] for rel in files_before} | {"latest"})
+    files_after = {str(p.relative_to(exports)): p.read_bytes() for p in exports.rglob("*")
+                   if p.is_file() and not p.is_symlink()}
+    assert files_after == files_before  # no earlier snapshot or history part touched, no partial file left
+    assert _counts(db) == before
+    check = subprocess.run([str(VRAMLAB), "export", "--check", "--data-dir", str(data)], capture_output=True,
+                           text=True, timeout=300)
+    assert check.returncode == 0 and "OK" in check.stdout, check.stdout + check.stderr
 
 
 def _make_read_only(path: Path) -> None:

@@ -21,9 +21,10 @@ from harness import (
     url_of,
 )
 
-from pipeline.assets.core import core__models
+from pipeline.assets.core import core__fetch_log, core__models
 from pipeline.settings import REPLAY_SNAPSHOT_AT
 from pipeline.sources.landing import read_log, read_log_report
+from pipeline.sources.replay import REPLAY_ROOT
 from pipeline.storage.db import connect
 from pipeline.storage.loaders import request_reparse
 
@@ -130,3 +131,28 @@ def test_reparse_after_parser_fix_counts(tmp_path: Path, monkeypatch: pytest.Mon
     after = (per_source(db), count(db, "fetch_log"),
              db_rows(db, "SELECT offer_key, price_per_hour_usd FROM offers_current ORDER BY 1"))
     assert after == before
+
+
+def test_fetch_log_counts_ignored_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """L06 rows a parser quietly ignores (not GPU offers) are counted in DuckDB's ``fetch_log`` (migration 011),
+    not only in ``fetch_log.jsonl``. By hand from the recordings: Vultr's ``plans.json`` has two GPU plans and
+    ``plans-metal.json`` one 8x H100 machine plus ``vbm-4c-32gb`` (4 CPU threads, no GPU field, none in its id): one
+    row ignored as "not a GPU offer", none rejected. Lambda's recording has only GPU instance types: 0 ignored.
+    Rows loaded before migration 011 (NULL) learn their counts from the jsonl on the next ``core__fetch_log``."""
+    vultr = REPLAY_ROOT / "prices" / "vultr"
+    assert all(p.get("gpu_type") for p in json.loads((vultr / "plans.json").read_text())["plans"])
+    metal = json.loads((vultr / "plans-metal.json").read_text())["plans_metal"]
+    assert [p["id"] for p in metal] == ["vcg-h100-216c-1914gb-640vram", "vbm-4c-32gb"]  # 8x H100 (in its id); CPU
+    assets = price_assets(["vultr", "lambda"])
+    assert materialize(assets, tmp_path, monkeypatch, client=lambda: replay_client({})).success
+    db = tmp_path / "vramlab.duckdb"
+    query = "SELECT source, ignored, ignored_reasons, rejected FROM fetch_log WHERE source IN ('vultr', 'lambda') ORDER BY 1"
+    assert db_rows(db, query) == [("lambda", 0, {}, 0), ("vultr", 1, {"not a GPU offer": 1}, 0)]
+    con = connect(db)
+    con.execute("UPDATE fetch_log SET ignored = NULL, ignored_reasons = NULL")  # as rows loaded before 011 are
+    con.close()
+    only_log = price_assets([], core=False)
+    only_log.append(core__fetch_log)
+    only_log.selection.append(core__fetch_log.key.to_user_string())
+    assert materialize(only_log, tmp_path, monkeypatch).success
+    assert db_rows(db, query) == [("lambda", 0, {}, 0), ("vultr", 1, {"not a GPU offer": 1}, 0)]
