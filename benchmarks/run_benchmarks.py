@@ -355,6 +355,8 @@ def main() -> None:
             checks.append((f"`{label.split(' <')[0].split(' kimi')[0]}` starts under 0.3 s", seconds < 0.3,
                            f"{seconds:.2f} s"))
 
+    print(subprocess.run([PY, str(ROOT / "benchmarks" / "startup.py")], capture_output=True, text=True).stdout)  # #12
+
     print("\n## Acceptance (issue #14) on this run\n")
     for name, passed, figure in checks:
         print(f"- {name}: {figure} — {ok(passed)}")

@@ -18,7 +18,7 @@ class QuantScheme(BaseModel):
     matching ``exclude`` (glob, or ``re:`` regular expression, as the configs write them) stay in ``dtype``.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     source: str  # "quantization_config", "hf_quant_config.json", "torch_dtype", "spec"
     weight_format: str
@@ -37,13 +37,15 @@ class QuantScheme(BaseModel):
 class DeclaredParameters(BaseModel):
     """Parameter counts stated by a source other than config arithmetic (a spec, safetensors metadata)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     total: int = Field(gt=0)
     active: int | None = Field(default=None, gt=0)
     source: str
 
 
 class Architecture(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     model: str  # repo id or registry id, used in every error and report
     model_type: str

@@ -33,7 +33,7 @@ class UnknownEngineError(SizingError):
 class Support(BaseModel):
     """Whether ``engine`` runs a weight format on a GPU, natively or through a fallback kernel."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     runs: bool
     native: bool
@@ -41,7 +41,7 @@ class Support(BaseModel):
 
 
 class Engine(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: EngineId
     name: str

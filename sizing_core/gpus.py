@@ -25,7 +25,7 @@ class UnknownGPUError(SizingError):
 
 
 class GPU(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     aliases: tuple[str, ...] = ()

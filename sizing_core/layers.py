@@ -26,7 +26,7 @@ def _per_rank(heads: int, tp: int) -> int:
 
 
 class _Kind(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # --------------------------------------------------------------------------------------------- mixers
@@ -448,7 +448,7 @@ class LinearReplacement(_Kind):
         return 0.0
 
 
-ParallelHybrid.model_rebuild()
+# (no model_rebuild here: the models build on first use, defer_build; the mixer types are all defined above)
 
 Mixer = Annotated[
     FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention

@@ -8,4 +8,5 @@ from pydantic.alias_generators import to_camel
 
 
 class CamelModel(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel, frozen=True)
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, alias_generator=to_camel, frozen=True,
+                              defer_build=True)

@@ -17,7 +17,7 @@ from .hf_config import parse_config
 
 
 class ModelSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     vramlab_spec: int  # format version of this file
     id: str

@@ -309,9 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------------ commands
 
 def _data_dir(args: argparse.Namespace) -> Path:
-    from pipeline.cli.run import resolve_data_dir
+    """``--data-dir``, else ``$VRAMLAB_DATA_DIR``, else ``data/`` (as ``pipeline.cli.run.resolve_data_dir``, without
+    importing the run module and its progress display)."""
+    from pipeline.settings import settings
 
-    return resolve_data_dir(getattr(args, "data_dir", None))
+    override = getattr(args, "data_dir", None)
+    return Path(override) if override else settings().data_dir
 
 
 def _read_json(path: str, what: str) -> dict[str, Any]:
@@ -333,7 +336,6 @@ def _print_json(obj: Any) -> None:
 def cmd_size(args: argparse.Namespace) -> int:
     from pipeline.cli.models import load_ref
     from pipeline.cli.resolve import resolve_model
-    from pipeline.cli.tables import print_size_report
     from sizing_core import size_model
     from sizing_core.parameters import checkpoint_facts
     from sizing_core.report import DEFAULT_CONTEXTS
@@ -355,6 +357,8 @@ def cmd_size(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report.model_dump(mode="json") | {"totalsGiB": totals})
     else:
+        from pipeline.cli.tables import print_size_report  # rich only for tables
+
         print_size_report(report, totals)
     return 0
 
@@ -373,9 +377,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
     from pipeline.cli.fit import ALL_FORMATS, fit_result
     from pipeline.cli.models import load_ref, model_repo
-    from pipeline.cli.offers import latest_snapshot
+    from pipeline.cli.offers import current_offers, latest_snapshot
     from pipeline.cli.resolve import resolve_format, resolve_gpu, resolve_model
-    from pipeline.cli.tables import print_fit, print_fit_all
     from sizing_core.gpus import get_gpu
 
     gpu = get_gpu(resolve_gpu(args.gpu))
@@ -385,23 +388,31 @@ def cmd_fit(args: argparse.Namespace) -> int:
     arch = load_ref(ref)
     repo = model_repo(ref, arch)
     snapshot = latest_snapshot(data_dir)
+    offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
 
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
         result = fit_result(args.model, gpu.id, f, args.context, args.concurrency, args.engine, args.kv_cache_dtype,
                             arch=arch, repo=repo, substitute=substitute)
-        return result | {"cost": fit_cost(arch, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh)}
+        if result["fits"] and snapshot is not None and gpu.id not in offers:
+            offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
+        return result | {"cost": fit_cost(arch, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh,
+                                          offers=offers.get(gpu.id))}
 
     if fmt is None:
         rows = [answer(f, substitute=False) for f in ALL_FORMATS]  # every format has its own row
         if args.json:
             _print_json(rows)
         else:
+            from pipeline.cli.tables import print_fit_all
+
             print_fit_all(arch.model, gpu, rows, snapshot.id if snapshot else None)
         return 0
     result = answer(fmt)
     if args.json:
         _print_json(result)
     else:
+        from pipeline.cli.tables import print_fit
+
         print_fit(result)
     return 0
 
@@ -421,7 +432,6 @@ def cmd_models(args: argparse.Namespace) -> int:
 def cmd_gpus(args: argparse.Namespace) -> int:
     from pipeline.cli.offers import current_offers, latest_snapshot, providers
     from pipeline.cli.resolve import did_you_mean, resolve_gpu_count
-    from pipeline.cli.tables import print_gpu_catalog, print_offers_table
 
     if args.catalog:
         from pipeline.cli.catalog import gpu_rows
@@ -430,6 +440,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(rows)
         else:
+            from pipeline.cli.tables import print_gpu_catalog
+
             print_gpu_catalog(rows)
         return 0
     gpu, count = resolve_gpu_count(args.gpu) if args.gpu else (None, None)
@@ -451,6 +463,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
     else:
+        from pipeline.cli.tables import print_offers_table
+
         print_offers_table(rows, snapshot.id, per_kind=gpu is None and not args.all,
                            limit=None if args.all else 25, spot=args.spot)
     return 0
@@ -590,10 +604,19 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+#: commands that answer from the sizing library and the latest snapshot: kept fast (docs/cli.md, start-up)
+QUICK_COMMANDS = ("size", "fit", "gpus", "models", "cheapest")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func
+        if args.command in QUICK_COMMANDS:
+            # vramlab uses no pydantic plugin; skipping their discovery (pydantic reads the entry points of every
+            # installed distribution on the first model it builds) saves ~15 ms per answer. A value the user set
+            # is kept; `run` (Dagster) is left alone.
+            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         try:
             code = func(args)
         except Exception as exc:

@@ -1,5 +1,5 @@
 """Current offers for the CLI (``vramlab gpus``, ``fit``'s prices): read from the latest published snapshot's
-``offers_current.parquet`` with DuckDB, never from the live DuckDB file (a running job may hold its lock)."""
+``offers_current.parquet``, never from the live DuckDB file (a running job may hold its lock)."""
 
 from __future__ import annotations
 
@@ -25,57 +25,57 @@ def latest_snapshot(data_dir: Path) -> Snapshot | None:
     return Snapshot(link.resolve()) if link.exists() else None
 
 
+#: columns no CLI reader uses, left unread: converting timestamps to Python is most of the cost of reading the file
+UNREAD = ("first_seen", "last_seen")
+
+
+def _read(path: Path, columns: list[str] | None = None) -> dict[str, list[Any]]:
+    """A published Parquet file as Python lists per column. pyarrow reads it (a fraction of DuckDB's start-up
+    cost, so ``gpus`` and ``fit`` answer quickly); the filters are a few comparisons per row in Python."""
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    names = columns or [n for n in file.schema_arrow.names if n not in UNREAD]
+    table = file.read(columns=names)
+    return {n: table.column(n).to_pylist() for n in names}
+
+
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
                    provider: str | None = None, region: str | None = None, max_price: float | None = None,
                    spot: bool = False) -> list[dict[str, Any]]:
     """Rentable offers, cheapest GPU-hour first: not stale, removed, fractional, quarantined, a merged duplicate
     (the quality stage's ``eligible``) or an unconfirmed jump. ``max_price`` caps the $/GPU-hour; ``provider``
-    and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``)."""
-    import duckdb
-
-    path = snapshot.path / "offers_current.parquet"
-    con = duckdb.connect()
-    try:
-        columns = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall()}
-        where = ["gpu_id IS NOT NULL", "NOT stale", "NOT removed", "NOT jump_unconfirmed", "NOT fractional",
-                 "price_per_hour_usd > 0"]
-        if "eligible" in columns:  # the quality stage's verdict: not quarantined, not a merged duplicate (issue #10)
-            where.append("coalesce(eligible, true)")
-        elif "quarantined" in columns:
-            where.append("NOT coalesce(quarantined, false)")
-        params: list[Any] = []
-        where.append(f"allocation IN ({', '.join('?' for _ in (SPOT_LIKE if spot else ON_DEMAND))})")
-        params += list(SPOT_LIKE if spot else ON_DEMAND)
-        if gpu:
-            where.append("gpu_id = ?")
-            params.append(gpu)
-        if count:
-            where.append("gpu_count = ?")
-            params.append(count)
-        if provider:
-            where.append("lower(provider) = lower(?)")
-            params.append(provider)
-        if region:
-            where.append("lower(coalesce(region, '')) LIKE lower(?) || '%'")
-            params.append(region)
-        if max_price is not None:
-            where.append("price_per_gpu_hour_usd <= ?")
-            params.append(max_price)
-        cursor = con.execute(f"SELECT * FROM read_parquet('{path}') WHERE {' AND '.join(where)} "
-                             "ORDER BY price_per_gpu_hour_usd, price_per_hour_usd, provider, instance_type, region, offer_key",
-                             params)
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    finally:
-        con.close()
+    and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``). Ties: $/h,
+    provider, instance type, region (none last), offer key (one order on every run)."""
+    allocations = SPOT_LIKE if spot else ON_DEMAND
+    provider_key = provider.lower() if provider else None
+    region_key = region.lower() if region else None
+    cols = _read(snapshot.path / "offers_current.parquet")
+    c = cols  # the filters read single columns; a row becomes a dict only when it passes them
+    n = len(c["offer_key"])
+    if "eligible" in c:  # the quality stage's verdict: not quarantined, not a merged duplicate (issue #10)
+        rejected = [e is False for e in c["eligible"]]
+    else:  # a snapshot from before the quality stage published `eligible`
+        rejected = [bool(q) for q in c.get("quarantined") or [None] * n]
+    out = []
+    for i in range(n):
+        gpu_id, price = c["gpu_id"][i], c["price_per_hour_usd"][i]
+        if (gpu_id is None or c["stale"][i] or c["removed"][i] or c["jump_unconfirmed"][i] or c["fractional"][i]
+                or not (price or 0) > 0 or rejected[i] or c["allocation"][i] not in allocations):
+            continue
+        if (gpu and gpu_id != gpu) or (count and c["gpu_count"][i] != count):
+            continue
+        if provider_key and c["provider"][i].lower() != provider_key:
+            continue
+        if region_key is not None and not (c["region"][i] or "").lower().startswith(region_key):
+            continue
+        if max_price is not None and not c["price_per_gpu_hour_usd"][i] <= max_price:
+            continue
+        out.append({name: values[i] for name, values in cols.items()})
+    out.sort(key=lambda o: (o["price_per_gpu_hour_usd"], o["price_per_hour_usd"], o["provider"],
+                            o["instance_type"], o["region"] is None, o["region"] or "", o["offer_key"]))
+    return out
 
 
 def providers(snapshot: Snapshot) -> list[str]:
-    import duckdb
-
-    con = duckdb.connect()
-    try:
-        return [r[0] for r in con.execute(f"SELECT DISTINCT provider FROM read_parquet("
-                                          f"'{snapshot.path / 'offers_current.parquet'}') ORDER BY 1").fetchall()]
-    finally:
-        con.close()
+    return sorted(set(_read(snapshot.path / "offers_current.parquet", ["provider"])["provider"]))

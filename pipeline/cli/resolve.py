@@ -166,19 +166,31 @@ def resolve_format(value: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- GPUs
 
+@lru_cache(maxsize=1)
+def gpu_names() -> tuple[tuple[str, tuple[str, ...], str], ...]:
+    """(id, aliases, name) of every catalog GPU, read straight from the catalog's CSV: resolving a GPU needs no
+    validated catalog (``sizing_core.gpus.catalog()`` builds pydantic models, which ``vramlab gpus`` never uses).
+    Aliases are split as the catalog splits them (``;``)."""
+    import csv
+
+    import sizing_core  # light: the package's names load on first use
+
+    with (Path(sizing_core.__file__).parent / "data" / "gpus.csv").open(newline="") as f:
+        return tuple((r["id"], tuple(a for a in (r.get("aliases") or "").split(";") if a), r["name"])
+                     for r in csv.DictReader(f))
+
+
 def resolve_gpu(value: str) -> str:
     """A catalog GPU id from an id or alias in any case or separator (``H100``, ``h100-sxm``, ``RTX4090``)."""
-    from sizing_core.gpus import catalog
-
-    gpus = catalog()
+    gpus = gpu_names()
     key = norm(value)
-    for gpu in gpus.values():
-        if key == norm(gpu.id) or key in (norm(a) for a in gpu.aliases):
-            return gpu.id
-    for gpu in gpus.values():  # "rtx4090" for "rtx-4090" is covered above; "geforce rtx 4090 24gb" by name
-        if key == norm(gpu.name):
-            return gpu.id
-    choices = {g: g for g in gpus} | {a: g.id for g in gpus.values() for a in g.aliases}
+    for gpu_id, aliases, _ in gpus:
+        if key == norm(gpu_id) or key in (norm(a) for a in aliases):
+            return gpu_id
+    for gpu_id, _, name in gpus:  # "rtx4090" for "rtx-4090" is covered above; "geforce rtx 4090 24gb" by name
+        if key == norm(name):
+            return gpu_id
+    choices = {g: g for g, _, _ in gpus} | {a: g for g, aliases, _ in gpus for a in aliases}
     raise ResolveError(f"unknown GPU {value!r}{did_you_mean(value, choices)}; `vramlab gpus --catalog` lists them")
 
 

@@ -151,20 +151,22 @@ def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
     c = result.get("cost")
     if not c:
         return
-    offer = c.get("offer")
+    offer, other = c.get("offer"), c.get("otherLayout")
     if offer is None:
         where = f"snapshot {c['snapshot']}" if c.get("snapshot") else "no snapshot yet (`vramlab run`)"
-        console.print(f"cost: no current on-demand offer of this GPU holds {result['gpus']} GPU(s) ({where})")
+        console.print(f"cost: no current on-demand offer of this GPU runs the plan shown ({where})")
+        if other:
+            console.print(f"[yellow]other layout[/yellow]: {other['note']}")
         return
-    shape = (f"{offer['instances']} x {offer['gpusPerInstance']} GPU(s), TP {offer['tensorParallel']} x PP "
-             f"{offer['pipelineParallel']}")
-    console.print(f"cost: ${offer['pricePerHour']:,.2f}/h, ${offer['pricePerMonth']:,.0f}/month (730 h), "
-                  f"${offer['pricePerMonthAtUsage']:,.0f}/month at {c['hoursPerDay']:g} h/day, "
+    console.print(f"cost of the plan shown: ${offer['pricePerHour']:,.2f}/h, ${offer['pricePerMonth']:,.0f}/month "
+                  f"(730 h), ${offer['pricePerMonthAtUsage']:,.0f}/month at {c['hoursPerDay']:g} h/day, "
                   f"${_money(offer['usdPerMillionTokens'])}/1M tokens (one request)"
                   + (f", ${_money(offer['usdPerMillionTokensBatched'])}/1M at {offer['batch']} requests"
                      if offer.get("usdPerMillionTokensBatched") and offer.get("batch", 1) > 1 else "")
-                  + f" - {offer['provider']} {offer['instanceType']} ({shape}, {offer['region'] or '-'}, verified "
-                  f"{offer['verifiedAt'][:10]}, snapshot {c['snapshot']})")
+                  + f" - {offer['provider']} {offer['instanceType']} ({offer['layout']}, {offer['region'] or '-'}, "
+                  f"verified {offer['verifiedAt'][:10]}, snapshot {c['snapshot']})")
+    if other:
+        console.print(f"[yellow]other layout[/yellow]: {other['note']}")
     rvb = c.get("rentVsBuy")
     if rvb:
         months = rvb["breakEvenMonths"]
@@ -181,7 +183,7 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
     first = rows[0]
     table = _table(f"{model} on {gpu.name}: fewest GPUs per format, {first['concurrency']} request(s) of "
                    f"{first['context']:,} tokens, KV {first['kvCacheDtype']}",
-                   caption=(f"$/h: cheapest current on-demand offer holding the plan (snapshot {snapshot}); "
+                   caption=(f"$/h: cheapest current on-demand offer running the plan shown (snapshot {snapshot}); "
                             "limit: what sets the count" if snapshot else "no snapshot yet: no prices"))
     for col, just in (("format", "left"), ("GPUs", "right"), ("plan", "left"), ("engine", "left"),
                       ("GiB/GPU", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"),

@@ -16,8 +16,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from sizing_core.gpus import GPU
 
 #: the code a cached row depends on: the sizing library (its data files are keyed separately: GPU rows by hash,
@@ -73,12 +71,20 @@ class Rates:
 Key = tuple[str, str, str, int, int, str, str, str, int]
 _KEY_COLUMNS = ("model_id", "revision", "format", "context", "concurrency", "kv_cache_dtype", "gpu_id", "gpu_row_hash",
                 "gpus_per_instance")
-_SCHEMA = {"model_id": pl.String, "revision": pl.String, "format": pl.String, "context": pl.Int32,
-           "concurrency": pl.Int32, "kv_cache_dtype": pl.String, "gpu_id": pl.String, "gpu_row_hash": pl.String,
-           "gpus_per_instance": pl.Int32, "sizing_version": pl.String, "gpus_floor": pl.Int32, "gpus": pl.Int32,
-           "tensor_parallel": pl.Int32, "pipeline_parallel": pl.Int32, "native_support": pl.Boolean,
-           "support_note": pl.String, "rates_known": pl.Boolean, "decode_tokens_per_s": pl.Float64,
-           "max_concurrent_requests": pl.Int32, "aggregate_tokens_per_s": pl.Float64}
+#: column -> polars type (by name: polars is imported only when the cache is written, so `vramlab fit` does not
+#: pay for it)
+_SCHEMA = {"model_id": "String", "revision": "String", "format": "String", "context": "Int32",
+           "concurrency": "Int32", "kv_cache_dtype": "String", "gpu_id": "String", "gpu_row_hash": "String",
+           "gpus_per_instance": "Int32", "sizing_version": "String", "gpus_floor": "Int32", "gpus": "Int32",
+           "tensor_parallel": "Int32", "pipeline_parallel": "Int32", "native_support": "Boolean",
+           "support_note": "String", "rates_known": "Boolean", "decode_tokens_per_s": "Float64",
+           "max_concurrent_requests": "Int32", "aggregate_tokens_per_s": "Float64"}
+
+
+def _polars_schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {name: getattr(pl, kind) for name, kind in _SCHEMA.items()}
 
 
 class PlacementCache:
@@ -117,8 +123,10 @@ class PlacementCache:
             return 0
         con.execute("DELETE FROM placement_cache")
         if self.rows:
+            import polars as pl
+
             frame = pl.DataFrame([r | {"sizing_version": sizing_version()} for r in self.rows.values()],
-                                 schema=_SCHEMA)
+                                 schema=_polars_schema())
             con.register("placement_cache_rows", frame)
             try:
                 con.execute(f"INSERT INTO placement_cache ({', '.join(_SCHEMA)}) "

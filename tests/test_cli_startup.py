@@ -1,0 +1,67 @@
+"""Issue #12: the quick commands stay light. ``size``, ``fit`` and ``gpus`` never import Dagster; ``gpus`` and
+``size --json`` import neither DuckDB nor rich; ``gpus`` does not build the pydantic GPU catalog. Timing itself is
+not tested (it depends on the machine): ``benchmarks/startup.py`` measures it.
+
+Each case runs the CLI's ``main`` in a fresh interpreter (as the console script does) and reports which heavy
+packages ended up imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_cli_newcomer import OFFERS, write_snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = """
+import contextlib, io, json, sys
+from pipeline.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+heavy = ("dagster", "duckdb", "polars", "rich", "pydantic", "httpx")
+print(json.dumps({"code": code, "imported": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def imported(*args: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0
+    return result["imported"]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("snapshot")
+    write_snapshot(path, OFFERS)
+    return path
+
+
+def test_gpus_imports_no_dagster_duckdb_rich_or_pydantic(data_dir: Path) -> None:
+    assert imported("gpus", "h100", "--json", "--data-dir", str(data_dir)) == []
+    assert imported("gpus", "--data-dir", str(data_dir)) == ["rich"]  # the table
+
+
+def test_size_json_imports_only_pydantic(data_dir: Path) -> None:
+    assert imported("size", "qwen3-8b", "--json", "--data-dir", str(data_dir)) == ["pydantic"]
+
+
+def test_fit_imports_no_dagster_or_duckdb(data_dir: Path) -> None:
+    found = imported("fit", "qwen3-8b", "--gpu", "h100", "--format", "fp8", "--json", "--data-dir", str(data_dir))
+    assert "dagster" not in found and "duckdb" not in found and "rich" not in found
+
+
+def test_gpu_names_read_from_the_csv_match_the_validated_catalog() -> None:
+    from pipeline.cli.resolve import gpu_names
+    from sizing_core.gpus import catalog
+
+    gpus = catalog()
+    assert [(g.id, g.aliases, g.name) for g in gpus.values()] == list(gpu_names())
