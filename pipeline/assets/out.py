@@ -32,6 +32,8 @@ from sizing_core.gpus import catalog
 OUT_GROUP = "out"
 SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 TOP = 5
+#: models per grid chunk in out__sizing (about 13k rows per model on the whole catalog)
+GRID_CHUNK_MODELS = 25
 
 
 @dg.asset(name="out__sizing", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb", "polars"},
@@ -48,33 +50,41 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         done_gpus = dict(con.execute("SELECT DISTINCT gpu_id, gpu_row_hash FROM sizing").fetchall())
         changed_models = {t.entry.id for t in tracked if done_models.get(t.entry.id) != t.revision}
         changed_gpus = {g for g in gpus if done_gpus.get(g) != hashes.get(g)}
-        parts = []
-        if changed_models:
-            parts.append(compute_grid({t.entry.id: (t.revision, t.arch) for t in tracked
-                                       if t.entry.id in changed_models}, list(gpus.values())))
         unchanged = {t.entry.id: (t.revision, t.arch) for t in tracked if t.entry.id not in changed_models}
+        changed = [(t.entry.id, (t.revision, t.arch)) for t in tracked if t.entry.id in changed_models]
+        # what to compute, in chunks of models so only one chunk's rows are in memory at a time (perf #14: the
+        # 200-model grid is 2 M rows); all written in one transaction, so readers see the old or the new grid
+        work = [(dict(changed[i:i + GRID_CHUNK_MODELS]), list(gpus.values()))
+                for i in range(0, len(changed), GRID_CHUNK_MODELS)]
         if changed_gpus and unchanged:
-            parts.append(compute_grid(unchanged, [gpus[g] for g in sorted(changed_gpus)]))
-        frame = pl.concat(parts) if parts else pl.DataFrame()
-        if frame.height:
-            frame = frame.with_columns(gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"))
+            items = list(unchanged.items())
+            work += [(dict(items[i:i + GRID_CHUNK_MODELS]), [gpus[g] for g in sorted(changed_gpus)])
+                     for i in range(0, len(items), GRID_CHUNK_MODELS)]
+        computed = 0
+        gone = set(done_models) - {t.entry.id for t in tracked} or set(done_gpus) - set(gpus)
+        if work or gone:
             with transaction(con):
-                con.register("grid", frame)
-                con.execute("DELETE FROM sizing WHERE (model_id, format, context, gpu_id, engine) IN "
-                            "(SELECT model_id, format, context, gpu_id, engine FROM grid)")
-                con.unregister("grid")
-                con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?))",
+                # a changed model is re-sized on every GPU, a changed GPU row for every model: delete those rows
+                # whole (and those of models and GPUs no longer tracked), then insert the new chunks
+                con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) "
+                            "OR gpu_id IN (SELECT UNNEST(?::VARCHAR[]))", [sorted(changed_models), sorted(changed_gpus)])
+                con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?::VARCHAR[]))",
                             [[t.entry.id for t in tracked]])
-                con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?))", [list(gpus)])
-                insert_frame(con, "sizing", frame)
+                con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?::VARCHAR[]))", [list(gpus)])
+                for models, chunk_gpus in work:
+                    frame = compute_grid(models, chunk_gpus).with_columns(
+                        gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"))
+                    insert_frame(con, "sizing", frame)
+                    computed += frame.height
+                    del frame
         total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
         schema = column_schema(con, "sizing")
     reused_models = sorted(t.entry.id for t in tracked if t.entry.id not in changed_models)
-    context.log.info(f"sizing grid: {frame.height} rows computed, {total - frame.height} reused "
+    context.log.info(f"sizing grid: {computed} rows computed, {total - computed} reused "
                      f"({len(reused_models)} models with unchanged revisions, {len(gpus) - len(changed_gpus)} "
                      "unchanged GPU rows)")
     return dg.MaterializeResult(metadata={
-        "dagster/row_count": total, "rows_computed": frame.height, "rows_reused": total - frame.height,
+        "dagster/row_count": total, "rows_computed": computed, "rows_reused": total - computed,
         "models_recomputed": len(changed_models), "gpus_recomputed": len(changed_gpus),
         "models_skipped": len(reused_models), "gpus_skipped": len(gpus) - len(changed_gpus),
         "skipped": dg.MetadataValue.md(
