@@ -1,8 +1,12 @@
 """Out layer: the sizing grid, the cheapest setups, and the published snapshot consumers read."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
+import duckdb
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
@@ -36,6 +40,26 @@ TOP = 5
 GRID_CHUNK_MODELS = 25
 
 
+def _with_hashes(frame: pl.DataFrame, hashes: dict[str, str]) -> pl.DataFrame:
+    return frame.with_columns(gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"))
+
+
+@contextmanager
+def deferred_checkpoints(con: Any) -> Iterator[None]:
+    """Raise DuckDB's WAL checkpoint threshold while the grid is written chunk by chunk (each commit would
+    otherwise checkpoint the growing table again), then checkpoint once."""
+    before = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0]
+    con.execute("SET checkpoint_threshold = '4GB'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET checkpoint_threshold = '{before}'")
+        try:
+            con.execute("CHECKPOINT")
+        except duckdb.Error:  # another transaction is open: DuckDB checkpoints at its threshold or on close
+            pass
+
+
 @dg.asset(name="out__sizing", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb", "polars"},
           deps=[core__models, core__gpus], tags={"vramlab/layer": "out"},
           description="Sizing grid: model x format x context x GPU x engine (memory, fit, GPU count, decode "
@@ -52,31 +76,37 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         changed_gpus = {g for g in gpus if done_gpus.get(g) != hashes.get(g)}
         unchanged = {t.entry.id: (t.revision, t.arch) for t in tracked if t.entry.id not in changed_models}
         changed = [(t.entry.id, (t.revision, t.arch)) for t in tracked if t.entry.id in changed_models]
-        # what to compute, in chunks of models so only one chunk's rows are in memory at a time (perf #14: the
-        # 200-model grid is 2 M rows); all written in one transaction, so readers see the old or the new grid
-        work = [(dict(changed[i:i + GRID_CHUNK_MODELS]), list(gpus.values()))
-                for i in range(0, len(changed), GRID_CHUNK_MODELS)]
-        if changed_gpus and unchanged:
-            items = list(unchanged.items())
-            work += [(dict(items[i:i + GRID_CHUNK_MODELS]), [gpus[g] for g in sorted(changed_gpus)])
-                     for i in range(0, len(items), GRID_CHUNK_MODELS)]
+        # Computed in chunks of models, each chunk written in its own transaction (a model's rows are replaced
+        # whole or not at all; a run stopped midway leaves the rest for the next run, which sees their old
+        # revision), so neither the 2 M-row grid of 200 models nor DuckDB's uncommitted rows sit in memory whole
+        # (perf #14). Rows of a changed GPU row for unchanged models are replaced in one transaction.
         computed = 0
         gone = set(done_models) - {t.entry.id for t in tracked} or set(done_gpus) - set(gpus)
-        if work or gone:
-            with transaction(con):
-                # a changed model is re-sized on every GPU, a changed GPU row for every model: delete those rows
-                # whole (and those of models and GPUs no longer tracked), then insert the new chunks
-                con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) "
-                            "OR gpu_id IN (SELECT UNNEST(?::VARCHAR[]))", [sorted(changed_models), sorted(changed_gpus)])
-                con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?::VARCHAR[]))",
-                            [[t.entry.id for t in tracked]])
-                con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?::VARCHAR[]))", [list(gpus)])
-                for models, chunk_gpus in work:
-                    frame = compute_grid(models, chunk_gpus).with_columns(
-                        gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"))
-                    insert_frame(con, "sizing", frame)
+        if changed or changed_gpus or gone:
+            with deferred_checkpoints(con):
+                with transaction(con):
+                    con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?::VARCHAR[]))",
+                                [[t.entry.id for t in tracked]])
+                    con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?::VARCHAR[]))", [list(gpus)])
+                for i in range(0, len(changed), GRID_CHUNK_MODELS):
+                    chunk = dict(changed[i:i + GRID_CHUNK_MODELS])
+                    frame = _with_hashes(compute_grid(chunk, list(gpus.values())), hashes)
+                    with transaction(con):
+                        con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[]))", [list(chunk)])
+                        insert_frame(con, "sizing", frame)
                     computed += frame.height
                     del frame
+                if changed_gpus and unchanged:
+                    items = list(unchanged.items())
+                    with transaction(con):
+                        con.execute("DELETE FROM sizing WHERE gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND model_id IN "
+                                    "(SELECT UNNEST(?::VARCHAR[]))", [sorted(changed_gpus), list(unchanged)])
+                        for i in range(0, len(items), GRID_CHUNK_MODELS):
+                            frame = _with_hashes(compute_grid(dict(items[i:i + GRID_CHUNK_MODELS]),
+                                                              [gpus[g] for g in sorted(changed_gpus)]), hashes)
+                            insert_frame(con, "sizing", frame)
+                            computed += frame.height
+                            del frame
         total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
         schema = column_schema(con, "sizing")
     reused_models = sorted(t.entry.id for t in tracked if t.entry.id not in changed_models)

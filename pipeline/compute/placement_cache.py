@@ -88,14 +88,20 @@ def _polars_schema() -> dict[str, Any]:
 
 
 class PlacementCache:
-    """Rows of ``placement_cache`` still valid for this run, plus what this run computes; :meth:`save` rewrites
-    the table when anything was added (a run that only re-used rows writes nothing)."""
+    """Rows of ``placement_cache`` still valid for this run, plus what this run computes; :meth:`save` drops the
+    rows no longer valid and writes the rows this run added or completed (a run that only re-used rows writes
+    nothing)."""
 
     def __init__(self, rows: dict[Key, dict[str, Any]] | None = None):
         self.rows: dict[Key, dict[str, Any]] = rows or {}
         self.hits = {"floor": 0, "placement": 0, "rates": 0}  # lookups answered from the table, per kind
         self.misses = {"floor": 0, "placement": 0, "rates": 0}  # lookups computed in this run
         self.dirty = False
+        self.loaded: set[Key] = set(self.rows)  # keys read from the table
+        self.touched: set[Key] = set()  # keys this run added or completed
+        self.stale = False  # the table holds rows of other revisions, GPU rows or code
+        self.valid_models: dict[str, str] = {}
+        self.valid_gpus: dict[str, str] = {}
         self.computed_models: set[str] = set()  # models and GPUs with anything planned in this run
         self.computed_gpus: set[str] = set()
 
@@ -114,18 +120,34 @@ class PlacementCache:
                 continue
             rows[tuple(row[c] for c in _KEY_COLUMNS)] = row  # type: ignore[index]
         cache = cls(rows)
-        cache.dirty = len(rows) != total  # stale rows to drop
+        cache.stale = cache.dirty = len(rows) != total
+        cache.valid_models, cache.valid_gpus = dict(models), hashes
         return cache
 
     def save(self, con: Any) -> int:
         """Rewrite the table with the valid and new rows (inside the caller's transaction); rows written."""
         if not self.dirty:
             return 0
-        con.execute("DELETE FROM placement_cache")
-        if self.rows:
-            import polars as pl
+        import polars as pl
 
-            frame = pl.DataFrame([r | {"sizing_version": sizing_version()} for r in self.rows.values()],
+        if self.stale:  # rows of other code, revisions or GPU rows
+            con.execute("DELETE FROM placement_cache WHERE sizing_version <> ? "
+                        "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
+                        "OR (gpu_id, gpu_row_hash) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
+                        [sizing_version(), list(self.valid_models), list(self.valid_models.values()),
+                         list(self.valid_gpus), list(self.valid_gpus.values())])
+        completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
+        if completed:
+            keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
+                                schema={c: _polars_schema()[c] for c in _KEY_COLUMNS})
+            con.register("placement_cache_keys", keys)
+            try:
+                con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
+                            f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
+            finally:
+                con.unregister("placement_cache_keys")
+        if self.touched:
+            frame = pl.DataFrame([self.rows[k] | {"sizing_version": sizing_version()} for k in self.touched],
                                  schema=_polars_schema())
             con.register("placement_cache_rows", frame)
             try:
@@ -133,8 +155,9 @@ class PlacementCache:
                             f"SELECT {', '.join(_SCHEMA)} FROM placement_cache_rows")
             finally:
                 con.unregister("placement_cache_rows")
-        self.dirty = False
-        return len(self.rows)
+        self.dirty = self.stale = False
+        written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
+        return written
 
     def _get(self, key: Key, column: str, kind: str) -> dict[str, Any] | None:
         row = self.rows.get(key)
@@ -146,6 +169,7 @@ class PlacementCache:
 
     def _row(self, key: Key) -> dict[str, Any]:
         self.dirty = True
+        self.touched.add(key)
         self.computed_models.add(key[0])
         self.computed_gpus.add(key[6])
         return self.rows.setdefault(key, dict(zip(_KEY_COLUMNS, key, strict=True)) | {"rates_known": False})

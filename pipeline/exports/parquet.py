@@ -31,26 +31,52 @@ def dictionary_json(table: type[PublishedTable]) -> str:
                         "meaning": c.meaning} for c in columns(table)])
 
 
-def with_dictionary(data: pa.Table, table: type[PublishedTable]) -> pa.Table:
+#: rows per Parquet row group (pyarrow's default); the query result is streamed in batches and written one row
+#: group at a time, so a 2 M-row table never sits in memory whole (perf #14)
+ROW_GROUP_ROWS = 1024 * 1024
+
+
+def dictionary_schema(schema: pa.Schema, table: type[PublishedTable]) -> pa.Schema:
     specs = {c.name: c for c in columns(table)}
     fields = []
-    for field in data.schema:
+    for field in schema:
         spec = specs[field.name]
         meta = {"description": spec.meaning, "unit": spec.unit or "", "sql_type": spec.sql_type}
         fields.append(pa.field(field.name, field.type, nullable=spec.nullable, metadata=meta))
-    schema = pa.schema(fields, metadata={"vramlab:table": table.__name__, "vramlab:schema_version": SCHEMA_VERSION,
-                                         "vramlab:description": table.description,
-                                         "vramlab:columns": dictionary_json(table)})
-    return pa.Table.from_arrays(data.columns, schema=schema)
+    return pa.schema(fields, metadata={"vramlab:table": table.__name__, "vramlab:schema_version": SCHEMA_VERSION,
+                                       "vramlab:description": table.description,
+                                       "vramlab:columns": dictionary_json(table)})
+
+
+def with_dictionary(data: pa.Table, table: type[PublishedTable]) -> pa.Table:
+    return pa.Table.from_arrays(data.columns, schema=dictionary_schema(data.schema, table))
+
+
+def _table(batches: list[pa.RecordBatch], raw: pa.Schema, schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_arrays(pa.Table.from_batches(batches, schema=raw).columns, schema=schema)
 
 
 def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[PublishedTable], target: Path) -> int:
     """Run ``query`` (already in published names/types) and write it to ``target`` atomically; return the rows."""
-    data = with_dictionary(cur.sql(query).to_arrow_table(), table)
+    reader = cur.sql(query).fetch_record_batch(122_880)
+    schema = dictionary_schema(reader.schema, table)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    pq.write_table(data, tmp, compression="zstd")
+    rows = 0
+    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
+        for batch in reader:
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows >= ROW_GROUP_ROWS:
+                writer.write_table(_table(pending, reader.schema, schema), row_group_size=ROW_GROUP_ROWS)
+                rows += pending_rows
+                pending, pending_rows = [], 0
+        if pending or rows == 0:  # (an empty table still gets its schema and one empty row group)
+            writer.write_table(_table(pending, reader.schema, schema), row_group_size=ROW_GROUP_ROWS)
+            rows += pending_rows
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, target)
-    return data.num_rows
+    return rows
