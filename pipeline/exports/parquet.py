@@ -58,7 +58,7 @@ def _table(batches: list[pa.RecordBatch], raw: pa.Schema, schema: pa.Schema) -> 
 
 def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[PublishedTable], target: Path) -> int:
     """Run ``query`` (already in published names/types) and write it to ``target`` atomically; return the rows."""
-    reader = cur.sql(query).fetch_record_batch(122_880)
+    reader = cur.sql(query).to_arrow_reader(122_880)
     schema = dictionary_schema(reader.schema, table)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
