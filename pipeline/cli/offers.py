@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +26,32 @@ def latest_snapshot(data_dir: Path) -> Snapshot | None:
     return Snapshot(link.resolve()) if link.exists() else None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: columns no CLI reader uses, left unread: converting timestamps to Python is most of the cost of reading the file
 UNREAD = ("first_seen", "last_seen")
 
 
 def _read(path: Path, columns: list[str] | None = None) -> dict[str, list[Any]]:
     """A published Parquet file as Python lists per column. pyarrow reads it (a fraction of DuckDB's start-up
-    cost, so ``gpus`` and ``fit`` answer quickly); the filters are a few comparisons per row in Python."""
+    cost, so ``gpus`` and ``fit`` answer quickly); the filters are a few comparisons per row in Python.
+    Timestamps are taken as their stored microseconds and made UTC datetimes here: the same instants, six times
+    faster than pyarrow's per-value time-zone conversion."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     file = pq.ParquetFile(path)
     names = columns or [n for n in file.schema_arrow.names if n not in UNREAD]
     table = file.read(columns=names)
-    return {n: table.column(n).to_pylist() for n in names}
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        column = table.column(name)
+        kind = column.type
+        if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in ("UTC", "+00:00"):
+            out[name] = [None if v is None else _EPOCH + timedelta(microseconds=v)
+                         for chunk in column.chunks for v in chunk.view(pa.int64()).to_pylist()]
+        else:
+            out[name] = column.to_pylist()
+    return out
 
 
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
