@@ -71,8 +71,13 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         new = load_fetch_log(con, entries)
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
         schema = column_schema(con, "fetch_log")
+        # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason (#16)
+        ignored = dict(con.execute("""SELECT source, arg_max(ignored_reasons, started_at) FROM fetch_log
+                                      GROUP BY source HAVING arg_max(ignored, started_at) > 0
+                                      ORDER BY source""").fetchall())
     return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new), **schema,
-                                          "torn_log_lines": dg.MetadataValue.json([n for n, _ in report.torn])})
+                                          "torn_log_lines": dg.MetadataValue.json([n for n, _ in report.torn]),
+                                          "ignored_rows_latest_fetch": dg.MetadataValue.json(ignored)})
 
 
 @dg.asset(name="core__price_observations", group_name=CORE_GROUP, pool=POOL, kinds={"duckdb"},

@@ -144,7 +144,10 @@ def test_fetch_log_counts_ignored_rows(tmp_path: Path, monkeypatch: pytest.Monke
     metal = json.loads((vultr / "plans-metal.json").read_text())["plans_metal"]
     assert [p["id"] for p in metal] == ["vcg-h100-216c-1914gb-640vram", "vbm-4c-32gb"]  # 8x H100 (in its id); CPU
     assets = price_assets(["vultr", "lambda"])
-    assert materialize(assets, tmp_path, monkeypatch, client=lambda: replay_client({})).success
+    result = materialize(assets, tmp_path, monkeypatch, client=lambda: replay_client({}))
+    assert result.success
+    md = result.asset_materializations_for_node("core__fetch_log")[0].metadata
+    assert md["ignored_rows_latest_fetch"].value == {"vultr": {"not a GPU offer": 1}}  # what the UI shows
     db = tmp_path / "vramlab.duckdb"
     query = "SELECT source, ignored, ignored_reasons, rejected FROM fetch_log WHERE source IN ('vultr', 'lambda') ORDER BY 1"
     assert db_rows(db, query) == [("lambda", 0, {}, 0), ("vultr", 1, {"not a GPU offer": 1}, 0)]
