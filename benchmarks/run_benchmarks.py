@@ -93,11 +93,29 @@ def _patch_world(data_dir: Path, models: int | None, gpus: int | None) -> None:
         path = data_dir / "synthetic_watchlist.json"
         path.write_text(wl.model_copy(update={"models": entries}).model_dump_json())
         huggingface.load_watchlist.__defaults__ = (path,)
-    if gpus:
+    if gpus:  # a world that knows only these GPUs: the catalog and the provider name map (offers of other GPUs
+        # are unmapped, as a GPU missing from the catalog is live; the map refuses rows naming unknown GPUs)
+        import csv
+
         import sizing_core.gpus as g
+        from pipeline.sources import gpu_names
 
         parse = g.parse_catalog
         g.parse_catalog = lambda text: dict(list(parse(text).items())[:gpus])
+        g.catalog.cache_clear()
+        known = set(g.catalog())
+        assert len(known) == gpus, "the GPU catalog was parsed before the patch"
+        with gpu_names.MAP_PATH.open() as fh:
+            reader = csv.DictReader(fh)
+            kept = [r for r in reader if r["gpu_id"] in known]
+            fields = reader.fieldnames
+        path = data_dir / "synthetic_gpu_map.csv"
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(kept)
+        gpu_names.MAP_PATH = path
+        gpu_names.rows.cache_clear()
 
 
 def _changed_prices_client():  # type: ignore[no-untyped-def]

@@ -137,6 +137,8 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     setups_md = _metadata(incremental, "out__cheapest_setups")
     assert setups_md["floors_computed"] == 0 and setups_md["placements_reused"] > 1000
     assert setups_md["placements_computed"] < setups_md["placements_reused"] / 10
+    exports_md = _metadata(incremental, "out__exports")  # model files: only the priced part re-assembled
+    assert exports_md["model_files_sized"] == 0 and exports_md["model_files_reused"] > 10
     new_keys = set(_query(world["db"], f"SELECT {PLACEMENT_KEY} FROM placement_cache WHERE gpus_per_instance > 0")) \
         - placed_before
     runpod_groups = set(_query(world["db"], "SELECT DISTINCT gpu_id, gpu_count FROM offers_current "
@@ -149,8 +151,10 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     con = duckdb.connect(str(world["db"]))
     con.execute("DELETE FROM sizing")  # a full rebuild: nothing to reuse
     con.execute("DELETE FROM placement_cache")
+    con.execute("DELETE FROM export_cache")
     con.close()
     rebuild = dg.materialize(out_assets, resources=world["resources"])
+    assert _metadata(rebuild, "out__exports")["model_files_reused"] == 0
     assert _metadata(rebuild, "out__sizing")["models_skipped"] == 0
     assert _metadata(rebuild, "out__cheapest_setups")["placements_reused"] == 0
     second = _snapshot_tables(Path(_metadata(rebuild, "out__exports")["snapshot"]))
@@ -219,3 +223,22 @@ def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytes
     assert all(a[4] == pytest.approx(2 * b[4], abs=0.02) for a, b in zip(after, before, strict=True))
     assert _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE gpu_id <> '{gpu_id}' "
                                "ORDER BY ALL") == others
+
+
+def test_a_new_hub_revision_resizes_that_model_file_only(world: dict) -> None:
+    exports = [out__exports]
+    dg.materialize(exports, resources=world["resources"])  # the export cache holds every model
+    repo, model_id = _query(world["db"], "SELECT repo, id FROM models WHERE repo = 'Qwen/Qwen3-8B' LIMIT 1")[0]
+    state = HubState(world["data"])
+    state.save(state.latest(repo).model_copy(update={"sha": "d" * 40}))
+    md = _metadata(dg.materialize(exports, resources=world["resources"]), "out__exports")
+    assert md["model_files_sized"] == 1 and model_id in md["model_files_cache"].split("Sized in this run:")[1]
+    assert md["model_files_reused"] == _query(world["db"], "SELECT count(*) FROM export_cache")[0][0] - 1
+    published = json.loads((Path(md["snapshot"]) / "models" / f"{model_id}.json").read_text())
+    assert published["provenance"]["revision"] == "d" * 40
+    cold = duckdb.connect(str(world["db"]))
+    cold.execute("DELETE FROM export_cache")
+    cold.close()
+    rebuilt = _metadata(dg.materialize(exports, resources=world["resources"]), "out__exports")
+    assert rebuilt["model_files_reused"] == 0
+    assert _snapshot_tables(Path(md["snapshot"])) == _snapshot_tables(Path(rebuilt["snapshot"]))

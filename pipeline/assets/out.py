@@ -179,10 +179,19 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
             (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup_from_row(row))
         for key, (od, sp) in setups.items():
             setups[key] = (overall(od), overall(sp))
+        stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
-                       mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance)
+                       mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,
+                       stats=stats, reuse=True)
     sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
+                                          "model_files_reused": len(stats["models_reused"]),
+                                          "model_files_sized": len(stats["models_sized"]),
+                                          "model_files_cache": dg.MetadataValue.md(
+                                              "Price-independent parts (sizing report, gpusNeeded, throughput, "
+                                              "fine-tuning) re-used from an earlier run: "
+                                              f"{len(stats['models_reused'])} models. Sized in this run: "
+                                              + (", ".join(stats["models_sized"]) or "none") + "."),
                                           "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
                                           "report": dg.MetadataValue.path(str(path / "report" / "index.html")),
                                           "models": len(tracked), "models_sized": sized,

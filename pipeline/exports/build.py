@@ -17,10 +17,11 @@ from pipeline.compute.setups import FX_STALE_AFTER_DAYS, Setup, fx_age_days
 from pipeline.compute.tracked import Tracked
 from pipeline.exports.dictionary import dictionary
 from pipeline.exports.history import append_history, link_into
-from pipeline.exports.model_json import build_model_export, js_numbers, released_date
+from pipeline.exports.model_json import assemble_model_export, js_numbers, released_date, static_export
 from pipeline.exports.parquet import utc_cursor, write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, FxStatus, IndexFile, json_schema
+from pipeline.exports.static_cache import StaticCache, cache_key
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
 from pipeline.ingest.models import header_facts
 from pipeline.report import render_report
@@ -63,9 +64,13 @@ def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], sn
 
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],
             setups: dict[str, tuple[list[Setup], list[Setup]]], *, as_of: datetime, mode: str, now: datetime,
-            provenance: dict[str, Any], between_files: Callable[[str], None] | None = None) -> Path:
+            provenance: dict[str, Any], between_files: Callable[[str], None] | None = None,
+            stats: dict[str, Any] | None = None, reuse: bool = False) -> Path:
     """Write a complete snapshot and switch ``latest`` to it. ``between_files`` is called after each file (a
-    crash injected there must leave ``latest`` on the previous snapshot)."""
+    crash injected there must leave ``latest`` on the previous snapshot). With ``reuse`` (the hourly asset), each
+    model file's price-independent part comes from the ``export_cache`` table when its inputs are unchanged, and
+    what this run sized is stored there; ``stats`` (optional) receives which models were re-used and which were
+    sized (perf #14)."""
     snap = snapshot_id(now)
     writer = SnapshotWriter(exports_dir, snap)
     hook = between_files or (lambda _name: None)
@@ -79,6 +84,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                 fits.setdefault(model_id, {}).setdefault(gpu_id, set()).add(fmt)
         index = []
         exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
+        static_cache = StaticCache.load(con) if reuse else StaticCache({})  # perf #14: from earlier runs
         for t in tracked:
             if t.arch is None:
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
@@ -88,19 +94,22 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
-            cells: list[dict[str, Any]] = []
-            report = size_model(t.arch, checkpoint=header_facts(t.hub))  # headers: exact bytes/params (#11)
-            sized = provenance | {"architectureSource": report.architecture_source, "sizingNotes": report.notes}
             try:
-                model = build_model_export(t, report, on_demand, spot, verified, sized,
-                                           now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}), cells)
+                key = cache_key(t)
+                static = static_cache.get(t.entry.id, key)  # the price-independent part, from an earlier run
+                if static is None:
+                    report = size_model(t.arch, checkpoint=header_facts(t.hub))  # headers: exact bytes/params (#11)
+                    static = static_export(t, report)
+                    static_cache.put(t.entry.id, key, static)
+                model = assemble_model_export(t, static, on_demand, spot, verified, provenance | static["sized"],
+                                              now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}))
             except ValidationError as exc:  # one model breaking the contract must not stop the others' files
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
                               "parameters": None, "path": None,
                               "reason": f"breaks the export contract: {exc.error_count()} errors, first: "
                                         f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"})
                 continue
-            exact += cells
+            exact += static["exact_cells"]
             fx = fx_status(min((s.fx_date for s in on_demand if s.fx_date), default=None), as_of)
             model = model.model_copy(update={"fx": FxStatus.model_validate(fx) if fx else None})
             writer.write_json(f"models/{t.entry.id}.json", js_numbers(model.model_dump(mode="json")))
@@ -149,6 +158,10 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
     except BaseException:
         writer.abandon()
         raise
+    if reuse:  # after the switch: the snapshot is published whatever happens to the cache
+        static_cache.save(con, {t.entry.id for t in tracked})
+    if stats is not None:
+        stats.update(models_reused=sorted(static_cache.hits), models_sized=sorted(static_cache.new))
     prune(exports_dir, keep_snapshots())
     return final
 

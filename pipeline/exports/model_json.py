@@ -142,25 +142,30 @@ def recommendations(single_fit: dict[str, set[str]], cheapest: list[Setup]) -> d
             "cloudFrom": cheapest[0].model_dump(mode="json") if cheapest else None}
 
 
-def build_model_export(t: Tracked, report: SizingReport, on_demand: list[Setup], spot: list[Setup],
-                       verified: str | None, provenance: dict[str, Any], updated: str,
-                       single_fit: dict[str, set[str]], exact_cells: list[dict[str, Any]] | None = None) -> ModelExport:
-    """The model file. ``exact_cells`` (optional) receives the exact planner's count of every gpusNeeded cell, keyed
-    as the sizing grid is (model, format, context, GPU, engine), so the published grid can carry the same count."""
+#: the model file's fields that depend only on the model (revision, Hub facts), the GPU catalog and the code, not
+#: on prices or the run: computed once per model revision and cached across runs (``export_cache``, perf #14)
+STATIC_FIELDS = ("parameters", "activeParameters", "maxContext", "architecture", "weightsGiB", "kvCacheGiBPerRequest",
+                 "recurrentStateGiBPerRequest", "gpusNeeded", "runsWith", "throughput", "fineTuning", "parameterCounts")
+
+
+def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
+    """The price-independent part of the model file (validated when the file is assembled; stored as JSON by
+    ``pipeline/exports/static_cache.py``): its :data:`STATIC_FIELDS`, the sizing
+    report's provenance keys, the exact planner's count of every gpusNeeded cell (keyed as the sizing grid is:
+    model, format, context, GPU, engine) and the launch command used when no setup is rentable."""
     arch = t.arch
     assert arch is not None
     entry = t.entry
     needed, placements = gpus_needed(arch)
-    if exact_cells is not None:
-        for key, placed in placements.items():
-            gpu_id, column = key.split(":")
-            gpu = get_gpu(gpu_id)
-            engine_id = default_engine(gpu).id
-            exact_cells.append({"model_id": entry.id, "format": column_format(engine_id, column, gpu),
-                                "context": 8192, "gpu_id": gpu_id, "engine": engine_id, "json_column": column,
-                                "exact_gpus": placed.gpus,
-                                "exact_reason": None if placed.gpus is not None else (
-                                    placed.reason or placed.support_note or "no plan")})
+    cells = []
+    for key, placed in placements.items():
+        gpu_id, column = key.split(":")
+        gpu = get_gpu(gpu_id)
+        engine_id = default_engine(gpu).id
+        cells.append({"model_id": entry.id, "format": column_format(engine_id, column, gpu), "context": 8192,
+                      "gpu_id": gpu_id, "engine": engine_id, "json_column": column, "exact_gpus": placed.gpus,
+                      "exact_reason": None if placed.gpus is not None else (
+                          placed.reason or placed.support_note or "no plan")})
     h100 = placements["h100:native"] if placements["h100:native"].plan else placements["h100:bf16"]
     speed = {}
     for key, placed in placements.items():
@@ -170,31 +175,61 @@ def build_model_export(t: Tracked, report: SizingReport, on_demand: list[Setup],
             speed[key] = {"gpus": placed.gpus, "decodeTokensPerS": th.decode_tokens_per_s,
                           "prefillTokensPerS": th.prefill_tokens_per_s, "ttftMs": th.ttft_ms}
     fine = {m: finetune_memory(arch, m, seq_len=2048, batch=1).model_dump(mode="json") for m in ("qlora", "lora", "full")}
+    fallback = None
+    if h100.plan is not None:
+        cmd = launch_command(h100, entry.repo)
+        fallback = cmd.model_dump(mode="json") if cmd else None
+    kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
+          if r.context in KV_CONTEXTS and r.within_max_context]
+    fields = {"parameters": report.parameters, "activeParameters": report.active_parameters,
+              "maxContext": report.max_context, "architecture": architecture_text(arch),
+              "weightsGiB": report.weights_gib, "kvCacheGiBPerRequest": kv,
+              "recurrentStateGiBPerRequest": report.recurrent_state_gib_per_request,
+              "gpusNeeded": needed, "runsWith": runs_with(arch),
+              "throughput": {"scenario": SCENARIO, "cells": speed}, "fineTuning": fine,
+              "parameterCounts": report.parameter_counts.model_dump(mode="json")}
+    assert tuple(fields) == STATIC_FIELDS
+    return {"fields": fields, "sized": {"architectureSource": report.architecture_source,
+                                        "sizingNotes": report.notes},
+            "exact_cells": cells, "launch_fallback": fallback}
+
+
+def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Setup], spot: list[Setup],
+                          verified: str | None, provenance: dict[str, Any], updated: str,
+                          single_fit: dict[str, set[str]]) -> ModelExport:
+    """The model file from its :func:`static_export` part and what this run priced."""
+    arch = t.arch
+    assert arch is not None
+    entry = t.entry
     best = on_demand[0] if on_demand else None
-    launch = None
+    launch = static["launch_fallback"]
     if best is not None:
         placed = fewest_gpus(arch, get_gpu(best.gpu).model_copy(update={"max_gpus_per_node": best.gpus_per_instance}),
                              get_engine(best.engine), best.format)
         cmd = launch_command(placed, entry.repo)
         launch = cmd.model_dump(mode="json") if cmd else None
-    elif h100.plan is not None:
-        cmd = launch_command(h100, entry.repo)
-        launch = cmd.model_dump(mode="json") if cmd else None
-    kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
-          if r.context in KV_CONTEXTS and r.within_max_context]
     slug = page_slug(entry.id)
     hub = t.hub
-    return ModelExport(
-        id=entry.id, name=entry.name, repo=entry.repo, lab=Lab(name=entry.lab, country=entry.country),
-        released=released_date(entry.released, hub.created_at if hub else None),
-        parameters=report.parameters, activeParameters=report.active_parameters, maxContext=report.max_context,
-        architecture=architecture_text(arch), page=f"{site_url()}/vram-requirements/{slug}",
-        calculator=f"{site_url()}/llm-vram-calculator?model={entry.id}", weightsGiB=report.weights_gib,
-        kvCacheGiBPerRequest=kv, recurrentStateGiBPerRequest=report.recurrent_state_gib_per_request,
-        gpusNeeded=needed, ggufFiles=hub.gguf_files if hub else None, runsWith=runs_with(arch), verified=verified,
-        updated=updated, cheapestSetups=[s.model_dump(mode="json") for s in on_demand],
-        spotSetups=[s.model_dump(mode="json") for s in spot], throughput={"scenario": SCENARIO, "cells": speed},
-        fineTuning=fine, launch=launch, recommendations=recommendations(single_fit, on_demand),
-        derived={k: v.model_dump() for k, v in hub.derived.items()} if hub else {},
-        parameterCounts=report.parameter_counts.model_dump(mode="json"),
-        provenance=provenance | {"revision": t.revision})
+    return ModelExport.model_validate({
+        "id": entry.id, "name": entry.name, "repo": entry.repo, "lab": Lab(name=entry.lab, country=entry.country),
+        "released": released_date(entry.released, hub.created_at if hub else None),
+        "page": f"{site_url()}/vram-requirements/{slug}",
+        "calculator": f"{site_url()}/llm-vram-calculator?model={entry.id}",
+        **static["fields"],
+        "ggufFiles": hub.gguf_files if hub else None, "verified": verified, "updated": updated,
+        "cheapestSetups": [s.model_dump(mode="json") for s in on_demand],
+        "spotSetups": [s.model_dump(mode="json") for s in spot], "launch": launch,
+        "recommendations": recommendations(single_fit, on_demand),
+        "derived": {k: v.model_dump() for k, v in hub.derived.items()} if hub else {},
+        "provenance": provenance | {"revision": t.revision}})
+
+
+def build_model_export(t: Tracked, report: SizingReport, on_demand: list[Setup], spot: list[Setup],
+                       verified: str | None, provenance: dict[str, Any], updated: str,
+                       single_fit: dict[str, set[str]], exact_cells: list[dict[str, Any]] | None = None) -> ModelExport:
+    """The model file. ``exact_cells`` (optional) receives the exact planner's count of every gpusNeeded cell, keyed
+    as the sizing grid is (model, format, context, GPU, engine), so the published grid can carry the same count."""
+    static = static_export(t, report)
+    if exact_cells is not None:
+        exact_cells += static["exact_cells"]
+    return assemble_model_export(t, static, on_demand, spot, verified, provenance, updated, single_fit)
