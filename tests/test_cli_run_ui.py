@@ -74,6 +74,11 @@ def test_run_talks_and_records_into_the_instance(cli_run: dict) -> None:
     sized = sum(1 for m in index["models"] if m.get("status", "ok") == "ok")
     # the summary is a rich table: the label column is as wide as its longest label, so match any run of spaces
     assert re.search(rf"models sized\s+{sized} of {len(index['models'])}\b", text), text[-3000:]
+    # a failing check says why (its own result text); in replay, staleness says where the old dates come from
+    flat = " ".join(text.split())
+    if "source_staleness" in flat:
+        assert re.search(r"source_staleness \(\d+ sources older than 2 h, \d+ older than 24 h\); replay keeps "
+                         r"each recording's real capture date", flat), flat[-3000:]
 
 
 def test_cli_and_export_agree_on_setups(cli_run: dict) -> None:

@@ -65,3 +65,32 @@ def test_gpu_names_read_from_the_csv_match_the_validated_catalog() -> None:
 
     gpus = catalog()
     assert [(g.id, g.aliases, g.name) for g in gpus.values()] == list(gpu_names())
+
+
+def test_offers_cache_gives_the_same_answers_and_a_bad_cache_is_ignored(tmp_path: Path) -> None:
+    from test_cli_size import vramlab
+
+    snap = write_snapshot(tmp_path, OFFERS)
+
+    def gpus(*args: str) -> list[dict]:
+        out = vramlab("gpus", *args, "--json", "--data-dir", str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    cache = tmp_path / "cache" / "cli" / f"offers-{snap.name}.json"
+    assert not cache.exists()
+    first = gpus("h100")  # reads the Parquet file, keeps the offers
+    assert cache.is_file()
+    # the cheapest on-demand H100 rows of OFFERS, by $/GPU-hour: beta 1 x $2.10, then alpha 8 x $20.00 = $2.50;
+    # gamma's spot and stale offers are not on-demand rentable offers
+    assert [(r["provider"], r["price_per_gpu_hour_usd"]) for r in first] == [("beta", 2.10), ("alpha", 2.50)]
+    assert gpus("h100") == first  # from the cache
+    assert gpus("--all") == gpus("--all")
+    cache.write_text("{not json")  # damaged: ignored, and rewritten
+    assert gpus("h100") == first
+    assert json.loads(cache.read_text())["stamp"]["snapshot"] == snap.name
+    stale = json.loads(cache.read_text())
+    stale["columns"]["price_per_gpu_hour_usd"] = [0.01 for _ in stale["columns"]["price_per_gpu_hour_usd"]]
+    stale["stamp"]["size"] += 1  # a cache of another version of the file is never used
+    cache.write_text(json.dumps(stale))
+    assert gpus("h100") == first

@@ -1,9 +1,19 @@
 """Current offers for the CLI (``vramlab gpus``, ``fit``'s prices): read from the latest published snapshot's
-``offers_current.parquet``, never from the live DuckDB file (a running job may hold its lock)."""
+``offers_current.parquet``, never from the live DuckDB file (a running job may hold its lock).
+
+A published snapshot never changes, so the first command that reads its offers keeps them as JSON in
+``<data dir>/cache/cli/`` (keyed by the snapshot id and the Parquet file's size and modification time; only the
+latest snapshot's file is kept): later commands load that instead of importing pyarrow, which is most of what
+``gpus`` and ``fit`` would otherwise spend before answering. A cache that cannot be written (read-only data
+directory) or read is ignored: the Parquet file is the source.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,45 +35,111 @@ def latest_snapshot(data_dir: Path) -> Snapshot | None:
     return Snapshot(link.resolve()) if link.exists() else None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: columns no CLI reader uses, left unread: converting timestamps to Python is most of the cost of reading the file
 UNREAD = ("first_seen", "last_seen")
 
 
 def _read(path: Path, columns: list[str] | None = None) -> dict[str, list[Any]]:
     """A published Parquet file as Python lists per column. pyarrow reads it (a fraction of DuckDB's start-up
-    cost, so ``gpus`` and ``fit`` answer quickly); the filters are a few comparisons per row in Python."""
+    cost, so ``gpus`` and ``fit`` answer quickly); the filters are a few comparisons per row in Python.
+    Timestamps are taken as their stored microseconds and made UTC datetimes here: the same instants, six times
+    faster than pyarrow's per-value time-zone conversion."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     file = pq.ParquetFile(path)
     names = columns or [n for n in file.schema_arrow.names if n not in UNREAD]
     table = file.read(columns=names)
-    return {n: table.column(n).to_pylist() for n in names}
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        column = table.column(name)
+        kind = column.type
+        if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in ("UTC", "+00:00"):
+            out[name] = [None if v is None else _EPOCH + timedelta(microseconds=v)
+                         for chunk in column.chunks for v in chunk.view(pa.int64()).to_pylist()]
+        else:
+            out[name] = column.to_pylist()
+    return out
 
 
-def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
-                   provider: str | None = None, region: str | None = None, max_price: float | None = None,
-                   spot: bool = False) -> list[dict[str, Any]]:
-    """Rentable offers, cheapest GPU-hour first: not stale, removed, fractional, quarantined, a merged duplicate
-    (the quality stage's ``eligible``) or an unconfirmed jump. ``max_price`` caps the $/GPU-hour; ``provider``
-    and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``). Ties: $/h,
-    provider, instance type, region (none last), offer key (one order on every run)."""
-    allocations = SPOT_LIKE if spot else ON_DEMAND
-    provider_key = provider.lower() if provider else None
-    region_key = region.lower() if region else None
-    cols = _read(snapshot.path / "offers_current.parquet")
-    c = cols  # the filters read single columns; a row becomes a dict only when it passes them
+CACHE_FORMAT = 2
+#: the columns CLI readers use (gpus' rows, the filters, the setups planner's offer fields): the cache keeps these
+COLUMNS = ("offer_key", "source", "provider", "instance_type", "region", "gpu_name", "gpu_id", "gpu_count",
+           "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency", "price_per_hour_usd",
+           "price_per_gpu_hour_usd", "fx_date", "allocation", "verified_at", "removed", "stale", "jump_unconfirmed",
+           "allocation_class", "duplicate_of", "quarantined", "eligible")
+
+
+def _rentable(columns: dict[str, list[Any]]) -> list[int]:
+    """Rows any CLI query may return: a mapped GPU, a positive price, on-demand or spot-like, not stale, removed,
+    fractional, an unconfirmed jump, quarantined or a merged duplicate (the quality stage's ``eligible``)."""
+    c = columns
     n = len(c["offer_key"])
     if "eligible" in c:  # the quality stage's verdict: not quarantined, not a merged duplicate (issue #10)
         rejected = [e is False for e in c["eligible"]]
     else:  # a snapshot from before the quality stage published `eligible`
         rejected = [bool(q) for q in c.get("quarantined") or [None] * n]
+    allocations = (*ON_DEMAND, *SPOT_LIKE)
+    return [i for i in range(n)
+            if not (c["gpu_id"][i] is None or c["stale"][i] or c["removed"][i] or c["jump_unconfirmed"][i]
+                    or c["fractional"][i] or not (c["price_per_hour_usd"][i] or 0) > 0 or rejected[i]
+                    or c["allocation"][i] not in allocations)]
+
+
+def _offer_columns(snapshot: Snapshot) -> tuple[dict[str, list[Any]], list[str]]:
+    """The snapshot's rentable offers (:func:`_rentable`, :data:`COLUMNS`) as column lists, and every provider
+    of the file; from the CLI cache when it is current."""
+    path = snapshot.path / "offers_current.parquet"
+    stat = path.stat()
+    stamp = {"format": CACHE_FORMAT, "snapshot": snapshot.id, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    cache_dir = snapshot.path.parent.parent / "cache" / "cli"  # <data dir>/exports/<id> -> <data dir>/cache/cli
+    cache = cache_dir / f"offers-{snapshot.id}.json"
+    try:
+        kept = json.loads(cache.read_text())
+        if kept.get("stamp") == stamp:
+            columns = kept["columns"]
+            for name in kept["timestamps"]:
+                columns[name] = [None if v is None else datetime.fromisoformat(v) for v in columns[name]]
+            return columns, kept["providers"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no cache yet, or not readable: the Parquet file is the source
+    everything = _read(path)
+    rows = _rentable(everything)
+    columns = {n: [everything[n][i] for i in rows] for n in COLUMNS if n in everything}
+    providers = sorted(set(everything["provider"]))
+    timestamps = [n for n, values in columns.items()
+                  if isinstance(next((v for v in values if v is not None), None), datetime)]
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"stamp": stamp, "timestamps": timestamps, "providers": providers, "columns": {
+            n: [v.isoformat() if isinstance(v, datetime) else v for v in values] if n in timestamps else values
+            for n, values in columns.items()}})
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, cache)  # atomic: a concurrent reader sees the old file or the new one
+        for old in cache_dir.glob("offers-*.json"):
+            if old != cache:
+                old.unlink(missing_ok=True)
+    except (OSError, TypeError, ValueError):
+        pass  # a read-only data directory: answer without a cache
+    return columns, providers
+
+
+def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
+                   provider: str | None = None, region: str | None = None, max_price: float | None = None,
+                   spot: bool = False) -> list[dict[str, Any]]:
+    """Rentable offers (:func:`_rentable`), cheapest GPU-hour first. ``max_price`` caps the $/GPU-hour;
+    ``provider`` and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``).
+    Ties: $/h, provider, instance type, region (none last), offer key (one order on every run)."""
+    allocations = SPOT_LIKE if spot else ON_DEMAND
+    provider_key = provider.lower() if provider else None
+    region_key = region.lower() if region else None
+    c, _ = _offer_columns(snapshot)  # the filters read single columns; a row becomes a dict only when it passes
     out = []
-    for i in range(n):
-        gpu_id, price = c["gpu_id"][i], c["price_per_hour_usd"][i]
-        if (gpu_id is None or c["stale"][i] or c["removed"][i] or c["jump_unconfirmed"][i] or c["fractional"][i]
-                or not (price or 0) > 0 or rejected[i] or c["allocation"][i] not in allocations):
-            continue
-        if (gpu and gpu_id != gpu) or (count and c["gpu_count"][i] != count):
+    for i in range(len(c["offer_key"])):
+        gpu_id = c["gpu_id"][i]
+        if c["allocation"][i] not in allocations or (gpu and gpu_id != gpu) or (count and c["gpu_count"][i] != count):
             continue
         if provider_key and c["provider"][i].lower() != provider_key:
             continue
@@ -71,11 +147,11 @@ def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | N
             continue
         if max_price is not None and not c["price_per_gpu_hour_usd"][i] <= max_price:
             continue
-        out.append({name: values[i] for name, values in cols.items()})
+        out.append({name: values[i] for name, values in c.items()})
     out.sort(key=lambda o: (o["price_per_gpu_hour_usd"], o["price_per_hour_usd"], o["provider"],
                             o["instance_type"], o["region"] is None, o["region"] or "", o["offer_key"]))
     return out
 
 
 def providers(snapshot: Snapshot) -> list[str]:
-    return sorted(set(_read(snapshot.path / "offers_current.parquet", ["provider"])["provider"]))
+    return _offer_columns(snapshot)[1]

@@ -156,6 +156,8 @@ def _metadata(result: Any, key: str) -> dict[str, Any]:  # noqa: ANN401
 
 
 def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console, seconds: float) -> int:  # noqa: ANN401
+    import dagster as dg
+
     from pipeline.cli.offers import latest_snapshot
 
     outcomes: dict[str, dict[str, Any]] = {}
@@ -166,8 +168,14 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
             md = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
             outcomes[key.removeprefix("raw_prices__").replace("_", "-")] = md
     failed_sources = {k: v for k, v in outcomes.items() if v.get("outcome") not in ("ok", "partial", "unchanged")}
-    failed_checks = [f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations()
-                     if not e.passed]
+    failed_checks, warned_checks = [], []
+    for e in result.get_asset_check_evaluations():
+        if e.passed:
+            continue
+        text = f"{e.asset_key.to_user_string()}:{e.check_name}" + (f" ({e.description})" if e.description else "")
+        if e.check_name == "source_staleness" and s.replay:
+            text += "; replay keeps each recording's real capture date"
+        (warned_checks if e.severity == dg.AssetCheckSeverity.WARN else failed_checks).append(text)
     failed_steps = [e.step_key for e in result.all_node_events if e.is_step_failure]
     exports = _metadata(result, "out__exports")
     snapshot = latest_snapshot(s.data_dir)
@@ -194,6 +202,8 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     table.add_row("failures", "none" if not problems else problems[0])
     for p in problems[1:]:
         table.add_row("", p)
+    for n, w in enumerate(warned_checks):  # checks of WARN severity: worth a look, not a failure
+        table.add_row("warnings" if n == 0 else "", f"check {w}")
     console.print(table)
     console.print("next: vramlab models | vramlab gpus H100 | vramlab cheapest qwen3-8b | "
                   "vramlab fit gpt-oss-20b --gpu rtx-4090")

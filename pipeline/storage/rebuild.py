@@ -72,11 +72,16 @@ def rebuild_main(data_dir: Path | None = None) -> int:
         from pipeline.cli.run import ensure_instance_config
 
         ensure_instance_config(Path(os.environ["DAGSTER_HOME"]), console)
-    try:
-        aside, result = rebuild(data_dir, db_path, live=not s.replay)
-    except FileNotFoundError as exc:
-        console.print(f"[red]vramlab: error: {exc}[/red]")
-        return 2
+    from pipeline.cli.run import run_lock
+
+    # never under a running `vramlab run` (or another rebuild) on this data directory: it would move the database
+    # aside mid-run; waits for it, saying so (the same lock as `vramlab run`)
+    with run_lock(data_dir, console):
+        try:
+            aside, result = rebuild(data_dir, db_path, live=not s.replay)
+        except FileNotFoundError as exc:
+            console.print(f"[red]vramlab: error: {exc}[/red]")
+            return 2
     if aside is not None:
         console.print(f"the previous database was moved aside to {aside} (delete it once you are satisfied)")
     failed = sorted({e.step_key for e in result.all_node_events if e.is_step_failure and e.step_key})

@@ -96,11 +96,11 @@ LONG_DUCKDB_STEPS = {"out__sizing", "core__price_observations", "out__cheapest_s
 
 
 class Console:
-    """A ``vramlab run`` subprocess whose output lines are collected as they come."""
+    """A ``vramlab run`` (or another command) subprocess whose output lines are collected as they come."""
 
-    def __init__(self, env: dict[str, str], data: Path) -> None:
+    def __init__(self, env: dict[str, str], data: Path, command: tuple[str, ...] = ("run", "--quiet")) -> None:
         self.lines: list[str] = []
-        self.proc = subprocess.Popen([str(VRAMLAB), "run", "--quiet", "--data-dir", str(data)], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([str(VRAMLAB), *command, "--data-dir", str(data)], cwd=ROOT, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -208,3 +208,36 @@ def test_vramlab_run_refuses_while_the_schedule_runs(tmp_path: Path) -> None:
     assert not (data / "raw").exists() and not (data / "vramlab.duckdb").exists()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_run_by_id("scheduled-run").status == dg.DagsterRunStatus.STARTED
+
+
+def test_rebuild_from_another_instance_waits_for_a_running_run(tmp_path: Path) -> None:
+    """C06 ``vramlab rebuild`` while a ``vramlab run`` works on the same data directory, each with its own
+    ``DAGSTER_HOME`` (so no shared duckdb pool): the rebuild waits for the run, saying so, and does not move the
+    database aside under it; once the run is gone (SIGKILLed in a DuckDB step here) the rebuild takes over and
+    re-creates everything from what had landed (exit 0). Before, rebuild took no lock: it moved the database
+    aside under the running run."""
+    data = tmp_path / "data"
+    homes = [tmp_path / "home-run", tmp_path / "home-rebuild"]
+    for home in homes:
+        home.mkdir()
+        shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "VRAMLAB_DATA_DIR": str(data), "COLUMNS": "250"}
+    env.pop("VRAMLAB_DB", None)
+    run = Console(env | {"DAGSTER_HOME": str(homes[0])}, data)
+    rebuild = None
+    try:
+        wait_for("the run to hold the duckdb slot in a long step",
+                 lambda: (h := slot_holder(homes[0])) and h[1] in LONG_DUCKDB_STEPS, 600)
+        rebuild = Console(env | {"DAGSTER_HOME": str(homes[1])}, data, ("rebuild",))
+        wait_for("the rebuild to queue (or end)",
+                 lambda: "another vramlab run" in rebuild.text or rebuild.proc.poll() is not None, 300)
+        assert f"pid {run.proc.pid}" in rebuild.text and "waiting" in rebuild.text, rebuild.text[-2000:]
+        assert not list(data.glob("vramlab.duckdb.aside-*")) and run.proc.poll() is None
+        run.proc.send_signal(signal.SIGKILL)
+        run.proc.wait(timeout=60)
+        assert rebuild.proc.wait(timeout=900) == 0, rebuild.text[-3000:]
+        assert len(list(data.glob("vramlab.duckdb.aside-*"))) == 1 and "rebuilt: fetch_log" in rebuild.text
+    finally:
+        run.kill()
+        if rebuild is not None:
+            rebuild.kill()
