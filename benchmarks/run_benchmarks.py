@@ -385,7 +385,7 @@ def main() -> None:
                 if n_models and not second:
                     checks.append(("full replay run 200 x 60 under 60 s", r["success"] and r["seconds"] < 60,
                                    f"{r['seconds']:.1f} s" + ("" if r["success"] else " (run failed)")))
-                if second:
+                if second and not n_models:  # the goal is for the 43-model watchlist; 200 x 60 is shown above
                     checks.append((f"incremental run under 10 s ({label})", r["success"] and r["seconds"] < 10,
                                    f"{r['seconds']:.1f} s" + ("" if r["success"] else " (run failed)")))
                 checks.append((f"peak memory under 1.5 GiB ({label}, {kind})", peak < 1536, f"{peak:,.0f} MiB"))

@@ -296,8 +296,8 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
     best: dict[tuple[str, str, str | None], Setup] = {}
     keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
     for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
-        if len(best) >= top and floors[(gpu_id, per_instance)] > heapq.nsmallest(
-                top, (k[0] for k in keys.values()))[top - 1] + 1e-6:  # (rank prices are rounded to 1e-6)
+        limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6 if len(best) >= top else math.inf
+        if floors[(gpu_id, per_instance)] > limit:  # (rank prices are rounded to 1e-6)
             break
         group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
@@ -308,7 +308,12 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
         count = instances_needed(placed.gpus, per_instance, engine.splits_layers)
         if count is None:
             continue
+        factor = MULTI_MACHINE_RANK_FACTOR if count > 1 else 1.0  # a setup's nodes are its instances
         for offer in group:
+            # the same rule per offer: rank_key[0] (the setup's rounded price x factor, rounded) above the current
+            # top-th rank price cannot enter the top; skipped before a Setup is built for it (the limit only falls)
+            if round(round(count * offer["price_per_hour_usd"], 4) * factor, 6) > limit:
+                continue
             how = deployment(engine.id, count, offer)
             if how is None:
                 continue
