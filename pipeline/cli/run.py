@@ -46,10 +46,24 @@ def dagster_home() -> Path:
     return home
 
 
+def stoppable_by_sigterm() -> None:
+    """Undo an inherited "ignore SIGTERM". A run started from a backgrounded shell job inherits SIGINT ignored;
+    Dagster then maps SIGTERM to the same disposition, and every child inherits it: the ``tail -F`` processes
+    that mirror each step's compute log survive Dagster's ``terminate()`` and keep the run's stdout open, so a
+    caller reading that output (cron, a wrapper script, a test) waits forever and the tails pile up hour after
+    hour. A batch job must stop on SIGTERM anyway; only the main thread may set signal dispositions."""
+    import signal
+
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bool = False,
                  force: bool = False) -> int:
     if data_dir:  # before the definitions are imported: their resources read it
         os.environ["VRAMLAB_DATA_DIR"] = data_dir
+    stoppable_by_sigterm()
     import dagster as dg
 
     from pipeline.definitions import ALL_ASSETS, defs

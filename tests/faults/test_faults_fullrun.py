@@ -369,3 +369,34 @@ def test_read_only_exports_directory(full_run: dict, tmp_path: Path) -> None:
     check = subprocess.run([str(VRAMLAB), "export", "--check", "--data-dir", str(data)], capture_output=True,
                            text=True, timeout=300)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended while we looked
+            continue
+        if text in args:
+            found.append(args.strip())
+    return found
+
+
+def test_a_run_started_with_sigterm_ignored_ends_and_leaves_no_log_tails(tmp_path: Path) -> None:
+    """C07 ``vramlab run`` started the way a backgrounded shell job starts it (SIGINT and SIGTERM ignored, inherited):
+    the run ends, its caller gets EOF on the output it reads, and no ``tail -F`` that mirrored a step's compute log
+    is left behind. Before the fix Dagster's tails inherited "ignore SIGTERM", survived its ``terminate()`` and kept
+    the run's stdout open: the caller waited forever (seen as a hung test suite) and two tails per run piled up."""
+    data, home = tmp_path / "data", tmp_path / "home"
+    home.mkdir()
+
+    def as_a_background_job() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    proc = subprocess.run([str(VRAMLAB), "run"], cwd=ROOT, env=env_for(data, home), capture_output=True, text=True,
+                          timeout=900, preexec_fn=as_a_background_job)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "models sized" in proc.stdout
+    assert _processes_mentioning(f"tail -F -c +0 {home}") == []
