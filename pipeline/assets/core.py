@@ -30,6 +30,7 @@ from pipeline.storage.loaders import (
     offers_from_landing,
     pending_fetches,
     rebuild_current,
+    registered,
     source_freshness,
 )
 
@@ -111,15 +112,15 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
         ceilings = " ".join(f"WHEN g.kind = '{k}' THEN {v}" for k, v in PRICE_CEILING.items())
         insane = []
         if parsed.parsed:  # only what this run loaded: a bad row of the past never blocks later runs
-            con.register("this_run", pl.DataFrame({"source": [p[0] for p in parsed.parsed],
-                                                   "observed_at": [p[1] for p in parsed.parsed]}))
-            insane = con.execute(f"""
-                SELECT o.offer_key, o.price_per_gpu_hour_usd
-                FROM price_observations o JOIN this_run r USING (source, observed_at)
-                     LEFT JOIN gpus g ON g.id = o.gpu_id
-                WHERE o.price_per_hour_usd <= 0 OR o.price_per_gpu_hour_usd >
-                      CASE {ceilings} ELSE {UNMAPPED_CEILING} END LIMIT 20""").fetchall()
-            con.unregister("this_run")
+            this_run = pl.DataFrame({"source": [p[0] for p in parsed.parsed],
+                                     "observed_at": [p[1] for p in parsed.parsed]})
+            with registered(con, "this_run", this_run):
+                insane = con.execute(f"""
+                    SELECT o.offer_key, o.price_per_gpu_hour_usd
+                    FROM price_observations o JOIN this_run r USING (source, observed_at)
+                         LEFT JOIN gpus g ON g.id = o.gpu_id
+                    WHERE o.price_per_hour_usd <= 0 OR o.price_per_gpu_hour_usd >
+                          CASE {ceilings} ELSE {UNMAPPED_CEILING} END LIMIT 20""").fetchall()
         dupes = con.execute("""SELECT source, offer_key, observed_at, count(*) FROM price_observations
                                GROUP BY ALL HAVING count(*) > 1 LIMIT 20""").fetchall()
         per_source = dict(con.execute("SELECT source, count(*) FROM price_observations GROUP BY source").fetchall())

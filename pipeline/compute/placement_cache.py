@@ -130,6 +130,8 @@ class PlacementCache:
             return 0
         import polars as pl
 
+        from pipeline.storage.loaders import insert_frame, registered
+
         if self.stale:  # rows of other code, revisions or GPU rows
             con.execute("DELETE FROM placement_cache WHERE sizing_version <> ? "
                         "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
@@ -140,21 +142,13 @@ class PlacementCache:
         if completed:
             keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
                                 schema={c: _polars_schema()[c] for c in _KEY_COLUMNS})
-            con.register("placement_cache_keys", keys)
-            try:
+            with registered(con, "placement_cache_keys", keys):
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
-            finally:
-                con.unregister("placement_cache_keys")
         if self.touched:
             frame = pl.DataFrame([self.rows[k] | {"sizing_version": sizing_version()} for k in self.touched],
                                  schema=_polars_schema())
-            con.register("placement_cache_rows", frame)
-            try:
-                con.execute(f"INSERT INTO placement_cache ({', '.join(_SCHEMA)}) "
-                            f"SELECT {', '.join(_SCHEMA)} FROM placement_cache_rows")
-            finally:
-                con.unregister("placement_cache_rows")
+            insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
         self.dirty = self.stale = False
         written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
         return written

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipeline.storage.loaders import transaction
+from pipeline.storage.loaders import registered, transaction
 
 #: a price more than BAND_LOW times below the GPU's reference, or BAND_HIGH times above it, is quarantined. The
 #: band is wider above: real list prices reach 4x the cross-provider median (Azure ND96isr H100 v5, 12.29 $/GPU-h
@@ -178,8 +178,7 @@ FROM q_flags f LEFT JOIN q_confirmed c USING (offer_key)
 def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
     """Recompute ``offer_quality`` and ``gpu_price_reference`` from ``offers_current``; return counts."""
     aggregator = " OR ".join(f"o.source LIKE '{p}%'" for p in AGGREGATOR_PREFIXES)
-    con.register("q_providers", provider_table())
-    try:
+    with registered(con, "q_providers", provider_table()):
         with transaction(con):
             con.execute(_CLASSIFY.format(aggregator=aggregator))
             con.execute(_DEDUPE)
@@ -196,8 +195,6 @@ def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict
             con.execute("INSERT INTO gpu_price_reference SELECT *, $now FROM q_reference", {"now": now})
             for table in ("q_base", "q_kept", "q_reference", "q_flags", "q_confirmed"):
                 con.execute(f"DROP TABLE IF EXISTS {table}")
-    finally:
-        con.unregister("q_providers")
     return quality_counts(con)
 
 

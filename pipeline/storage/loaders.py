@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -39,18 +41,24 @@ class transaction:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> Iterator[str]:
+    """``with registered(con, name, frame):`` the frame is a DuckDB view called ``name`` inside the block only."""
+    con.register(name, frame)
+    try:
+        yield name
+    finally:
+        con.unregister(name)
+
+
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, or_ignore: bool = False,
                  columns: tuple[str, ...] | None = None, by_name: bool = False) -> None:
     """Insert a polars frame into a table (inside the caller's transaction); ``or_ignore`` skips key clashes;
     ``by_name`` matches the frame's columns to the table's by name (columns added by later migrations)."""
-    name = f"incoming_{table}"
-    con.register(name, frame)
-    try:
+    with registered(con, f"incoming_{table}", frame) as name:
         select = ", ".join(columns) if columns else "*"
         con.execute(f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO {table} {'BY NAME ' if by_name else ''}"
                     f"SELECT {select} FROM {name}")
-    finally:
-        con.unregister(name)
 
 
 def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry]) -> list[FetchLogEntry]:
@@ -68,13 +76,10 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
         insert_frame(con, "fetch_log", frame, or_ignore=True, by_name=True, columns=FETCH_LOG_COLUMNS)
         # rows loaded before migration 011 learn their ignored counts from the same fetch_log.jsonl lines
-        con.register("incoming_ignored", frame)
-        try:
+        with registered(con, "incoming_ignored", frame):
             con.execute("""UPDATE fetch_log SET ignored = i.ignored, ignored_reasons = map_from_entries(i.ignored_reasons)
                            FROM incoming_ignored i WHERE fetch_log.source = i.source
                            AND fetch_log.started_at = i.started_at AND fetch_log.ignored IS NULL""")
-        finally:
-            con.unregister("incoming_ignored")
     return [e for e in entries if (e.source, e.started_at) not in before]
 
 
@@ -208,8 +213,7 @@ def load_observations_detailed(con: duckdb.DuckDBPyConnection, offers: list[tupl
                      .with_columns(_prev=pl.col("price_per_hour").shift(1).over("offer_key", "observed_hour"))
                      .filter(pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("price_per_hour")))
                      .drop("_prev"))
-            con.register("incoming_obs", frame)
-            try:
+            with registered(con, "incoming_obs", frame):
                 cols = ", ".join(f"i.{c}" for c in _OBS_COLUMNS)
                 con.execute(f"""
                     INSERT OR IGNORE INTO price_observations ({", ".join(_OBS_COLUMNS)})
@@ -217,8 +221,6 @@ def load_observations_detailed(con: duckdb.DuckDBPyConnection, offers: list[tupl
                     WHERE (SELECT arg_max(o.price_per_hour, o.observed_at) FROM price_observations o
                            WHERE o.offer_key = i.offer_key AND o.observed_hour = i.observed_hour
                              AND o.observed_at < i.observed_at) IS DISTINCT FROM i.price_per_hour""")
-            finally:
-                con.unregister("incoming_obs")
         after = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
         if held:
             insert_frame(con, "price_quarantine", pl.DataFrame(held, infer_schema_length=None), or_ignore=True,
