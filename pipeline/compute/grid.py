@@ -43,7 +43,7 @@ from sizing_core.formats import (
     mix_context,
 )
 from sizing_core.gpus import GPU
-from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
+from sizing_core.kv_cache import cache_bytes
 from sizing_core.layers import MoE
 from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
 from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, Role
@@ -85,44 +85,84 @@ def _excluded(name: str, patterns: tuple[str, ...]) -> bool:
 _DEFAULT_EXCLUDE = format_scheme("fp8").exclude  # what every non-GGUF target format keeps in BF16
 
 
+def _is_literal(patterns: tuple[str, ...]) -> bool:
+    """Plain module names: no glob characters, no ``re:``."""
+    return not any(p.startswith("re:") or any(c in p for c in "*?[") for p in patterns)
+
+
 def _exclusion_test(patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]
-    """A fast, exact ``is_excluded`` for ``patterns``: plain module names (no glob characters, no ``re:``) match a
-    module or its parents, i.e. the name itself or any name below it; anything else goes to sizing_core."""
+    """A fast, exact ``is_excluded`` for ``patterns``: plain module names match a module or its parents, i.e. the
+    name itself or any name below it; anything else goes to sizing_core."""
     if not patterns:
         return lambda _name: False
-    if any(p.startswith("re:") or any(c in p for c in "*?[") for p in patterns):
+    if not _is_literal(patterns):
         return lambda name: _excluded(name, patterns)
     literal = tuple(_normalise(p) for p in patterns)
     below = tuple(p + "." for p in literal)
     return lambda name: name in literal or name.startswith(below)
 
 
+def _excluded_expr(patterns: tuple[str, ...]) -> pl.Expr | None:
+    """``_exclusion_test`` on the ``name`` column for plain module names (None for globs and regexes)."""
+    if not patterns:
+        return pl.lit(False)
+    if not _is_literal(patterns):
+        return None
+    literal = [_normalise(p) for p in patterns]
+    name = pl.col("name")
+    return name.is_in(literal) | pl.any_horizontal(*[name.str.starts_with(p + ".") for p in literal])
+
+
 def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
-    """One row per tensor group of every model, with what the format rules read from it."""
-    cols: dict[str, list] = {k: [] for k in ("model_id", "role", "cols", "numel", "layer", "share", "attn_v_pos",
-                                             "excl_default", "excl_native")}
-    default_excluded = _exclusion_test(_DEFAULT_EXCLUDE)
+    """One row per tensor group of every model, with what the format rules read from it.
+
+    Python only reads the tensors' fields (one list per field); element counts, expert shares, the attn_v
+    position and the default exclusions are column expressions. A checkpoint's own exclusion list (a few quantized
+    native checkpoints) is tested per linear tensor name in Python."""
+    fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
+                                               "excl_native")}
+    per_layer: dict[str, list] = {"model_id": [], "layer": [], "moe_share": [], "attn_v_pos": []}
     for model_id, arch in models.items():
-        native = arch.native
-        native_excluded = _exclusion_test(native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ())
-        attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
-        shares = {i: layer.mlp.top_k / layer.mlp.num_experts for i, layer in enumerate(arch.layers)
-                  if isinstance(layer.mlp, MoE)}
         tensors = arch.tensors
-        linear = [t.role in LINEAR_ROLES for t in tensors]
-        cols["model_id"].extend([model_id] * len(tensors))
-        cols["role"].extend([t.role.value for t in tensors])
-        cols["cols"].extend([t.cols for t in tensors])
-        cols["numel"].extend([t.rows * t.cols * t.count for t in tensors])
-        cols["layer"].extend([t.layer for t in tensors])
-        cols["share"].extend([shares[t.layer] if t.role in EXPERT_ROLES and t.layer is not None else 1.0
-                              for t in tensors])
-        cols["attn_v_pos"].extend([attn_v_index.get(t.layer or 0, 0) for t in tensors])
-        cols["excl_default"].extend([lin and default_excluded(t.name) for t, lin in zip(tensors, linear, strict=True)])
-        cols["excl_native"].extend([lin and native_excluded(t.name) for t, lin in zip(tensors, linear, strict=True)])
-    return pl.DataFrame(cols, schema={"model_id": pl.String, "role": pl.String, "cols": pl.Int64,
-                                      "numel": pl.Int64, "layer": pl.Int64, "share": pl.Float64,
-                                      "attn_v_pos": pl.Int64, "excl_default": pl.Boolean, "excl_native": pl.Boolean})
+        fields["model_id"].extend([model_id] * len(tensors))
+        fields["name"].extend([t.name for t in tensors])
+        fields["role"].extend([t.role for t in tensors])  # a StrEnum: polars stores its string
+        fields["rows"].extend([t.rows for t in tensors])
+        fields["cols"].extend([t.cols for t in tensors])
+        fields["count"].extend([t.count for t in tensors])
+        fields["layer"].extend([t.layer for t in tensors])
+        native = arch.native
+        patterns = native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ()
+        if patterns:
+            excluded = _exclusion_test(patterns)
+            fields["excl_native"].extend([t.role in LINEAR_ROLES and excluded(t.name) for t in tensors])
+        else:
+            fields["excl_native"].extend([False] * len(tensors))
+        attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
+        for i, layer in enumerate(arch.layers):
+            per_layer["model_id"].append(model_id)
+            per_layer["layer"].append(i)
+            per_layer["moe_share"].append(layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE)
+                                          else None)
+            per_layer["attn_v_pos"].append(attn_v_index.get(i, 0))
+    frame = pl.DataFrame(fields, schema={"model_id": pl.String, "name": pl.String, "role": pl.String,
+                                         "rows": pl.Int64, "cols": pl.Int64, "count": pl.Int64, "layer": pl.Int64,
+                                         "excl_native": pl.Boolean})
+    layers = pl.DataFrame(per_layer, schema={"model_id": pl.String, "layer": pl.Int64, "moe_share": pl.Float64,
+                                             "attn_v_pos": pl.Int64})
+    default_excluded = _excluded_expr(_DEFAULT_EXCLUDE)
+    if default_excluded is None:  # not plain names: sizing_core's matcher, per name
+        default_excluded = pl.lit(pl.Series(map(_exclusion_test(_DEFAULT_EXCLUDE), fields["name"]), dtype=pl.Boolean))
+    # attn_v position: of the tensor's layer (layer 0's for tensors outside layers), 0 outside attention layers
+    return frame.lazy().with_columns(layer0=pl.col("layer").fill_null(0))\
+        .join(layers.lazy().select("model_id", layer0="layer", attn_v_pos="attn_v_pos"), on=["model_id", "layer0"],
+              how="left", maintain_order="left")\
+        .join(layers.lazy().select("model_id", "layer", "moe_share"), on=["model_id", "layer"], how="left",
+              maintain_order="left")\
+        .select("model_id", "role", "cols", numel=pl.col("rows") * pl.col("cols") * pl.col("count"), layer="layer",
+                share=pl.when(_ROUTED & pl.col("layer").is_not_null()).then(pl.col("moe_share")).otherwise(1.0),
+                attn_v_pos=pl.col("attn_v_pos").fill_null(0), excl_default=_LINEAR & default_excluded,
+                excl_native="excl_native").collect(engine="in-memory")
 
 
 def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
@@ -294,22 +334,58 @@ def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
 # ------------------------------------------------------------------------------------------------- small tables
 
 
+def _mixer_key(mixer: object) -> object:
+    """Equal mixers (the same attention or SSM configuration on many layers) share one key; an unhashable one
+    keys by identity."""
+    try:
+        hash(mixer)
+    except TypeError:
+        return id(mixer)
+    return mixer
+
+
+def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[float]], list[float]]:
+    """``kv_bytes_per_request(arch, context, "bf16", tp)`` for every grid context and ``state_bytes_per_request(arch,
+    tp)``, for each ``tp``. The same per-layer sums sizing_core.kv_cache takes, in the same layer order (so the
+    same floats), with each distinct mixer asked once instead of once per layer. ``tests/grid_reference.py`` calls
+    sizing_core.kv_cache itself, so a rule added there and not here fails the grid comparison test."""
+    per_token = cache_bytes("bf16")
+    distinct: dict[object, int] = {}
+    mixers, order = [], []  # distinct mixers; per layer with a mixer, its distinct mixer's index
+    for layer in arch.layers:
+        if layer.mixer is not None:
+            i = distinct.setdefault(_mixer_key(layer.mixer), len(distinct))
+            if i == len(mixers):
+                mixers.append(layer.mixer)
+            order.append(i)
+    kv_by_mixer = [[[m.kv_bytes_per_request(c, per_token, tp) for m in mixers] for c in GRID_CONTEXTS] for tp in tps]
+    state_by_mixer = [[m.state_bytes(tp) for m in mixers] for tp in tps]
+    kv = [[sum([by_mixer[i] for i in order]) for by_mixer in per_tp] for per_tp in kv_by_mixer]
+    state = [sum([by_mixer[i] for i in order]) for by_mixer in state_by_mixer]
+    return kv, state
+
+
 def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
     """Per model and context: KV and state at TP 1 and at the largest valid TP <= 8."""
-    rows = []
+    cols: dict[str, list] = {k: [] for k in ("model_id", "context", "above_max_context", "kv1", "state1", "max_tp",
+                                             "kv_max_tp", "state_max_tp")}
     for model_id, arch in models.items():
         valid = [t for t in TPS if valid_tensor_parallel(arch, t)]
         if not valid:
             continue
         max_tp = max(valid)
-        state1, state_max = float(state_bytes_per_request(arch, 1)), float(state_bytes_per_request(arch, max_tp))
-        for context in GRID_CONTEXTS:
-            rows.append({"model_id": model_id, "context": context,
-                         "above_max_context": arch.max_context is not None and context > arch.max_context,
-                         "kv1": float(kv_bytes_per_request(arch, context, "bf16", 1)), "state1": state1,
-                         "max_tp": max_tp, "kv_max_tp": float(kv_bytes_per_request(arch, context, "bf16", max_tp)),
-                         "state_max_tp": state_max})
-    return pl.DataFrame(rows, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
+        (kv1, kv_max), (state1, state_max) = _cache_sums(arch, (1, max_tp))
+        n = len(GRID_CONTEXTS)
+        cols["model_id"].extend([model_id] * n)
+        cols["context"].extend(GRID_CONTEXTS)
+        cols["above_max_context"].extend([arch.max_context is not None and c > arch.max_context
+                                          for c in GRID_CONTEXTS])
+        cols["kv1"].extend(kv1)
+        cols["state1"].extend([state1] * n)
+        cols["max_tp"].extend([max_tp] * n)
+        cols["kv_max_tp"].extend(kv_max)
+        cols["state_max_tp"].extend([state_max] * n)
+    return pl.DataFrame(cols, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
                                       "kv1": pl.Float64, "state1": pl.Float64, "max_tp": pl.Int64,
                                       "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64})
 
