@@ -120,49 +120,53 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     position and the default exclusions are column expressions. A checkpoint's own exclusion list (a few quantized
     native checkpoints) is tested per linear tensor name in Python."""
     fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
-                                               "excl_native")}
-    per_layer: dict[str, list] = {"model_id": [], "layer": [], "moe_share": [], "attn_v_pos": []}
+                                               "first_layer_row", "n_layers", "excl_native")}
+    moe_share: list[float | None] = []  # per decoder layer of every model, in order
+    attn_v_pos: list[int] = []
     for model_id, arch in models.items():
         tensors = arch.tensors
-        fields["model_id"].extend([model_id] * len(tensors))
+        n = len(tensors)
+        fields["model_id"].extend([model_id] * n)
         fields["name"].extend([t.name for t in tensors])
         fields["role"].extend([t.role for t in tensors])  # a StrEnum: polars stores its string
         fields["rows"].extend([t.rows for t in tensors])
         fields["cols"].extend([t.cols for t in tensors])
         fields["count"].extend([t.count for t in tensors])
         fields["layer"].extend([t.layer for t in tensors])
+        fields["first_layer_row"].extend([len(moe_share)] * n)
+        fields["n_layers"].extend([arch.num_layers] * n)
         native = arch.native
         patterns = native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ()
         if patterns:
             excluded = _exclusion_test(patterns)
             fields["excl_native"].extend([t.role in LINEAR_ROLES and excluded(t.name) for t in tensors])
         else:
-            fields["excl_native"].extend([False] * len(tensors))
+            fields["excl_native"].extend([False] * n)
         attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
-        for i, layer in enumerate(arch.layers):
-            per_layer["model_id"].append(model_id)
-            per_layer["layer"].append(i)
-            per_layer["moe_share"].append(layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE)
-                                          else None)
-            per_layer["attn_v_pos"].append(attn_v_index.get(i, 0))
+        moe_share.extend([layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None
+                          for layer in arch.layers])
+        attn_v_pos.extend([attn_v_index.get(i, 0) for i in range(arch.num_layers)])
     frame = pl.DataFrame(fields, schema={"model_id": pl.String, "name": pl.String, "role": pl.String,
                                          "rows": pl.Int64, "cols": pl.Int64, "count": pl.Int64, "layer": pl.Int64,
+                                         "first_layer_row": pl.Int64, "n_layers": pl.Int64,
                                          "excl_native": pl.Boolean})
-    layers = pl.DataFrame(per_layer, schema={"model_id": pl.String, "layer": pl.Int64, "moe_share": pl.Float64,
-                                             "attn_v_pos": pl.Int64})
     default_excluded = _excluded_expr(_DEFAULT_EXCLUDE)
     if default_excluded is None:  # not plain names: sizing_core's matcher, per name
-        default_excluded = pl.lit(pl.Series(map(_exclusion_test(_DEFAULT_EXCLUDE), fields["name"]), dtype=pl.Boolean))
-    # attn_v position: of the tensor's layer (layer 0's for tensors outside layers), 0 outside attention layers
-    return frame.lazy().with_columns(layer0=pl.col("layer").fill_null(0))\
-        .join(layers.lazy().select("model_id", layer0="layer", attn_v_pos="attn_v_pos"), on=["model_id", "layer0"],
-              how="left", maintain_order="left")\
-        .join(layers.lazy().select("model_id", "layer", "moe_share"), on=["model_id", "layer"], how="left",
-              maintain_order="left")\
-        .select("model_id", "role", "cols", numel=pl.col("rows") * pl.col("cols") * pl.col("count"), layer="layer",
-                share=pl.when(_ROUTED & pl.col("layer").is_not_null()).then(pl.col("moe_share")).otherwise(1.0),
-                attn_v_pos=pl.col("attn_v_pos").fill_null(0), excl_default=_LINEAR & default_excluded,
-                excl_native="excl_native").collect(engine="in-memory")
+        default_excluded = pl.lit(pl.Series(map(_exclusion_test(_DEFAULT_EXCLUDE), fields["name"]),
+                                            dtype=pl.Boolean))
+    # per-layer figures by row number in the per-layer lists (no join); attn_v position: of the tensor's layer
+    # (layer 0's for tensors outside layers), 0 outside attention layers
+    layer, layer0 = pl.col("layer"), pl.col("layer").fill_null(0)
+    in_layers = layer0 < pl.col("n_layers")
+    return frame.lazy().select(
+        "model_id", "role", "cols", numel=pl.col("rows") * pl.col("cols") * pl.col("count"), layer="layer",
+        share=pl.when(_ROUTED & layer.is_not_null() & in_layers)
+        .then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(pl.col("first_layer_row") + layer))
+        .otherwise(1.0),
+        attn_v_pos=pl.when(in_layers)
+        .then(pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(pl.col("first_layer_row") + layer0))
+        .otherwise(0),
+        excl_default=_LINEAR & default_excluded, excl_native="excl_native").collect(engine="in-memory")
 
 
 def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
