@@ -6,15 +6,20 @@ How the work is laid out (no Python call per cell, none per tensor per format):
    length, element count, layer, expert share, exclusion flags). Bits per element for each format are columnar
    expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
    checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
-   GGUF mixes); totals, the largest layer and active bytes are group-bys. ``tests/test_grid.py`` checks these
-   bits equal ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there
-   and not here fails a test.
-2. **Small tables built once**: per model and context the KV cache and recurrent state (sizing_core, per TP);
-   per (GPU, engine) usable memory and bandwidth; per (GPU, engine, format class) the engine's support verdict
-   (``Engine.supports`` depends on the model only through its native format and whether it is MoE); per
-   (model, engine) the activation peak.
-3. **Cells** are the product (model, format, context) x (GPU, engine), laid out by integer index in the sorted
+   GGUF mixes); totals, the largest layer and active bytes are group-bys, summed in tensor order so the grid is
+   the same bit for bit on every run. ``tests/test_grid.py`` checks these bits equal
+   ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there and not
+   here fails a test.
+2. **Small tables built once**: per model and context the KV cache and recurrent state (sizing_core, per TP,
+   each distinct layer mixer asked once); per (GPU, engine) usable memory and bandwidth; per (GPU, engine,
+   format class) the engine's support verdict (``Engine.supports`` depends on the model only through its native
+   format and whether it is MoE); per (model, engine) the activation peak.
+3. **Cells** are the product (model, format, context) x (GPU, engine), an order-keeping cross join in the sorted
    order the table is published in (no sort, no string joins), with the look-ups above as gathers.
+
+Engines: the small frames are collected with ``engine="in-memory"``. polars 2's default (``"auto"``) runs the
+streaming engine, which costs ~5x more on these small plans of many expressions; the cell product, 0.6-2 M rows,
+is the opposite case and runs streaming (see ``_cells``).
 
 The GPU count is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole
 nodes of pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports
