@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from functools import cached_property
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .layers import DecoderLayer
+from .record import Record, checked
 from .tensors import Role, Tensor, matrix, vector
 
 
-class QuantScheme(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class QuantScheme(Record):
     """How a checkpoint's own (``native``) weights are stored, read from its quantization config.
 
     ``weight_format`` applies to linear weights, ``expert_format`` (when set) to routed experts instead; modules
     matching ``exclude`` (glob, or ``re:`` regular expression, as the configs write them) stay in ``dtype``.
     """
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
     source: str  # "quantization_config", "hf_quant_config.json", "torch_dtype", "spec"
     weight_format: str
     expert_format: str | None = None
-    group_size: int | None = None
+    group_size: int | None = checked(None, kind=int, gt=0)
     block_size: tuple[int, int] | None = None
     exclude: tuple[str, ...] = ()
     experts_only: bool = False  # only routed experts are quantized (gpt-oss style MXFP4)
@@ -34,23 +33,23 @@ class QuantScheme(BaseModel):
     unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
 
 
-class DeclaredParameters(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class DeclaredParameters(Record):
     """Parameter counts stated by a source other than config arithmetic (a spec, safetensors metadata)."""
 
-    model_config = ConfigDict(defer_build=True)
-
-    total: int = Field(gt=0)
-    active: int | None = Field(default=None, gt=0)
+    total: int = checked(kind=int, gt=0)
+    active: int | None = checked(None, kind=int, gt=0)
     source: str
 
 
-class Architecture(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
+@dataclass(frozen=True, kw_only=True)
+class Architecture(Record):
+    """A model as sizing sees it. Frozen; the tensor list is computed once per object (``cached_property``)."""
 
     model: str  # repo id or registry id, used in every error and report
     model_type: str
-    hidden_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    hidden_size: int = checked(kind=int, gt=0)
+    vocab_size: int = checked(kind=int, gt=0)
     tie_word_embeddings: bool = False
     layers: tuple[DecoderLayer, ...]
     mtp_layers: tuple[DecoderLayer, ...] = ()  # multi-token-prediction heads: in the checkpoint, not served

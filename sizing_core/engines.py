@@ -13,14 +13,14 @@ names the fallback.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from .architecture import Architecture
 from .errors import SizingError
 from .formats import GGUF_MIXES
 from .gpus import GPU
+from .record import Record
 from .units import GIB
 
 EngineId = Literal["vllm", "sglang", "llama.cpp", "mlx"]
@@ -30,19 +30,17 @@ class UnknownEngineError(SizingError):
     pass
 
 
-class Support(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Support(Record):
     """Whether ``engine`` runs a weight format on a GPU, natively or through a fallback kernel."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     runs: bool
     native: bool
     note: str
 
 
-class Engine(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+@dataclass(frozen=True, kw_only=True)
+class Engine(Record):
     id: EngineId
     name: str
     memory_fraction: float  # share of the GPU's memory the engine takes for itself

@@ -14,10 +14,11 @@ published measurements):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from .architecture import Architecture
-from .schema import CamelModel
+from .record import CamelRecord
 from .tensors import EXPERT_ROLES, Role
 from .units import GIB
 
@@ -28,7 +29,8 @@ _ADAPTED = {Role.ATTN_Q, Role.ATTN_K, Role.ATTN_V, Role.ATTN_QKV, Role.ATTN_OUTP
             Role.FFN_UP_SHEXP, Role.FFN_DOWN_SHEXP}
 
 
-class FineTuneMemory(CamelModel):
+@dataclass(frozen=True, kw_only=True)
+class FineTuneMemory(CamelRecord):
     method: Method
     gpus: int
     weights_gib: float

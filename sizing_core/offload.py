@@ -10,19 +10,22 @@ vLLM's ``--cpu-offload-gb``, streams the offloaded weights over PCIe every step 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .architecture import Architecture
 from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import kv_bytes_per_request, state_bytes_per_request
 from .layers import MoE
-from .schema import CamelModel
+from .record import CamelRecord
 from .throughput import DISCRETE_BANDWIDTH_EFFICIENCY, UNIFIED_BANDWIDTH_EFFICIENCY
 from .units import GB, GIB
 
 HOST_EFFICIENCY = 0.7
 
 
-class Offload(CamelModel):
+@dataclass(frozen=True, kw_only=True)
+class Offload(CamelRecord):
     mode: str
     gpu_layers: int
     vram_gib: float  # weights + cache kept on the GPU

@@ -19,15 +19,18 @@ Rules of the contract:
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from pipeline.compute.setups import Setup
 from sizing_core.finetune import FineTuneMemory
 from sizing_core.launch import Launch
 from sizing_core.parameters import ParameterCounts
+from sizing_core.schema import CamelModel
 
 SCHEMA_VERSION = "2"
 
@@ -44,13 +47,30 @@ def d(meaning: str, unit: str | None = None, **kw: Any) -> Any:  # noqa: ANN401 
 
 
 def _describe_inherited(cls: type[BaseModel], docs: dict[str, tuple[str, str | None]]) -> None:
-    """Attach meanings/units to fields a class inherits from a model another layer owns (sizing_core, compute)."""
+    """Attach meanings/units to fields a class inherits from a model another layer owns (compute's Setup)."""
     for name, field in cls.model_fields.items():
         if name in docs:
             meaning, unit = docs[name]
             field.description = meaning
             field.json_schema_extra = {"unit": unit} if unit else None
     cls.model_rebuild(force=True)
+
+
+class _PublishedRecord(CamelModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _published(name: str, record: type, docs: dict[str, tuple[str, str | None]]) -> type[BaseModel]:
+    """The published (closed, camelCase) pydantic model of a result type another layer owns as a plain dataclass
+    (sizing_core's ``Record``s): the same fields, types and defaults, with meanings and units attached here."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        meaning, unit = docs.get(f.name, (None, None))
+        default = ... if f.default is dataclasses.MISSING else f.default
+        fields[f.name] = (hints[f.name], Field(default, description=meaning,
+                                               json_schema_extra={"unit": unit} if unit else None))
+    return create_model(name, __base__=_PublishedRecord, __module__=__name__, **fields)
 
 
 class _Strict(BaseModel):
@@ -176,11 +196,7 @@ class Throughput(_Strict):
     cells: dict[str, ThroughputCell] = d("keyed '<gpu id>:<seed column>', for every gpusNeeded cell with a plan")
 
 
-class FineTuning(FineTuneMemory):
-    model_config = ConfigDict(extra="forbid")
-
-
-_describe_inherited(FineTuning, {
+FineTuning = _published("FineTuning", FineTuneMemory, {
     "method": ("qlora, lora or full", None),
     "gpus": ("GPUs assumed", "GPUs"),
     "weights_gib": ("frozen or trained weights in memory", "GiB"),
@@ -198,11 +214,7 @@ class FineTuningByMethod(_Strict):
     full: FineTuning = d("full fine-tuning (mixed precision, Adam)")
 
 
-class LaunchCommand(Launch):
-    model_config = ConfigDict(extra="forbid")
-
-
-_describe_inherited(LaunchCommand, {
+LaunchCommand = _published("LaunchCommand", Launch, {
     "engine": ("engine id", None),
     "command": ("shell command serving the cheapest setup (or the H100 plan when nothing is rentable)", None),
     "nodes": ("machines the command spans", "machines"),
@@ -210,11 +222,7 @@ _describe_inherited(LaunchCommand, {
 })
 
 
-class PublishedParameterCounts(ParameterCounts):
-    model_config = ConfigDict(extra="forbid")
-
-
-_describe_inherited(PublishedParameterCounts, {
+PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCounts, {
     "total": ("parameters sizing uses (tied embeddings once, vision tower included, MTP heads excluded)",
               "parameters"),
     "active": ("parameters active per token (MoE: routed share)", "parameters"),
