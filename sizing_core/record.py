@@ -10,7 +10,7 @@ it validates outside input: manual spec files (``spec.py``), the pipeline's sour
 output, so a pydantic model and a record serialize alike wherever both are published:
 
 - ``model_dump(mode="python"|"json", by_alias=None, include=None, exclude=None)``: a dict; nested records become
-  dicts, tuples become lists in JSON mode; keys are camelCase (``camel = True``) or the field's explicit ``alias``
+  dicts; in JSON mode tuples become lists and dates ISO strings (``Z`` for UTC, as pydantic); keys are camelCase (``camel = True``) or the field's explicit ``alias``
   unless ``by_alias=False``;
 - ``model_dump_json()``: compact JSON as pydantic writes it (non-finite floats as ``null``);
 - ``model_copy(update=...)``: :func:`dataclasses.replace` (the copy is checked again).
@@ -26,6 +26,7 @@ import dataclasses
 import json
 import math
 import re
+from datetime import date, datetime
 from typing import Any, ClassVar, Self
 
 from .errors import SizingError
@@ -84,6 +85,14 @@ def checked(default: Any = dataclasses.MISSING, *, gt: float | None = None,  # n
 def alias(name: str, default: Any = dataclasses.MISSING) -> Any:  # noqa: ANN401 - a field default
     """A dataclass field published under ``name`` instead of its camelCase name (``weightsGiB``)."""
     return dataclasses.field(default=default, metadata={"alias": name})
+
+
+def described(default: Any = dataclasses.MISSING, description: str | None = None, *,  # noqa: ANN401
+               unit: str | None = None, default_factory: Any = dataclasses.MISSING) -> Any:  # noqa: ANN401
+    """A dataclass field with its meaning and unit, for the published schema built from the record (the data
+    dictionary reads them as it reads pydantic's ``Field(description=...)``)."""
+    return dataclasses.field(default=default, default_factory=default_factory,
+                             metadata={"description": description, "unit": unit})
 
 
 def to_camel(name: str) -> str:
@@ -170,6 +179,9 @@ def _plain(value: Any, json_mode: bool, by_alias: bool | None) -> Any:  # noqa: 
         return [_plain(v, json_mode, by_alias) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v, json_mode, by_alias) for k, v in value.items()}
+    if json_mode and isinstance(value, date):  # datetimes too; pydantic writes a zero UTC offset as "Z"
+        text = value.isoformat()
+        return text[:-6] + "Z" if isinstance(value, datetime) and text.endswith("+00:00") else text
     return value
 
 
