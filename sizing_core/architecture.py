@@ -93,6 +93,11 @@ class Architecture(Record):
             out.append(vector(f"model.layers.{i}", "enorm_hnorm", 2 * h, i))
         return tuple(out)
 
+    @cached_property
+    def is_moe(self) -> bool:
+        """Any decoder layer routes over experts (engines' FP8 MoE kernel rules ask this per GPU and format)."""
+        return any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in self.layers)
+
     def mixer_counts(self) -> dict[str, int]:
         """Decoder layers per mixer kind (``none`` for MLP-only layers)."""
         return dict(Counter(layer.mixer.kind if layer.mixer else "none" for layer in self.layers))

@@ -171,7 +171,7 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
         ok = fmt == "fp8" and bool(gpu.supports_fp8)
         return Support(runs=ok, native=ok, note=f"{gpu.vendor} backend: BF16/FP8 only")
     cc = gpu.compute_capability or 0.0
-    moe = arch is not None and any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+    moe = arch is not None and arch.is_moe
     if fmt == "fp8":
         if gpu.supports_fp8:
             return Support(runs=True, native=True, note="FP8 W8A8")

@@ -46,31 +46,27 @@ def d(meaning: str, unit: str | None = None, **kw: Any) -> Any:  # noqa: ANN401 
     return Field(description=meaning, json_schema_extra=extra, **kw)
 
 
-def _describe_inherited(cls: type[BaseModel], docs: dict[str, tuple[str, str | None]]) -> None:
-    """Attach meanings/units to fields a class inherits from a model another layer owns (compute's Setup)."""
-    for name, field in cls.model_fields.items():
-        if name in docs:
-            meaning, unit = docs[name]
-            field.description = meaning
-            field.json_schema_extra = {"unit": unit} if unit else None
-    cls.model_rebuild(force=True)
-
-
 class _PublishedRecord(CamelModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _published(name: str, record: type, docs: dict[str, tuple[str, str | None]]) -> type[BaseModel]:
+def _published(name: str, record: type, docs: dict[str, tuple[str, str | None]],
+               doc: str | None = None) -> type[BaseModel]:
     """The published (closed, camelCase) pydantic model of a result type another layer owns as a plain dataclass
-    (sizing_core's ``Record``s): the same fields, types and defaults, with meanings and units attached here."""
+    (sizing_core's ``Record``s, compute's ``Setup``): the same fields, types and defaults, with the meanings and
+    units given here, else those the field declares (``sizing_core.record.described``)."""
     hints = typing.get_type_hints(record)
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(record):
-        meaning, unit = docs.get(f.name, (None, None))
-        default = ... if f.default is dataclasses.MISSING else f.default
-        fields[f.name] = (hints[f.name], Field(default, description=meaning,
-                                               json_schema_extra={"unit": unit} if unit else None))
-    return create_model(name, __base__=_PublishedRecord, __module__=__name__, **fields)
+        meaning, unit = docs.get(f.name) or (f.metadata.get("description"), f.metadata.get("unit"))
+        extra = {"unit": unit} if unit else None
+        if f.default_factory is not dataclasses.MISSING:
+            info = Field(default_factory=f.default_factory, description=meaning, json_schema_extra=extra)
+        else:
+            info = Field(... if f.default is dataclasses.MISSING else f.default, description=meaning,
+                         json_schema_extra=extra)
+        fields[f.name] = (hints[f.name], info)
+    return create_model(name, __base__=_PublishedRecord, __module__=__name__, __doc__=doc, **fields)
 
 
 class _Strict(BaseModel):
@@ -142,12 +138,6 @@ class WeightsGiB(BaseModel):
     q4_k_m: float = d("weights as GGUF Q4_K_M (its per-tensor type mix)", unit="GiB")
 
 
-class SetupItem(Setup):
-    """One rentable deployment: ``Setup`` (pipeline/compute/setups.py) as published, closed to unknown keys."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
 #: meanings of Setup's fields (Setup lives in pipeline/compute/setups.py; add a line here with each new field)
 SETUP_DOCS: dict[str, tuple[str, str | None]] = {
     "provider": ("provider that rents the instance", None),
@@ -180,7 +170,8 @@ SETUP_DOCS: dict[str, tuple[str, str | None]] = {
     "usd_per_million_tokens_batched": ("price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
                                        "USD per 1M output tokens"),
 }
-_describe_inherited(SetupItem, SETUP_DOCS)
+SetupItem = _published("SetupItem", Setup, SETUP_DOCS, doc="One rentable deployment: ``Setup`` "
+                       "(pipeline/compute/setups.py) as published, closed to unknown keys.")
 
 
 class ThroughputCell(_Strict):
