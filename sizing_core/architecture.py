@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from functools import cached_property
 
 from .layers import DecoderLayer
-from .record import Record, checked
+from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class QuantScheme(Record):
     """How a checkpoint's own (``native``) weights are stored, read from its quantization config.
 
@@ -33,7 +32,7 @@ class QuantScheme(Record):
     unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DeclaredParameters(Record):
     """Parameter counts stated by a source other than config arithmetic (a spec, safetensors metadata)."""
 
@@ -42,7 +41,7 @@ class DeclaredParameters(Record):
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Architecture(Record):
     """A model as sizing sees it. Frozen; the tensor list is computed once per object (``cached_property``)."""
 

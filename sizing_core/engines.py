@@ -13,14 +13,13 @@ names the fallback.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from .architecture import Architecture
 from .errors import SizingError
 from .formats import GGUF_MIXES
 from .gpus import GPU
-from .record import Record
+from .record import Record, record
 from .units import GIB
 
 EngineId = Literal["vllm", "sglang", "llama.cpp", "mlx"]
@@ -30,7 +29,7 @@ class UnknownEngineError(SizingError):
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Support(Record):
     """Whether ``engine`` runs a weight format on a GPU, natively or through a fallback kernel."""
 
@@ -39,7 +38,7 @@ class Support(Record):
     note: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Engine(Record):
     id: EngineId
     name: str

@@ -14,11 +14,10 @@ published measurements):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from .architecture import Architecture
-from .record import CamelRecord
+from .record import CamelRecord, record
 from .tensors import EXPERT_ROLES, Role
 from .units import GIB
 
@@ -29,7 +28,7 @@ _ADAPTED = {Role.ATTN_Q, Role.ATTN_K, Role.ATTN_V, Role.ATTN_QKV, Role.ATTN_OUTP
             Role.FFN_UP_SHEXP, Role.FFN_DOWN_SHEXP}
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FineTuneMemory(CamelRecord):
     method: Method
     gpus: int

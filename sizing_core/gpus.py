@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
 from .errors import SizingError
-from .record import InvalidField, Record, checked
+from .record import InvalidField, Record, checked, record
 from .units import GB, GIB, MIB
 
 Kind = Literal["datacenter", "workstation", "consumer", "unified", "apple"]
@@ -29,7 +28,7 @@ class UnknownGPUError(SizingError):
 _NUMBER = (int, float)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GPU(Record):
     """One catalog row. Checked on construction (ids, kinds, positive figures); :func:`parse_catalog` converts the
     CSV's text cells first and names the line of a bad one."""

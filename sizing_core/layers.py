@@ -13,10 +13,9 @@ Conventions for the cache methods, all per layer, per request, on one GPU of a t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import ClassVar
 
-from .record import Record, checked
+from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
 
@@ -25,7 +24,7 @@ def _per_rank(heads: int, tp: int) -> int:
     return max(1, math.ceil(heads / tp))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _Kind(Record):
     """Base of every mixer and MLP kind; ``kind`` names it (a class constant, as the configs' layer kinds)."""
 
@@ -33,7 +32,7 @@ class _Kind(Record):
 
 
 # --------------------------------------------------------------------------------------------- mixers
-@dataclass(frozen=True, kw_only=True)
+@record
 class FullAttention(_Kind):
     """Multi-head / grouped-query attention caching K and V for every token."""
 
@@ -99,7 +98,7 @@ class FullAttention(_Kind):
         return 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SlidingWindowAttention(FullAttention):
     """Attention over the last ``window`` tokens: the cache stops growing at the window."""
 
@@ -113,7 +112,7 @@ class SlidingWindowAttention(FullAttention):
         return 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ChunkedLocalAttention(FullAttention):
     """Llama 4 local layers: attention within chunks of ``chunk`` tokens; at most one chunk is cached."""
 
@@ -127,7 +126,7 @@ class ChunkedLocalAttention(FullAttention):
         return 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MLAAttention(_Kind):
     """Multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM-5): caches one latent per token.
 
@@ -192,7 +191,7 @@ class MLAAttention(_Kind):
         return 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CompressedSparseAttention(_Kind):
     """DeepSeek-V4 attention: one shared 512-wide KV head, a sliding window of raw tokens, and for layers with a
     ``compress_ratio`` a compressed cache of ``ceil(T / ratio)`` entries (ratio-4 layers also keep indexer keys).
@@ -258,7 +257,7 @@ class CompressedSparseAttention(_Kind):
         return 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _Recurrent(_Kind):
     """Linear-attention / SSM layers: a fixed state per request, nothing that grows with context."""
 
@@ -269,7 +268,7 @@ class _Recurrent(_Kind):
         return 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GatedDeltaNet(_Recurrent):
     """Qwen3-Next / Qwen3.5 linear attention. State: conv ``(K-1) x (2*Hk*dk + Hv*dv)`` in ``conv_dtype_bytes``
     plus recurrent ``Hv x dv x dk`` in ``ssm_dtype_bytes`` (vLLM ``mamba_utils.gated_delta_net_state_shape``)."""
@@ -302,7 +301,7 @@ class GatedDeltaNet(_Recurrent):
         return conv + ssm
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KimiDeltaAttention(_Recurrent):
     """Kimi Delta Attention (Kimi Linear). State: three short convs ``(K-1) x 3*H*d`` in ``conv_dtype_bytes``
     plus recurrent ``H x d x d`` always in float32 (vLLM ``kda_state_dtype``)."""
@@ -338,7 +337,7 @@ class KimiDeltaAttention(_Recurrent):
         return conv + heads * self.head_dim * self.head_dim * 4
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Mamba2(_Recurrent):
     """Mamba2 mixer (Nemotron-H). State: conv ``(K-1) x (I + 2*G*N)`` plus SSM ``nheads x head_dim x N``."""
 
@@ -376,7 +375,7 @@ class Mamba2(_Recurrent):
         return conv + ssm
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ParallelHybrid(_Kind):
     """Falcon-H1: attention and a Mamba2 mixer side by side in every layer, their outputs summed. Caches both:
     the attention's KV per token and the Mamba2 state per request."""
@@ -398,7 +397,7 @@ class ParallelHybrid(_Kind):
         return self.ssm.state_bytes(tp)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LinearAttention(_Recurrent):
     """Plain (lightning) linear attention, MiniMax-Text-01 / M1 style: fused qkv, an output gate, a norm and o_proj.
     State: ``heads x head_dim x head_dim`` per request (vLLM ``linear_attention_state_shape``), in the model dtype."""
@@ -420,7 +419,7 @@ class LinearAttention(_Recurrent):
         return _per_rank(self.num_heads, tp) * self.head_dim * self.head_dim * self.state_dtype_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ShortConv(_Recurrent):
     """LFM2 gated short convolution: in_proj h -> 3h (B, C, x), a depthwise conv of ``conv_kernel`` taps,
     out_proj h -> h. State: the last ``conv_kernel - 1`` inputs of the ``hidden`` channels (vLLM
@@ -445,7 +444,7 @@ class ShortConv(_Recurrent):
         return (self.conv_kernel - 1) * math.ceil(self.hidden / tp) * self.conv_dtype_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LinearReplacement(_Kind):
     """DeciLM (Nemotron-NAS) blocks whose attention or FFN was replaced by one hidden x hidden linear layer."""
 
@@ -469,7 +468,7 @@ Mixer = (FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAtt
 
 
 # ------------------------------------------------------------------------------------------------ MLPs
-@dataclass(frozen=True, kw_only=True)
+@record
 class DenseMLP(_Kind):
     """Gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down; Nemotron-H relu2) feed-forward."""
 
@@ -492,7 +491,7 @@ class DenseMLP(_Kind):
         return 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MoE(_Kind):
     """Mixture of experts: a router, ``num_experts`` routed experts of which ``top_k`` run per token, optional
     always-on shared experts (``shared_intermediate`` is their combined width) and optional dense MLP beside it
@@ -553,7 +552,7 @@ class MoE(_Kind):
 MLP = DenseMLP | MoE | LinearReplacement
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DecoderLayer(_Kind):
     mixer: Mixer | None = None
     mlp: MLP | None = None

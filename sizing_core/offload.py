@@ -10,21 +10,19 @@ vLLM's ``--cpu-offload-gb``, streams the offloaded weights over PCIe every step 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .architecture import Architecture
 from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import kv_bytes_per_request, state_bytes_per_request
 from .layers import MoE
-from .record import CamelRecord
+from .record import CamelRecord, record
 from .throughput import DISCRETE_BANDWIDTH_EFFICIENCY, UNIFIED_BANDWIDTH_EFFICIENCY
 from .units import GB, GIB
 
 HOST_EFFICIENCY = 0.7
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Offload(CamelRecord):
     mode: str
     gpu_layers: int

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from .architecture import Architecture
-from .record import CamelRecord
+from .record import CamelRecord, record
 from .tensors import Role
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CheckpointFacts(CamelRecord):
     """What a checkpoint's safetensors metadata states: the Hub API's ``safetensors`` block (parameter counts
     per dtype and their total) and/or ``model.safetensors.index.json`` (``metadata.total_size`` in bytes)."""
@@ -45,7 +44,7 @@ def checkpoint_facts(data: dict[str, Any], source: str) -> CheckpointFacts:
     return CheckpointFacts(parameters_by_dtype=by_dtype, parameter_total=total, total_bytes=nbytes, source=source)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ParameterCounts(CamelRecord):
     """``total``/``active`` are what sizing reports; ``used`` says where they came from.
 

@@ -28,7 +28,7 @@ from .layers import (
     Mamba2,
     MLAAttention,
 )
-from .record import CamelRecord
+from .record import CamelRecord, record
 from .units import GIB
 
 MAX_GPUS = 128
@@ -38,7 +38,7 @@ class ContextTooLongError(SizingError):
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StageMemory(CamelRecord):
     """One pipeline stage on one of its GPUs (GiB)."""
 
@@ -52,7 +52,7 @@ class StageMemory(CamelRecord):
     total: float
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Plan(CamelRecord):
     gpus: int
     tensor_parallel: int
@@ -69,7 +69,7 @@ class Plan(CamelRecord):
         return max(self.stages, key=lambda s: s.total)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Placement(CamelRecord):
     gpu: str
     engine: str

@@ -6,7 +6,9 @@ itself. The sizing types are built by our own code from values already checked (
 config field of every bad value), so a validating framework earns little there; pydantic stays at the edges where
 it validates outside input: manual spec files (``spec.py``), the pipeline's sources and published schemas.
 
-:class:`Record` gives these dataclasses the part of pydantic's model API the pipeline uses on them, with the same
+Each is declared ``@record class X(Record)`` (or ``CamelRecord``): a keyword-only dataclass whose ``__init__`` is
+generated and whose equality, hashing, ``repr`` and immutability come from :class:`Record` (see :func:`record` for
+why not ``frozen=True``). :class:`Record` gives these dataclasses the part of pydantic's model API the pipeline uses on them, with the same
 output, so a pydantic model and a record serialize alike wherever both are published:
 
 - ``model_dump(mode="python"|"json", by_alias=None, include=None, exclude=None)``: a dict; nested records become
@@ -27,9 +29,11 @@ import json
 import math
 import re
 from datetime import date, datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from .errors import SizingError
+
+T = TypeVar("T")
 
 
 class InvalidField(SizingError):
@@ -40,14 +44,15 @@ class InvalidField(SizingError):
         super().__init__(f"{owner}.{field} {message}")
 
 
-@dataclasses.dataclass(frozen=True)
 class _Rule:
-    gt: float | None = None
-    ge: float | None = None
-    le: float | None = None
-    pattern: str | None = None
-    one_of: tuple[Any, ...] | None = None
-    kind: type | tuple[type, ...] | None = None
+    """What :func:`checked` declares for one field."""
+
+    __slots__ = ("ge", "gt", "kind", "le", "one_of", "pattern")
+
+    def __init__(self, *, gt: float | None = None, ge: float | None = None, le: float | None = None,
+                 pattern: str | None = None, one_of: tuple[Any, ...] | None = None,
+                 kind: type | tuple[type, ...] | None = None) -> None:
+        self.gt, self.ge, self.le, self.pattern, self.one_of, self.kind = gt, ge, le, pattern, one_of, kind
 
     def check(self, owner: str, name: str, value: Any) -> None:  # noqa: ANN401 - any field value
         if value is None:
@@ -127,11 +132,48 @@ def _layout(cls: type[Record]) -> _Layout:
     return layout
 
 
+def record(cls: type[T]) -> type[T]:
+    """Make ``cls`` (a :class:`Record` subclass) a keyword-only dataclass.
+
+    Only ``__init__`` is generated; equality, hashing, ``repr`` and immutability come from :class:`Record`. Why
+    not ``@dataclass(frozen=True)``: it compiles six methods per class, ~1-2 ms each class on our machine, and the
+    ~30 classes ``vramlab size`` loads took 60 ms of a 155 ms answer (``docs/benchmarks.md``, #12); generating
+    ``__init__`` alone costs a fifth of that. The result is still a dataclass (``dataclasses.fields``, ``replace``
+    and ``is_dataclass`` work; pydantic validates it as one).
+    """
+    return dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
+
+
 class Record:
-    """Base of sizing_core's dataclasses (``@dataclass(frozen=True, kw_only=True)`` on each subclass)."""
+    """Base of sizing_core's records (decorate each subclass with :func:`record`): immutable (a field is set once,
+    by ``__init__``; ``cached_property`` values are kept beside), equal and hashed by type and field values."""
 
     #: publish keys in camelCase (what seed 004 and the exports use); field names otherwise
     camel: ClassVar[bool] = False
+
+    def __setattr__(self, name: str, value: Any) -> None:  # noqa: ANN401 - any field value
+        if name in self.__dict__ or name not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _values(self) -> tuple[Any, ...]:
+        layout = _LAYOUTS.get(type(self)) or _layout(type(self))
+        return tuple([getattr(self, name) for name in layout.names])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self is other or self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __repr__(self) -> str:
+        layout = _LAYOUTS.get(type(self)) or _layout(type(self))
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in layout.names)})"
 
     def __post_init__(self) -> None:
         layout = _LAYOUTS.get(type(self)) or _layout(type(self))

@@ -6,19 +6,17 @@ state GiB to 4, parameters in billions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .architecture import Architecture
 from .formats import WEIGHT_FORMATS, weight_bytes
 from .kv_cache import kv_bytes_per_request, kv_bytes_per_token, state_bytes_per_request
 from .parameters import CheckpointFacts, ParameterCounts, count_parameters
-from .record import CamelRecord, alias
+from .record import CamelRecord, alias, record
 from .units import GIB
 
 DEFAULT_CONTEXTS = (8192, 32768, 131072, 1048576)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KVRow(CamelRecord):
     context: int
     bf16: float
@@ -26,7 +24,7 @@ class KVRow(CamelRecord):
     within_max_context: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SizingReport(CamelRecord):
 
     model: str

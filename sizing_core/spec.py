@@ -7,17 +7,16 @@ through the same parser), optional ModelOpt-style ``hf_quant_config`` for the ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from .architecture import Architecture, DeclaredParameters
 from .errors import ConfigError
 from .hf_config import parse_config
-from .record import Record
+from .record import Record, record
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ModelSpec(Record):
     """A spec file's fields. Spec files are written by hand, so they are validated by pydantic (types, unknown
     keys, the declared counts' checks), imported only here: sizing a config.json or a tracked model never loads

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from .architecture import Architecture
 from .engines import Engine
@@ -23,7 +22,7 @@ from .gpus import GPU
 from .kv_cache import cache_bytes
 from .layers import FullAttention, MLAAttention, MoE
 from .placement import Placement, Plan
-from .record import CamelRecord
+from .record import CamelRecord, record
 from .units import GB
 
 DISCRETE_BANDWIDTH_EFFICIENCY = 0.6
@@ -32,7 +31,7 @@ PREFILL_MFU = 0.5
 TTFT_PROMPT = 4096
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Throughput(CamelRecord):
     decode_tokens_per_s: float | None  # one request at the placement's context
     prefill_tokens_per_s: float | None

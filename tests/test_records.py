@@ -195,3 +195,19 @@ def test_datetimes_are_written_as_pydantic_writes_them(when: datetime) -> None:
     assert ours.model_dump(mode="json") == theirs.model_dump(mode="json")
     assert ours.model_dump_json() == theirs.model_dump_json()
     assert ours.model_dump() == theirs.model_dump()
+
+
+def test_records_are_immutable_and_compare_by_value() -> None:
+    a, b = arch("Qwen__Qwen3-8B"), arch("Qwen__Qwen3-8B")
+    assert a is not b and a == b and hash(a) == hash(b) and a.layers[0] == b.layers[0]
+    assert a != a.model_copy(update={"vocab_size": a.vocab_size + 1})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.hidden_size = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.layers[0].mixer.num_heads = 1  # type: ignore[union-attr]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.colour = "blue"  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del a.model
+    assert a.tensors is a.tensors and len(a.tensors) > 36 * 9  # cached once per object, kept beside the fields
+    assert repr(a.layers[0].mlp) == "DenseMLP(intermediate=12288, gated=True, bias=False)"

@@ -26,7 +26,6 @@ import csv
 import heapq
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import date, datetime
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -39,7 +38,7 @@ from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
 from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, _lower_bound, _weight_loads, fewest_gpus
-from sizing_core.record import CamelRecord, described
+from sizing_core.record import CamelRecord, described, record
 from sizing_core.throughput import estimate
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
@@ -71,7 +70,7 @@ def eligible_offers(con: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Setup(CamelRecord):
     """One rentable deployment (a plain dataclass like sizing_core's results: ``fit`` prices plans with these and
     must not import pydantic; ``pipeline/exports/schema.py`` publishes it as ``SetupItem``)."""
