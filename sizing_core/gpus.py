@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 from .errors import SizingError
@@ -161,7 +161,9 @@ def parse_catalog(text: str, origin: str = "gpus.csv") -> dict[str, GPU]:
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, GPU]:
-    text = (resources.files("sizing_core") / "data" / "gpus.csv").read_text()
+    # package data beside this file (as pipeline/cli/resolve.py reads it); importlib.resources costs the quick
+    # commands ~5 ms of imports (zipfile, tempfile) for a package that is always installed as a directory
+    text = (Path(__file__).parent / "data" / "gpus.csv").read_text()
     return parse_catalog(text)
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
@@ -144,7 +144,7 @@ class Setup(CamelRecord):
 @lru_cache(maxsize=1)
 def interconnects() -> tuple[tuple[str, str, str], ...]:
     """``data/interconnect.csv``: (provider, instance pattern, fabric) of families rented with a cluster fabric."""
-    text = (resources.files("pipeline.compute") / "data" / "interconnect.csv").read_text()
+    text = (Path(__file__).parent / "data" / "interconnect.csv").read_text()  # not importlib.resources: start-up
     return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines()))
 
 
