@@ -24,6 +24,7 @@ show comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import polars as pl
 
@@ -42,7 +43,7 @@ from sizing_core.formats import (
     mix_context,
 )
 from sizing_core.gpus import GPU
-from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
+from sizing_core.kv_cache import cache_bytes
 from sizing_core.layers import MoE
 from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
 from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, Role
@@ -84,44 +85,88 @@ def _excluded(name: str, patterns: tuple[str, ...]) -> bool:
 _DEFAULT_EXCLUDE = format_scheme("fp8").exclude  # what every non-GGUF target format keeps in BF16
 
 
+def _is_literal(patterns: tuple[str, ...]) -> bool:
+    """Plain module names: no glob characters, no ``re:``."""
+    return not any(p.startswith("re:") or any(c in p for c in "*?[") for p in patterns)
+
+
 def _exclusion_test(patterns: tuple[str, ...]):  # type: ignore[no-untyped-def]
-    """A fast, exact ``is_excluded`` for ``patterns``: plain module names (no glob characters, no ``re:``) match a
-    module or its parents, i.e. the name itself or any name below it; anything else goes to sizing_core."""
+    """A fast, exact ``is_excluded`` for ``patterns``: plain module names match a module or its parents, i.e. the
+    name itself or any name below it; anything else goes to sizing_core."""
     if not patterns:
         return lambda _name: False
-    if any(p.startswith("re:") or any(c in p for c in "*?[") for p in patterns):
+    if not _is_literal(patterns):
         return lambda name: _excluded(name, patterns)
     literal = tuple(_normalise(p) for p in patterns)
     below = tuple(p + "." for p in literal)
     return lambda name: name in literal or name.startswith(below)
 
 
+def _excluded_expr(patterns: tuple[str, ...]) -> pl.Expr | None:
+    """``_exclusion_test`` on the ``name`` column for plain module names (None for globs and regexes)."""
+    if not patterns:
+        return pl.lit(False)
+    if not _is_literal(patterns):
+        return None
+    literal = [_normalise(p) for p in patterns]
+    name = pl.col("name")
+    return name.is_in(literal) | pl.any_horizontal(*[name.str.starts_with(p + ".") for p in literal])
+
+
 def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
-    """One row per tensor group of every model, with what the format rules read from it."""
-    cols: dict[str, list] = {k: [] for k in ("model_id", "role", "cols", "numel", "layer", "share", "attn_v_pos",
-                                             "excl_default", "excl_native")}
-    default_excluded = _exclusion_test(_DEFAULT_EXCLUDE)
+    """One row per tensor group of every model, with what the format rules read from it.
+
+    Python only reads the tensors' fields (one list per field); element counts, expert shares, the attn_v
+    position and the default exclusions are column expressions. A checkpoint's own exclusion list (a few quantized
+    native checkpoints) is tested per linear tensor name in Python."""
+    fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
+                                               "first_layer_row", "n_layers", "excl_native")}
+    moe_share: list[float | None] = []  # per decoder layer of every model, in order
+    attn_v_pos: list[int] = []
     for model_id, arch in models.items():
-        native = arch.native
-        native_excluded = _exclusion_test(native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ())
-        attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
-        shares = {i: layer.mlp.top_k / layer.mlp.num_experts for i, layer in enumerate(arch.layers)
-                  if isinstance(layer.mlp, MoE)}
         tensors = arch.tensors
-        linear = [t.role in LINEAR_ROLES for t in tensors]
-        cols["model_id"].extend([model_id] * len(tensors))
-        cols["role"].extend([t.role.value for t in tensors])
-        cols["cols"].extend([t.cols for t in tensors])
-        cols["numel"].extend([t.rows * t.cols * t.count for t in tensors])
-        cols["layer"].extend([t.layer for t in tensors])
-        cols["share"].extend([shares[t.layer] if t.role in EXPERT_ROLES and t.layer is not None else 1.0
-                              for t in tensors])
-        cols["attn_v_pos"].extend([attn_v_index.get(t.layer or 0, 0) for t in tensors])
-        cols["excl_default"].extend([lin and default_excluded(t.name) for t, lin in zip(tensors, linear, strict=True)])
-        cols["excl_native"].extend([lin and native_excluded(t.name) for t, lin in zip(tensors, linear, strict=True)])
-    return pl.DataFrame(cols, schema={"model_id": pl.String, "role": pl.String, "cols": pl.Int64,
-                                      "numel": pl.Int64, "layer": pl.Int64, "share": pl.Float64,
-                                      "attn_v_pos": pl.Int64, "excl_default": pl.Boolean, "excl_native": pl.Boolean})
+        n = len(tensors)
+        fields["model_id"].extend([model_id] * n)
+        fields["name"].extend([t.name for t in tensors])
+        fields["role"].extend([t.role for t in tensors])  # a StrEnum: polars stores its string
+        fields["rows"].extend([t.rows for t in tensors])
+        fields["cols"].extend([t.cols for t in tensors])
+        fields["count"].extend([t.count for t in tensors])
+        fields["layer"].extend([t.layer for t in tensors])
+        fields["first_layer_row"].extend([len(moe_share)] * n)
+        fields["n_layers"].extend([arch.num_layers] * n)
+        native = arch.native
+        patterns = native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ()
+        if patterns:
+            excluded = _exclusion_test(patterns)
+            fields["excl_native"].extend([t.role in LINEAR_ROLES and excluded(t.name) for t in tensors])
+        else:
+            fields["excl_native"].extend([False] * n)
+        attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
+        moe_share.extend([layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None
+                          for layer in arch.layers])
+        attn_v_pos.extend([attn_v_index.get(i, 0) for i in range(arch.num_layers)])
+    frame = pl.DataFrame(fields, schema={"model_id": pl.String, "name": pl.String, "role": pl.String,
+                                         "rows": pl.Int64, "cols": pl.Int64, "count": pl.Int64, "layer": pl.Int64,
+                                         "first_layer_row": pl.Int64, "n_layers": pl.Int64,
+                                         "excl_native": pl.Boolean})
+    default_excluded = _excluded_expr(_DEFAULT_EXCLUDE)
+    if default_excluded is None:  # not plain names: sizing_core's matcher, per name
+        default_excluded = pl.lit(pl.Series(map(_exclusion_test(_DEFAULT_EXCLUDE), fields["name"]),
+                                            dtype=pl.Boolean))
+    # per-layer figures by row number in the per-layer lists (no join); attn_v position: of the tensor's layer
+    # (layer 0's for tensors outside layers), 0 outside attention layers
+    layer, layer0 = pl.col("layer"), pl.col("layer").fill_null(0)
+    in_layers = layer0 < pl.col("n_layers")
+    return frame.lazy().select(
+        "model_id", "role", "cols", numel=pl.col("rows") * pl.col("cols") * pl.col("count"), layer="layer",
+        share=pl.when(_ROUTED & layer.is_not_null() & in_layers)
+        .then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(pl.col("first_layer_row") + layer))
+        .otherwise(1.0),
+        attn_v_pos=pl.when(in_layers)
+        .then(pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(pl.col("first_layer_row") + layer0))
+        .otherwise(0),
+        excl_default=_LINEAR & default_excluded, excl_native="excl_native").collect(engine="in-memory")
 
 
 def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
@@ -270,7 +315,7 @@ def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = 
         .select(*_GGUF_KEY, *[_gguf_bits(pl.col(f"type_{m}")).alias(f"bits_{m}") for m in mixes])
     return rows.with_columns(**{f"bits_{f}": bits_expr(f) for f in formats if f not in GGUF_MIXES})\
         .join(gguf, on=list(_GGUF_KEY), how="left", maintain_order="left", nulls_equal=True)\
-        .drop(*_gguf_features()).collect()
+        .drop(*_gguf_features()).collect(engine="in-memory")
 
 
 def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
@@ -284,7 +329,7 @@ def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
     layers = tensors.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer")\
         .agg(*[nb.sum().alias(f"l_{f}") for f, nb in nbytes.items()])\
         .group_by("model_id").agg(*[pl.col(f"l_{f}").max() for f in GRID_FORMATS])
-    wide = totals.join(layers, on="model_id", how="left").collect()
+    wide = totals.join(layers, on="model_id", how="left").collect(engine="in-memory")
     return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
                                   max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}")
                       for f in GRID_FORMATS])
@@ -293,22 +338,58 @@ def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
 # ------------------------------------------------------------------------------------------------- small tables
 
 
+def _mixer_key(mixer: object) -> object:
+    """Equal mixers (the same attention or SSM configuration on many layers) share one key; an unhashable one
+    keys by identity."""
+    try:
+        hash(mixer)
+    except TypeError:
+        return id(mixer)
+    return mixer
+
+
+def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[float]], list[float]]:
+    """``kv_bytes_per_request(arch, context, "bf16", tp)`` for every grid context and ``state_bytes_per_request(arch,
+    tp)``, for each ``tp``. The same per-layer sums sizing_core.kv_cache takes, in the same layer order (so the
+    same floats), with each distinct mixer asked once instead of once per layer. ``tests/grid_reference.py`` calls
+    sizing_core.kv_cache itself, so a rule added there and not here fails the grid comparison test."""
+    per_token = cache_bytes("bf16")
+    distinct: dict[object, int] = {}
+    mixers, order = [], []  # distinct mixers; per layer with a mixer, its distinct mixer's index
+    for layer in arch.layers:
+        if layer.mixer is not None:
+            i = distinct.setdefault(_mixer_key(layer.mixer), len(distinct))
+            if i == len(mixers):
+                mixers.append(layer.mixer)
+            order.append(i)
+    kv_by_mixer = [[[m.kv_bytes_per_request(c, per_token, tp) for m in mixers] for c in GRID_CONTEXTS] for tp in tps]
+    state_by_mixer = [[m.state_bytes(tp) for m in mixers] for tp in tps]
+    kv = [[sum([by_mixer[i] for i in order]) for by_mixer in per_tp] for per_tp in kv_by_mixer]
+    state = [sum([by_mixer[i] for i in order]) for by_mixer in state_by_mixer]
+    return kv, state
+
+
 def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
     """Per model and context: KV and state at TP 1 and at the largest valid TP <= 8."""
-    rows = []
+    cols: dict[str, list] = {k: [] for k in ("model_id", "context", "above_max_context", "kv1", "state1", "max_tp",
+                                             "kv_max_tp", "state_max_tp")}
     for model_id, arch in models.items():
         valid = [t for t in TPS if valid_tensor_parallel(arch, t)]
         if not valid:
             continue
         max_tp = max(valid)
-        state1, state_max = float(state_bytes_per_request(arch, 1)), float(state_bytes_per_request(arch, max_tp))
-        for context in GRID_CONTEXTS:
-            rows.append({"model_id": model_id, "context": context,
-                         "above_max_context": arch.max_context is not None and context > arch.max_context,
-                         "kv1": float(kv_bytes_per_request(arch, context, "bf16", 1)), "state1": state1,
-                         "max_tp": max_tp, "kv_max_tp": float(kv_bytes_per_request(arch, context, "bf16", max_tp)),
-                         "state_max_tp": state_max})
-    return pl.DataFrame(rows, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
+        (kv1, kv_max), (state1, state_max) = _cache_sums(arch, (1, max_tp))
+        n = len(GRID_CONTEXTS)
+        cols["model_id"].extend([model_id] * n)
+        cols["context"].extend(GRID_CONTEXTS)
+        cols["above_max_context"].extend([arch.max_context is not None and c > arch.max_context
+                                          for c in GRID_CONTEXTS])
+        cols["kv1"].extend(kv1)
+        cols["state1"].extend([state1] * n)
+        cols["max_tp"].extend([max_tp] * n)
+        cols["kv_max_tp"].extend(kv_max)
+        cols["state_max_tp"].extend([state_max] * n)
+    return pl.DataFrame(cols, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
                                       "kv1": pl.Float64, "state1": pl.Float64, "max_tp": pl.Int64,
                                       "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64})
 
@@ -381,47 +462,81 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     mf = mf.with_columns(model_idx=pl.col("model_id").replace_strict({m: i for i, m in enumerate(model_ids)},
                                                                       return_dtype=pl.Int64))
     mfc = mf.join(context_table(archs), on="model_id").sort("model_id", "format", "context")
-    n = mfc.height * n_hw
     hw = hw.with_columns(engine_idx=pl.col("engine").replace_strict(engine_idx, return_dtype=pl.Int64))
-    idx = pl.DataFrame({"i": pl.int_range(0, n, dtype=pl.Int64, eager=True)})
-    left, right = idx["i"] // n_hw, idx["i"] % n_hw
-    cells = pl.concat([mfc.select(pl.all().gather(left)), hw.select(pl.all().gather(right))], how="horizontal")
+    lookups = _Lookups(runs=pl.Series(runs, dtype=pl.Boolean), native=pl.Series(native, dtype=pl.Boolean),
+                       activation=pl.Series(activation, dtype=pl.Float64), n_hw=n_hw, n_engines=len(engine_ids))
+    return _cells(mfc, hw, lookups)
+
+
+class _Lookups(NamedTuple):
+    """Per-cell look-ups by integer index: support verdicts by (support class, GPU x engine row), activation peaks
+    by (model, engine)."""
+
+    runs: pl.Series
+    native: pl.Series
+    activation: pl.Series
+    n_hw: int
+    n_engines: int
+
+
+def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame:
+    """The (model, format, context) x (GPU, engine) product and every cell's columns.
+
+    What depends on one side only is computed on that side's small table first; the product then takes a few
+    staged ``with_columns``, each column computed once (one big ``select`` with shared sub-expressions is ~2x
+    slower). The product runs on polars' streaming engine: it evaluates the cross join and the columns morsel by
+    morsel, in parallel, without materialising every input column for all cells first (~1.5x faster than the
+    in-memory engine here); ``maintain_order`` keeps the published order (left-major: model, format, context; then
+    GPU, engine)."""
+    gib = pl.lit(GIB)
+    left = mfc.lazy().select(
+        "model_id", "revision", "format", "stored_format", "context", "above_max_context", "support_idx", "model_idx",
+        "weights_bytes", "max_layer_bytes", "active_bytes", "kv1", "max_tp", layers="num_layers",
+        single=pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1"),
+        # whole layers per GPU: a stage holds floor(budget / per-layer load) layers (largest layer, cache spread)
+        layer_load=pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / pl.col("num_layers"),
+        cache_max=pl.col("kv_max_tp") + pl.col("state_max_tp"),
+        weights_gib=pl.col("weights_bytes") / gib, kv_gib=pl.col("kv1") / gib, state_gib=pl.col("state1") / gib,
+    ).with_columns(cache_max_layer=pl.col("cache_max") / pl.col("layers"))
+    right = hw.lazy().select("hw_idx", "gpu_id", "gpu_kind", "engine", "engine_idx", "usable_bytes", "node_size",
+                             "tensor_parallel", "bandwidth", usable_gib=pl.col("usable_bytes") / gib)
+    support = pl.col("support_idx") * lookups.n_hw + pl.col("hw_idx")
+    cells = left.join(right, how="cross", maintain_order="left_right").with_columns(
+        runs=pl.lit(lookups.runs).gather(support), native_support=pl.lit(lookups.native).gather(support),
+        activation_bytes=pl.lit(lookups.activation).gather(pl.col("model_idx") * lookups.n_engines
+                                                           + pl.col("engine_idx")),
+        tp_cap=pl.min_horizontal(pl.col("max_tp"), pl.col("node_size")),  # (max_tp: the largest valid TP <= 8)
+    ).with_columns(budget=pl.col("usable_bytes") - pl.col("activation_bytes"))
+    budget, single, tp_cap, layers = pl.col("budget"), pl.col("single"), pl.col("tp_cap"), pl.col("layers")
+    tensor_parallel = pl.col("tensor_parallel")
     cells = cells.with_columns(
-        runs=pl.Series(runs, dtype=pl.Boolean).gather(cells["support_idx"] * n_hw + cells["hw_idx"]),
-        native_support=pl.Series(native, dtype=pl.Boolean).gather(cells["support_idx"] * n_hw + cells["hw_idx"]),
-        activation_bytes=pl.Series(activation, dtype=pl.Float64).gather(
-            cells["model_idx"] * len(engine_ids) + cells["engine_idx"]))
-    return _cell_columns(cells)
-
-
-def _cell_columns(cells: pl.DataFrame) -> pl.DataFrame:
-    budget = pl.col("usable_bytes") - pl.col("activation_bytes")
-    single = pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1")
-    tp_cap = pl.min_horizontal(pl.col("max_tp"), pl.col("node_size"))  # (max_tp is the largest valid TP <= 8)
-    layers = pl.col("num_layers")
-    # whole layers per GPU: a stage holds floor(budget / per-layer load) layers (largest layer, cache spread)
-    per_device = (budget / (pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / layers)).floor()
-    split_gpus = pl.when(single <= budget).then(1).when(per_device >= 1).then(
-        pl.max_horizontal((single / budget).ceil(), (layers / per_device).ceil())).otherwise(None)
+        per_device=(budget / pl.col("layer_load")).floor(),
+        per_stage=(budget / ((pl.col("max_layer_bytes") / tp_cap) + pl.col("cache_max_layer"))).floor(),
+        node_load=pl.col("weights_bytes") / tp_cap + pl.col("cache_max"),
+        fits_one=single <= budget)
+    per_device, per_stage = pl.col("per_device"), pl.col("per_stage")
+    cells = cells.with_columns(
+        split_gpus=pl.when(pl.col("fits_one")).then(1).when(per_device >= 1).then(
+            pl.max_horizontal((single / budget).ceil(), (layers / per_device).ceil())).otherwise(None),
+        stages=pl.max_horizontal((pl.col("node_load") / budget).ceil(), (layers / per_stage).ceil()))
     # tensor-parallel engines: inside one machine any TP x PP = n works (TP 1 x PP n at worst), so the split
     # count stands while it fits a machine; beyond, TP takes the whole machine and PP counts machines
-    per_stage = (budget / ((pl.col("max_layer_bytes") / tp_cap) + (pl.col("kv_max_tp") + pl.col("state_max_tp"))
-                           / layers)).floor()
-    node_load = pl.col("weights_bytes") / tp_cap + pl.col("kv_max_tp") + pl.col("state_max_tp")
-    stages = pl.max_horizontal((node_load / budget).ceil(), (layers / per_stage).ceil())
-    tp_gpus = pl.when(split_gpus <= pl.col("node_size")).then(split_gpus).otherwise(tp_cap * stages)
-    gpus_col = pl.when(pl.col("tensor_parallel")).then(tp_gpus).otherwise(split_gpus)
-    fits_a_layer = pl.when(pl.col("tensor_parallel")).then(per_stage >= 1).otherwise(per_device >= 1)
-    feasible = pl.col("runs") & ~pl.col("above_max_context") & (budget > 0) & fits_a_layer
-    est_gpus = pl.when(feasible & (gpus_col <= MAX_GPUS)).then(gpus_col).otherwise(None).cast(pl.Int64)
-    decode = pl.col("bandwidth") / (pl.col("active_bytes") / pl.when(pl.col("tensor_parallel"))
+    split_gpus = pl.col("split_gpus")
+    tp_gpus = pl.when(split_gpus <= pl.col("node_size")).then(split_gpus).otherwise(tp_cap * pl.col("stages"))
+    fits_a_layer = pl.when(tensor_parallel).then(per_stage >= 1).otherwise(per_device >= 1)
+    cells = cells.with_columns(
+        gpus=pl.when(tensor_parallel).then(tp_gpus).otherwise(split_gpus),
+        feasible=pl.col("runs") & ~pl.col("above_max_context") & (budget > 0) & fits_a_layer)
+    cells = cells.with_columns(est_gpus=pl.when(pl.col("feasible") & (pl.col("gpus") <= MAX_GPUS))
+                               .then(pl.col("gpus")).otherwise(None).cast(pl.Int64))
+    est_gpus = pl.col("est_gpus")
+    decode = pl.col("bandwidth") / (pl.col("active_bytes") / pl.when(tensor_parallel)
                                     .then(pl.min_horizontal(est_gpus, tp_cap)).otherwise(1)
                                     + pl.col("kv1"))
-    return cells.lazy().select(
+    return cells.select(
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
-        "native_support", "above_max_context",
-        weights_gib=pl.col("weights_bytes") / GIB, kv_gib=pl.col("kv1") / GIB, state_gib=pl.col("state1") / GIB,
-        single_gpu_gib=(single + pl.col("activation_bytes")) / GIB, usable_gib=pl.col("usable_bytes") / GIB,
-        fits_single=feasible & (single <= budget), est_gpus=est_gpus,
+        "native_support", "above_max_context", "weights_gib", "kv_gib", "state_gib",
+        single_gpu_gib=(single + pl.col("activation_bytes")) / gib, usable_gib="usable_gib",
+        fits_single=pl.col("feasible") & pl.col("fits_one"), est_gpus=est_gpus,
         decode_tokens_per_s=pl.when(est_gpus.is_not_null() & (pl.col("bandwidth") > 0)).then(decode)
-        .otherwise(None)).collect()
+        .otherwise(None)).collect(engine="streaming")
