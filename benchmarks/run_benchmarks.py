@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run_benchmarks.py > docs/benchmarks.md      # everything (~5-10 min on 2 cores)
     .venv/bin/python benchmarks/run_benchmarks.py --quick                  # one repetition, no synthetic graph
     .venv/bin/python benchmarks/run_benchmarks.py --grid-only --repeat 5   # the grid cases only, best and median
+    .venv/bin/python benchmarks/run_benchmarks.py --only graph --graph-case watchlist --repeat 1   # one graph case
 
 Every case runs in a fresh child process; its peak memory is that process's maximum resident set size
 (``os.wait4``), its time the best of ``--repeat`` runs (the machine is shared: the best run is the one least
@@ -174,10 +175,10 @@ def child_graph(data_dir: str, models: int | None, gpus: int | None, second: boo
 
     instance = dg.DagsterInstance.ephemeral()
     quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     result = dg.materialize(ALL_ASSETS, instance=instance, resources=default_resources(), raise_on_error=False,
                             run_config=quiet)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     starts, steps = {}, {}
     for record in instance.all_logs(result.run_id):
         ev = record.dagster_event
@@ -200,7 +201,8 @@ def child_graph(data_dir: str, models: int | None, gpus: int | None, second: boo
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("offers_current", "sizing", "cheapest_setups", "models")}
     con.close()
-    return {"success": result.success, "seconds": seconds, "steps": steps, "sizing": sizing, "counts": counts,
+    return {"success": result.success, "seconds": seconds, "cpu_seconds": cpu, "steps": steps, "sizing": sizing,
+            "counts": counts,
             "setups": numbers.get("out__cheapest_setups", {}), "exports": numbers.get("out__exports", {}),
             "snapshot": snapshot}
 
@@ -296,14 +298,26 @@ def ok(flag: bool) -> str:
     return "**holds**" if flag else "**does not hold**"
 
 
+#: what ``--only`` may name
+SECTIONS = ("grid", "graph", "report", "fetch", "startup")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported (default 3)")
     ap.add_argument("--quick", action="store_true", help="one repetition, no synthetic whole-graph runs")
+    ap.add_argument("--only", default=",".join(SECTIONS), metavar="SECTIONS",
+                    help=f"comma-separated sections to run, of {','.join(SECTIONS)} (default: all; the acceptance "
+                         "list then covers only what ran)")
+    ap.add_argument("--graph-case", action="append", choices=("watchlist", "synthetic"),
+                    help="whole-graph cases to run (repeatable; default: both, or the watchlist with --quick)")
     ap.add_argument("--grid-only", action="store_true",
                     help="only the grid vs polars-write cases, with the median of --repeat runs as well")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    only = {"grid"} if args.grid_only else set(args.only.split(","))
+    if only - set(SECTIONS):
+        ap.error(f"unknown sections: {', '.join(sorted(only - set(SECTIONS)))}")
     if args.child:
         sys.path.insert(0, str(ROOT))
         kind, *rest = args.child
@@ -328,6 +342,24 @@ def main() -> None:
     checks: list[tuple[str, bool, str]] = []
 
     # 1. grid vs polars-only write
+    if "grid" in only:
+        grid_section(repeat, checks)
+    report_snapshot = graph_section(args, repeat, checks, only) if only & {"graph", "report"} else None
+    if "report" in only:
+        report_section(report_snapshot, repeat, checks)
+    if "fetch" in only:
+        fetch_section(checks)
+    if "startup" in only:
+        startup_section(repeat, checks)
+    if report_snapshot is not None:
+        shutil.rmtree(Path(report_snapshot).parent, ignore_errors=True)
+
+    print(f"\n## Acceptance (issue #14) on this run (load average at the end {load_now()})\n")
+    for name, passed, figure in checks:
+        print(f"- {name}: {figure} — {ok(passed)}")
+
+
+def grid_section(repeat: int, checks: list[tuple[str, bool, str]]) -> None:
     print("## Sizing grid vs a polars-only write of the same rows\n")
     print("| case | models | GPUs | rows | grid (s) | rows/s | polars write (s) | grid / write | peak (MiB) | load |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -346,26 +378,28 @@ def main() -> None:
         checks.append((f"grid peak memory under 1.5 GiB ({case})", peak < 1536, f"{peak:,.0f} MiB"))
         medians.append(f"- {case}: median of {repeat} runs: grid {r['grid_median_s']:.2f} s, polars write "
                        f"{r['write_median_s']:.2f} s, grid / write {r['grid_median_s'] / r['write_median_s']:.1f}x")
+    print("\n" + "\n".join(medians))
     sys.stdout.flush()
-    if args.grid_only:
-        print("\n" + "\n".join(medians))
-        print(f"\n## Acceptance (issue #14) on this run (load average at the end {load_now()})\n")
-        for name, passed, figure in checks:
-            print(f"- {name}: {figure} — {ok(passed)}")
-        return
 
+
+def graph_section(args: argparse.Namespace, repeat: int, checks: list[tuple[str, bool, str]],
+                  only: set[str]) -> str | None:
+    """The whole-graph runs; returns a copy of the full watchlist run's snapshot (for the report section)."""
     # 2. whole graph: full and incremental
     print("\n## The whole asset graph on replay (in-process, as `vramlab run`)\n")
     print("The incremental run follows the full one on the same data directory; only prices changed (the 14 "
           "SkyPilot catalogs answer 10% cheaper, observed an hour later). *Re-used* counts what the caches answered: "
           "sizing rows (unchanged revisions and GPU rows), placements (`placement_cache`, sql/008) and model files' "
-          "price-independent parts (`export_cache`, sql/009).\n")
-    print("| case | run | wall (s) | peak (MiB) | offers | sizing rows computed / total | placements computed / "
+          "price-independent parts (`export_cache`, sql/009). CPU is the run's process time (all its threads).\n")
+    print("| case | run | wall (s) | CPU (s) | peak (MiB) | offers | sizing rows computed / total | placements computed / "
           "re-used | model files sized / re-used | setups | slowest steps (s) | load |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
-    cases = [("watchlist", 0, 0)] + ([] if args.quick else [("synthetic 200 x 60", 200, 60)])
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    wanted = args.graph_case or (["watchlist"] if args.quick else ["watchlist", "synthetic"])
+    if "graph" not in only:  # the report alone still needs the full watchlist run's snapshot
+        wanted = ["watchlist"]
+    cases = [c for c in (("watchlist", 0, 0), ("synthetic 200 x 60", 200, 60)) if c[0].split()[0] in wanted]
     report_snapshot: str | None = None
-    report_dir = tempfile.TemporaryDirectory()
+    report_dir = tempfile.mkdtemp()
     for label, n_models, n_gpus in cases:
         with tempfile.TemporaryDirectory() as d:
             for second in (False, True):
@@ -388,7 +422,8 @@ def main() -> None:
                 r, peak = best
                 steps = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["steps"].items(), key=lambda kv: -kv[1])[:4])
                 sz, st, ex = r["sizing"], r["setups"], r["exports"]
-                print(f"| {label} | {run} | {r['seconds']:.1f} | {peak:,.0f} | {r['counts']['offers_current']:,} | "
+                print(f"| {label} | {run} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {peak:,.0f} | "
+                      f"{r['counts']['offers_current']:,} | "
                       f"{sz.get('rows_computed', 0):,} / {sz.get('dagster/row_count', 0):,} | "
                       f"{st.get('placements_computed', 0):,} / {st.get('placements_reused', 0):,} | "
                       f"{ex.get('model_files_sized', 0):,} / {ex.get('model_files_reused', 0):,} | "
@@ -404,9 +439,14 @@ def main() -> None:
                                    f"{r['seconds']:.1f} s" + ("" if r["success"] else " (run failed)")))
                 checks.append((f"peak memory under 1.5 GiB ({label}, {kind})", peak < 1536, f"{peak:,.0f} MiB"))
                 if not n_models and not second and r["snapshot"]:  # the full watchlist run's snapshot, for the report
-                    report_snapshot = shutil.copytree(r["snapshot"], Path(report_dir.name) / "snapshot",
+                    report_snapshot = shutil.copytree(r["snapshot"], Path(report_dir) / "snapshot",
                                                       symlinks=True)
+    if report_snapshot is None:
+        shutil.rmtree(report_dir, ignore_errors=True)
+    return report_snapshot
 
+
+def report_section(report_snapshot: str | None, repeat: int, checks: list[tuple[str, bool, str]]) -> None:
     # 2b. the HTML report (#13) from the full watchlist run's snapshot
     print("\n## HTML report build (`render_report`, English) from the full watchlist run's snapshot\n")
     if report_snapshot is None:
@@ -423,9 +463,10 @@ def main() -> None:
         except RuntimeError as exc:
             print(f"Report build failed: {str(exc).splitlines()[-1][:300]}")
             checks.append(("report build under 10 s for 43 models", False, "failed"))
-    report_dir.cleanup()
     sys.stdout.flush()
 
+
+def fetch_section(checks: list[tuple[str, bool, str]]) -> None:
     # 3. fetching with latency
     print("\n## Fetching every price source with 1 s latency per request\n")
     r, _, peak = run_child(["--child", "fetch", "1.0"])
@@ -441,6 +482,8 @@ def main() -> None:
                    f"{r['wall_s'] / r['slowest_s']:.1f}x"))
     sys.stdout.flush()
 
+
+def startup_section(repeat: int, checks: list[tuple[str, bool, str]]) -> None:
     # 4. CLI start-up
     print("\n## CLI start-up (whole command, interpreter included)\n")
     print("| command | best (s) | peak (MiB) | load |")
@@ -459,10 +502,6 @@ def main() -> None:
                            f"{seconds:.2f} s"))
 
     print(subprocess.run([PY, str(ROOT / "benchmarks" / "startup.py")], capture_output=True, text=True).stdout)  # #12
-
-    print(f"\n## Acceptance (issue #14) on this run (load average at the end {load_now()})\n")
-    for name, passed, figure in checks:
-        print(f"- {name}: {figure} — {ok(passed)}")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,29 @@ def test_columnar_grid_equals_the_reference_grid_on_the_watchlist(watchlist: dic
     assert_frame_equal(new, old, check_exact=False, rel_tol=1e-12, abs_tol=0.0)
 
 
+def test_grid_is_the_same_bit_for_bit_on_every_run(watchlist: dict) -> None:
+    """No float in the grid depends on thread scheduling (polars' parallel group-by sums add partial sums in
+    whatever order threads finish); an incremental run compares its rows with earlier runs' rows."""
+    models = {k: ("r", v) for k, v in watchlist.items()}
+    gpus = list(catalog().values())
+    first = compute_grid(models, gpus)
+    for _ in range(4):
+        again = compute_grid(models, gpus)
+        assert again.equals(first), [c for c in first.columns if not again[c].equals(first[c])]
+
+
+def test_a_models_rows_do_not_depend_on_the_other_models_computed_with_it(watchlist: dict) -> None:
+    """out__sizing computes the grid in chunks of models and re-sizes changed models alone: a model's rows must be
+    the same bits whichever models share its call."""
+    models = {k: ("r", v) for k, v in watchlist.items()}
+    gpus = list(catalog().values())[:20]
+    whole = compute_grid(models, gpus)
+    for model_id in ("kimi-k3.1-pro", "Qwen__Qwen3-8B", "deepseek-ai__DeepSeek-V3"):
+        alone = compute_grid({model_id: models[model_id]}, gpus)
+        assert alone.height > 0
+        assert alone.equals(whole.filter(pl.col("model_id") == model_id)), model_id
+
+
 def test_grid_gpu_counts_agree_with_the_planner() -> None:
     gpus = [catalog()[g] for g in ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m4-max-128", "dgx-spark", "h100",
                                    "h200", "b200", "mi300x", "l40s")]

@@ -44,12 +44,18 @@ def _query(db: Path, sql: str) -> list[tuple]:
         con.close()
 
 
+def _duplicate_sizing_keys(db: Path) -> int:
+    """Rows sharing a grid cell's key (the table has no PRIMARY KEY since sql/012: unique by construction)."""
+    return _query(db, "SELECT count(*) - count(DISTINCT (model_id, format, context, gpu_id, engine)) FROM sizing")[0][0]
+
+
 def test_nothing_changed_nothing_is_resized(world: dict) -> None:
     md = _metadata(dg.materialize([out__sizing], resources=world["resources"]), "out__sizing")
     models = _query(world["db"], "SELECT count(DISTINCT model_id) FROM sizing")[0][0]
     assert md["rows_computed"] == 0 and md["models_recomputed"] == 0 and md["gpus_recomputed"] == 0
     assert md["models_skipped"] == models and md["rows_reused"] == md["dagster/row_count"] > 100_000
     assert md["gpus_skipped"] == len(catalog())
+    assert _duplicate_sizing_keys(world["db"]) == 0  # the full run's table
 
 
 def test_a_new_hub_revision_resizes_that_model_only(world: dict) -> None:
@@ -67,6 +73,7 @@ def test_a_new_hub_revision_resizes_that_model_only(world: dict) -> None:
                                          "HAVING count(DISTINCT revision) = 1"))
     assert revisions[model_id] == "f" * 40
     assert all(r != "f" * 40 for m, r in revisions.items() if m != model_id)
+    assert _duplicate_sizing_keys(world["db"]) == 0
 
 
 def test_a_changed_gpu_row_resizes_that_gpu_only(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,6 +98,7 @@ def test_a_changed_gpu_row_resizes_that_gpu_only(world: dict, monkeypatch: pytes
     assert all(a[:4] == b[:4] and a[4] == pytest.approx(2 * b[4]) for a, b in zip(after, before, strict=True))
     other_after = _query(world["db"], others_sql)[0]  # (a parallel float sum: equal up to summation order)
     assert other_after[0] == other_before[0] and other_after[1] == pytest.approx(other_before[1], rel=1e-12)
+    assert _duplicate_sizing_keys(world["db"]) == 0
 
 
 def _snapshot_tables(snapshot: Path) -> dict[str, object]:

@@ -6,15 +6,20 @@ How the work is laid out (no Python call per cell, none per tensor per format):
    length, element count, layer, expert share, exclusion flags). Bits per element for each format are columnar
    expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
    checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
-   GGUF mixes); totals, the largest layer and active bytes are group-bys. ``tests/test_grid.py`` checks these
-   bits equal ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there
-   and not here fails a test.
-2. **Small tables built once**: per model and context the KV cache and recurrent state (sizing_core, per TP);
-   per (GPU, engine) usable memory and bandwidth; per (GPU, engine, format class) the engine's support verdict
-   (``Engine.supports`` depends on the model only through its native format and whether it is MoE); per
-   (model, engine) the activation peak.
-3. **Cells** are the product (model, format, context) x (GPU, engine), laid out by integer index in the sorted
+   GGUF mixes); totals, the largest layer and active bytes are group-bys, summed in tensor order so the grid is
+   the same bit for bit on every run. ``tests/test_grid.py`` checks these bits equal
+   ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there and not
+   here fails a test.
+2. **Small tables built once**: per model and context the KV cache and recurrent state (sizing_core, per TP,
+   each distinct layer mixer asked once); per (GPU, engine) usable memory and bandwidth; per (GPU, engine,
+   format class) the engine's support verdict (``Engine.supports`` depends on the model only through its native
+   format and whether it is MoE); per (model, engine) the activation peak.
+3. **Cells** are the product (model, format, context) x (GPU, engine), an order-keeping cross join in the sorted
    order the table is published in (no sort, no string joins), with the look-ups above as gathers.
+
+Engines: the small frames are collected with ``engine="in-memory"``. polars 2's default (``"auto"``) runs the
+streaming engine, which costs ~5x more on these small plans of many expressions; the cell product, 0.6-2 M rows,
+is the opposite case and runs streaming (see ``_cells``).
 
 The GPU count is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole
 nodes of pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports
@@ -319,16 +324,23 @@ def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = 
 
 
 def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model and format: weight bytes, largest layer, active bytes per token (top-k of routed experts)."""
-    tensors = tensor_bits_frame(models).lazy()
-    nbytes = {f: pl.col("numel") * pl.col(f"bits_{f}") / 8 for f in GRID_FORMATS}
+    """Per model and format: weight bytes, largest layer, active bytes per token (top-k of routed experts).
+
+    Sums are taken per group over its rows in tensor order (``list.sum`` of the group's values): polars' parallel
+    group-by ``sum`` adds partial sums in whatever order its threads finish, so the last bits of a total could
+    change from one run to the next; the grid must not (incremental runs compare against earlier results)."""
     not_embd = pl.col("role") != Role.TOKEN_EMBD.value
-    totals = tensors.group_by("model_id").agg(
-        *[nb.sum().alias(f"w_{f}") for f, nb in nbytes.items()],
-        *[(nb * pl.col("share")).filter(not_embd).sum().alias(f"a_{f}") for f, nb in nbytes.items()])
-    layers = tensors.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer")\
-        .agg(*[nb.sum().alias(f"l_{f}") for f, nb in nbytes.items()])\
-        .group_by("model_id").agg(*[pl.col(f"l_{f}").max() for f in GRID_FORMATS])
+    weights = [f"w_{f}" for f in GRID_FORMATS]
+    active = [f"a_{f}" for f in GRID_FORMATS]
+    nbytes = tensor_bits_frame(models).lazy().select(
+        "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS],
+        *[pl.when(not_embd).then(pl.col("numel") * pl.col(f"bits_{f}") / 8 * pl.col("share")).otherwise(0.0)
+          .alias(f"a_{f}") for f in GRID_FORMATS])
+    totals = nbytes.group_by("model_id").agg(pl.col(*weights, *active)).with_columns(pl.col(*weights, *active)
+                                                                                     .list.sum())
+    layers = nbytes.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer").agg(pl.col(*weights))\
+        .with_columns(pl.col(*weights).list.sum())\
+        .group_by("model_id").agg(*[pl.col(f"w_{f}").max().alias(f"l_{f}") for f in GRID_FORMATS])
     wide = totals.join(layers, on="model_id", how="left").collect(engine="in-memory")
     return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
                                   max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}")
@@ -411,10 +423,9 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
                                       "tensor_parallel": pl.Boolean, "bandwidth": pl.Float64})
 
 
-def _support_class(arch: Architecture, fmt: str) -> tuple[str, str | None, bool, bool]:
+def _support_class(arch: Architecture, fmt: str, moe: bool) -> tuple[str, str | None, bool, bool]:
     """What ``Engine.supports`` reads from a model: the format (native: the stored one, and whether its scheme
     is known), MoE or not. The grid test compares every cell with per-cell ``supports`` calls."""
-    moe = any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
     native = fmt == "native"
     return fmt, arch.native.weight_format if native else None, moe, native and bool(arch.native.unsupported)
 
@@ -435,22 +446,29 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     # support verdicts, once per (GPU, engine, support class); activation peaks, once per (model, engine)
     classes: dict[tuple[str, str | None, bool, bool], int] = {}
     class_arch: dict[tuple[str, str | None, bool, bool], Architecture] = {}
-    mf_rows = []
+    mf: dict[str, list] = {k: [] for k in ("model_id", "format", "revision", "stored_format", "num_layers",
+                                           "support_idx")}
     for model_id, arch in archs.items():
-        for fmt in GRID_FORMATS:
-            if fmt == "native" and arch.native.unsupported:
-                continue  # unknown checkpoint scheme: no native cells (sizing #11)
-            key = _support_class(arch, fmt)
+        moe = any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+        formats = [f for f in GRID_FORMATS if not (f == "native" and arch.native.unsupported)]
+        # (an unknown checkpoint scheme has no native cells: sizing #11)
+        for fmt in formats:
+            key = _support_class(arch, fmt, moe)
             if key not in classes:
                 classes[key] = len(classes)
                 class_arch[key] = arch
-            mf_rows.append({"model_id": model_id, "format": fmt, "revision": revisions[model_id],
-                            "stored_format": effective_format(arch, fmt), "num_layers": arch.num_layers,
-                            "support_idx": classes[key]})
+            mf["support_idx"].append(classes[key])
+        mf["model_id"].extend([model_id] * len(formats))
+        mf["format"].extend(formats)
+        mf["revision"].extend([revisions[model_id]] * len(formats))
+        mf["stored_format"].extend([effective_format(arch, f) for f in formats])
+        mf["num_layers"].extend([arch.num_layers] * len(formats))
     runs, native = [], []
+    hw_pairs = [(gpu_by_id[gpu_id], ENGINES[engine_id])
+                for gpu_id, engine_id in hw.select("gpu_id", "engine").iter_rows()]
     for (fmt, _, _, _), arch in class_arch.items():
-        for gpu_id, engine_id in hw.select("gpu_id", "engine").iter_rows():
-            s = ENGINES[engine_id].supports(gpu_by_id[gpu_id], fmt, arch)
+        for gpu, engine in hw_pairs:
+            s = engine.supports(gpu, fmt, arch)
             runs.append(s.runs)
             native.append(s.native)
     engine_ids = sorted({e for e in hw["engine"]})
@@ -458,7 +476,9 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     model_ids = sorted(archs)
     activation = [float(ENGINES[e].activation_bytes(archs[m], 1)) for m in model_ids for e in engine_ids]
 
-    mf = pl.DataFrame(mf_rows).join(format_figures(archs), on=["model_id", "format"])
+    mf = pl.DataFrame(mf, schema={"model_id": pl.String, "format": pl.String, "revision": pl.String,
+                                  "stored_format": pl.String, "num_layers": pl.Int64, "support_idx": pl.Int64})\
+        .join(format_figures(archs), on=["model_id", "format"])
     mf = mf.with_columns(model_idx=pl.col("model_id").replace_strict({m: i for i, m in enumerate(model_ids)},
                                                                       return_dtype=pl.Int64))
     mfc = mf.join(context_table(archs), on="model_id").sort("model_id", "format", "context")

@@ -33,11 +33,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
-from sizing_core import Architecture
+from sizing_core import Architecture, SizingError
 from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
 from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
-from sizing_core.placement import Placement, _lower_bound, _weight_loads, fewest_gpus
+from sizing_core.kv_cache import cache_bytes
+from sizing_core.placement import (
+    MAX_GPUS,
+    Placement,
+    _candidate_plans,
+    _lower_bound,
+    _plan,
+    _weight_loads,
+    check_context,
+    fewest_gpus,
+)
 from sizing_core.record import CamelRecord, described, record
 from sizing_core.throughput import estimate
 
@@ -186,6 +196,7 @@ class Planner:
         self._placed: dict[tuple[str, int], Placed] = {}
         self._rates: dict[tuple[str, int], Rates] = {}
         self._floors: dict[str, int] = {}
+        self._fits: dict[tuple[str, int, int], bool] = {}  # (GPU id, TP, PP) -> a plan fits (see _search)
         self._loads = None
         self.store = cache if model is not None else None
         self.model = model
@@ -223,16 +234,42 @@ class Planner:
                                            self.concurrency, self.kv)
         return self._cache[key]
 
+    def _search(self, gpu: GPU, per_instance: int) -> Placed:
+        """:func:`sizing_core.placement.fewest_gpus`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances
+        of ``per_instance`` GPUs, by the same search in the same order, sharing between instance shapes what
+        does not depend on the shape (perf #14: about half the placements of a run are the same GPU kind in
+        another instance size). The shape only decides which (TP, PP) pairs are candidates
+        (``_candidate_plans`` reads ``node_size``); whether a pair's plan fits reads the GPU's memory, not its
+        shape, so it is computed once per (GPU, TP, PP). ``tests/test_setups_planner.py`` checks this equals
+        ``fewest_gpus`` on every shape."""
+        arch, engine = self.arch, default_engine(gpu)
+        check_context(arch, self.context)  # the same errors as fewest_gpus, in its order
+        if self.concurrency < 1:
+            raise SizingError(f"concurrency must be >= 1, got {self.concurrency}")
+        cache_bytes(self.kv)
+        support = engine.supports(gpu, self.fmt, arch)
+        if not support.runs:
+            return Placed(None, None, None, support.native, support.note)
+        if self._loads is None:
+            self._loads = _weight_loads(arch, self.fmt)
+        shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
+        for n in range(_lower_bound(arch, gpu, engine, self._loads), MAX_GPUS + 1):
+            for tp, pp in _candidate_plans(arch, shaped, engine, n):
+                fits = self._fits.get((gpu.id, tp, pp))
+                if fits is None:
+                    fits = self._fits[(gpu.id, tp, pp)] = _plan(arch, shaped, engine, self._loads, tp, pp, self.context,
+                                                                self.concurrency, self.kv) is not None
+                if fits:
+                    return Placed(n, tp, pp, support.native, support.note)
+        return Placed(None, None, None, support.native, support.note)
+
     def placed(self, gpu: GPU, per_instance: int) -> Placed:
         """What a setup needs of the placement: read from the cross-run cache when it has it."""
         if (gpu.id, per_instance) not in self._placed:
             key = self._key(gpu, per_instance)
             hit = self.store.placed(key) if self.store is not None and key is not None else None
             if hit is None:
-                p = self.place(gpu, per_instance)
-                ok = p.gpus is not None and p.plan is not None
-                hit = Placed(p.gpus if ok else None, p.plan.tensor_parallel if ok else None,
-                             p.plan.pipeline_parallel if ok else None, p.native_support, p.support_note)
+                hit = self._search(gpu, per_instance)
                 if self.store is not None and key is not None:
                     self.store.put_placed(key, hit)
             self._placed[(gpu.id, per_instance)] = hit

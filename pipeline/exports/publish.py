@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,19 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: threads that hash and fsync a snapshot's files in :meth:`SnapshotWriter.finish` (both release the GIL: hashlib on
+#: large buffers, os.fsync while the kernel writes)
+IO_THREADS = 4
+
+
 class SnapshotWriter:
+    """Files of one snapshot, written into a hidden temporary folder. JSON files are written whole in one call and
+    fsynced together in :meth:`finish`, before the manifest and the switch (perf #14: one fsync after another
+    cost ~10 ms per model file); durability at the switch is the same as fsyncing each file as it is written."""
+
     def __init__(self, exports_dir: Path, snap_id: str):
         self.exports_dir, self.snapshot_id = exports_dir, snap_id
+        self.unsynced: set[Path] = set()
         self.tmp = exports_dir / f".tmp-{snap_id}"
         if self.tmp.exists():
             shutil.rmtree(self.tmp)
@@ -49,19 +60,31 @@ class SnapshotWriter:
         return p
 
     def write_json(self, rel: str, obj: Any) -> Path:
+        """Write ``obj`` as indented JSON (fsynced by :meth:`finish`). One ``dumps`` and one write: ``json.dump``
+        with an indent writes each token separately."""
         p = self.path(rel)
         with open(p, "w") as fh:
-            json.dump(obj, fh, indent=1, sort_keys=False, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.write(json.dumps(obj, indent=1, sort_keys=False, default=str) + "\n")
+        self.unsynced.add(p)
         return p
 
+    def _hash_and_sync(self, path: Path) -> str:
+        digest = sha256_file(path)
+        if path in self.unsynced:
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+        return digest
+
     def finish(self, manifest: dict[str, Any]) -> Path:
-        """Hash every file, write the manifest, move the folder into place and switch ``latest``."""
-        files = {str(p.relative_to(self.tmp)): sha256_file(p) for p in sorted(self.tmp.rglob("*")) if p.is_file()}
+        """Hash (and fsync what :meth:`write_json` wrote) every file, write the manifest, move the folder into
+        place and switch ``latest``."""
+        paths = [p for p in sorted(self.tmp.rglob("*")) if p.is_file()]
+        with ThreadPoolExecutor(IO_THREADS) as pool:
+            digests = list(pool.map(self._hash_and_sync, paths))
+        files = {str(p.relative_to(self.tmp)): d for p, d in zip(paths, digests, strict=True)}
         Manifest.model_validate(manifest | {"files": files})
         self.write_json("manifest.json", manifest | {"files": files})
+        self._hash_and_sync(self.tmp / "manifest.json")
         for folder in [self.tmp, *[p for p in self.tmp.rglob("*") if p.is_dir()]]:
             _fsync_dir(folder)
         final = self.exports_dir / self.snapshot_id

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import csv
 import io
+from functools import lru_cache
+from typing import Any
 
 import httpx
 
@@ -47,6 +49,13 @@ TOTAL_MEMORY_CLOUDS = ("vast",)
 MARKETPLACE_CLOUDS = {"vast": "marketplace_median", "lium": "marketplace"}
 
 
+@lru_cache(maxsize=4096)
+def _gpu_info(text: str) -> Any:  # noqa: ANN401 - a python literal of any shape
+    """``GpuInfo`` parsed once per distinct text (perf #14: a catalog repeats the same few hundred strings over
+    thousands of rows). Callers only read the result."""
+    return ast.literal_eval(text)
+
+
 def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "") -> float | None:
     """Per-GPU memory in GB from SkyPilot's python-repr GpuInfo; None when absent or zero.
 
@@ -58,7 +67,7 @@ def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = 
     is divided. A total that no card of that name can have leaves the offer unmapped (``gpu_memory_bounds.csv``).
     """
     try:
-        info = ast.literal_eval(gpu_info)
+        info = _gpu_info(gpu_info)
         gpu = info["Gpus"][0]
         mib = float(gpu["MemoryInfo"]["SizeInMiB"])
     except (ValueError, SyntaxError, KeyError, IndexError, TypeError):
