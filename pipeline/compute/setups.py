@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from sizing_core import Architecture, SizingError
 from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
-from sizing_core.engines import default_engine
+from sizing_core.engines import Engine, default_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.kv_cache import cache_bytes
 from sizing_core.placement import (
@@ -43,7 +43,8 @@ from sizing_core.placement import (
     Placement,
     _candidate_plans,
     _lower_bound,
-    _plan,
+    _per_gpu_layers,
+    _stage_bounds,
     _weight_loads,
     check_context,
     fewest_gpus,
@@ -240,8 +241,8 @@ class Planner:
         does not depend on the shape (perf #14: about half the placements of a run are the same GPU kind in
         another instance size). The shape only decides which (TP, PP) pairs are candidates
         (``_candidate_plans`` reads ``node_size``); whether a pair's plan fits reads the GPU's memory, not its
-        shape, so it is computed once per (GPU, TP, PP). ``tests/test_setups_planner.py`` checks this equals
-        ``fewest_gpus`` on every shape."""
+        shape, so it is computed once per (GPU, TP, PP), and only that (:meth:`_fits`), not the plan itself.
+        ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
         arch, engine = self.arch, default_engine(gpu)
         check_context(arch, self.context)  # the same errors as fewest_gpus, in its order
         if self.concurrency < 1:
@@ -257,11 +258,21 @@ class Planner:
             for tp, pp in _candidate_plans(arch, shaped, engine, n):
                 fits = self._fits.get((gpu.id, tp, pp))
                 if fits is None:
-                    fits = self._fits[(gpu.id, tp, pp)] = _plan(arch, shaped, engine, self._loads, tp, pp, self.context,
-                                                                self.concurrency, self.kv) is not None
+                    fits = self._fits[(gpu.id, tp, pp)] = self._plan_fits(gpu, engine, tp, pp)
                 if fits:
                     return Placed(n, tp, pp, support.native, support.note)
         return Placed(None, None, None, support.native, support.note)
+
+    def _plan_fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
+        """Whether ``sizing_core.placement._plan`` returns a plan for (TP, PP) on ``gpu``: its own test (a positive
+        budget after activations, and a greedy split of the per-GPU layer bytes into at most PP stages under it),
+        without building the plan (its balanced PP split and per-stage memory are what a fitting plan costs, and
+        the search needs only yes or no)."""
+        layer_bytes, _ = _per_gpu_layers(self.arch, self._loads, tp, self.context, self.concurrency, self.kv)
+        first = self._loads.first_extra / tp
+        last = (self._loads.last_extra + (self._loads.tied_copy if pp > 1 else 0.0)) / tp
+        budget = engine.usable_bytes(gpu) - engine.activation_bytes(self.arch, tp)
+        return budget > 0 and _stage_bounds(layer_bytes, first, last, pp, budget) is not None
 
     def placed(self, gpu: GPU, per_instance: int) -> Placed:
         """What a setup needs of the placement: read from the cross-run cache when it has it."""
