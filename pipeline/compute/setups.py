@@ -29,10 +29,8 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import Field
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from sizing_core import Architecture, SizingError
@@ -51,7 +49,7 @@ from sizing_core.placement import (
     check_context,
     fewest_gpus,
 )
-from sizing_core.schema import CamelModel
+from sizing_core.record import CamelRecord, described, record
 from sizing_core.throughput import estimate
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
@@ -83,7 +81,11 @@ def eligible_offers(con: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-class Setup(CamelModel):
+@record
+class Setup(CamelRecord):
+    """One rentable deployment (a plain dataclass like sizing_core's results: ``fit`` prices plans with these and
+    must not import pydantic; ``pipeline/exports/schema.py`` publishes it as ``SetupItem``)."""
+
     provider: str
     source: str
     instance_type: str
@@ -105,34 +107,30 @@ class Setup(CamelModel):
     format: str
     engine: str
     verified_at: datetime
-    nodes: int = Field(1, description="machines rented (instances); more than 1 only over a cluster interconnect "
-                                      "or, flagged, llama.cpp RPC")
-    deployment: Deployment = Field("single_machine", description="single_machine | cluster (rented interconnect) "
-                                                                 "| llama.cpp-rpc (flagged)")
-    interconnect: str | None = Field(None, description="the cluster fabric the nodes share (multi-node only)")
-    native_support: bool = Field(True, description="the GPU runs this format natively (False: a fallback kernel, "
-                                                   "named in support_note)")
-    support_note: str = Field("", description="how the engine runs the format on this GPU")
-    flags: list[str] = Field(default_factory=list, description="what a user should know before renting this")
-    fx_stale: bool = Field(False, description="the price was converted with an ECB rate more than 4 days older than "
-                                              "the snapshot's as-of time (fx_date says which)")
+    nodes: int = described(1, "machines rented (instances); more than 1 only over a cluster interconnect or, "
+                              "flagged, llama.cpp RPC")
+    deployment: Deployment = described("single_machine", "single_machine | cluster (rented interconnect) | "
+                                                         "llama.cpp-rpc (flagged)")
+    interconnect: str | None = described(None, "the cluster fabric the nodes share (multi-node only)")
+    native_support: bool = described(True, "the GPU runs this format natively (False: a fallback kernel, named in "
+                                           "support_note)")
+    support_note: str = described("", "how the engine runs the format on this GPU")
+    flags: list[str] = described(default_factory=list, description="what a user should know before renting this")
+    fx_stale: bool = described(False, "the price was converted with an ECB rate more than 4 days older than the "
+                                      "snapshot's as-of time (fx_date says which)")
     # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
     # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
-    decode_tokens_per_s: float | None = Field(
-        default=None, description="decode speed of one request on this plan",
-        json_schema_extra={"unit": "tokens/s"})
-    max_concurrent_requests: int | None = Field(
-        default=None, description="requests of the planned context the plan holds at once",
-        json_schema_extra={"unit": "requests"})
-    aggregate_tokens_per_s: float | None = Field(
-        default=None, description="decode speed of all max_concurrent_requests together",
-        json_schema_extra={"unit": "tokens/s"})
-    usd_per_million_tokens: float | None = Field(
-        default=None, description="price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
-        json_schema_extra={"unit": "USD per 1M output tokens"})
-    usd_per_million_tokens_batched: float | None = Field(
-        default=None, description="price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
-        json_schema_extra={"unit": "USD per 1M output tokens"})
+    decode_tokens_per_s: float | None = described(None, "decode speed of one request on this plan", unit="tokens/s")
+    max_concurrent_requests: int | None = described(
+        None, "requests of the planned context the plan holds at once", unit="requests")
+    aggregate_tokens_per_s: float | None = described(
+        None, "decode speed of all max_concurrent_requests together", unit="tokens/s")
+    usd_per_million_tokens: float | None = described(
+        None, "price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
+        unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched: float | None = described(
+        None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
+        unit="USD per 1M output tokens")
 
     @property
     def layout(self) -> str:
@@ -157,7 +155,7 @@ class Setup(CamelModel):
 @lru_cache(maxsize=1)
 def interconnects() -> tuple[tuple[str, str, str], ...]:
     """``data/interconnect.csv``: (provider, instance pattern, fabric) of families rented with a cluster fabric."""
-    text = (resources.files("pipeline.compute") / "data" / "interconnect.csv").read_text()
+    text = (Path(__file__).parent / "data" / "interconnect.csv").read_text()  # not importlib.resources: start-up
     return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines()))
 
 
