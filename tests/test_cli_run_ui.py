@@ -96,6 +96,27 @@ def test_cli_and_export_agree_on_setups(cli_run: dict) -> None:
         assert all((p["usdPerMillionTokens"] is not None) == (p["decodeTokensPerS"] is not None) for p in published)
 
 
+def test_a_run_leaves_the_cli_offers_cache_so_the_first_query_needs_no_pyarrow(cli_run: dict) -> None:
+    """Issue #12 start-up: the run writes the CLI's offers cache of the snapshot it publishes, so the first
+    ``gpus``/``fit`` after it answers without reading Parquet; the cached answer equals the Parquet one."""
+    data = Path(cli_run["env"]["VRAMLAB_DATA_DIR"])
+    snapshot = (data / "exports" / "latest").resolve()
+    cache = data / "cache" / "cli" / f"offers-{snapshot.name}.json"
+    assert cache.is_file()
+    probe = ("import contextlib, io, sys\nfrom pipeline.cli.main import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(sys.argv[1:]) == 0\n"
+             "print('pyarrow' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = ["gpus", "h100", "--json", "--data-dir", str(data)]
+    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr[-2000:]
+    cached = vramlab(*args)
+    cache.unlink()  # the same question answered from the Parquet file
+    from_parquet = vramlab(*args)
+    assert cached.returncode == 0 and from_parquet.returncode == 0
+    assert json.loads(cached.stdout) == json.loads(from_parquet.stdout) and json.loads(cached.stdout)
+
+
 def test_the_ui_shows_the_cli_run_tables_schemas_and_plots(cli_run: dict) -> None:
     assert cli_run["out"].returncode == 0
     port = free_port()

@@ -126,6 +126,16 @@ def _offer_columns(snapshot: Snapshot) -> tuple[dict[str, list[Any]], list[str]]
     return columns, providers
 
 
+def keep_offers(snapshot_path: Path) -> None:
+    """Write the CLI's offers cache of a snapshot just published (``out__exports`` calls this): the first ``gpus``
+    or ``fit`` after a run then answers without importing pyarrow (~0.07 s of its start-up). Best effort: a
+    snapshot without the cache is read from its Parquet file as before."""
+    try:
+        _offer_columns(Snapshot(snapshot_path))
+    except (OSError, ValueError, KeyError):
+        pass
+
+
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
                    provider: str | None = None, region: str | None = None, max_price: float | None = None,
                    spot: bool = False) -> list[dict[str, Any]]:
