@@ -1,14 +1,15 @@
-"""sizing_core's own types: frozen stdlib dataclasses with the few checks they need, not pydantic models.
+"""sizing_core's own types: immutable stdlib dataclasses with the few checks they need, not pydantic models.
 
 Why (issue #12, ``docs/decisions.md``): ``vramlab size`` and ``fit`` must answer in well under 0.3 s, and importing
 pydantic and building the validators of a handful of models costs ~0.2 s on our machine, more than the sizing
 itself. The sizing types are built by our own code from values already checked (``hf_config.Fields`` names the
 config field of every bad value), so a validating framework earns little there; pydantic stays at the edges where
-it validates outside input: manual spec files (``spec.py``), the pipeline's sources and published schemas.
+it validates outside input and describes published files: the pipeline's sources and published schemas. Spec files
+(hand-written input) are checked by the declarations below (``spec.py``, :func:`from_mapping`).
 
 Each is declared ``@record class X(Record)`` (or ``CamelRecord``): a keyword-only dataclass whose ``__init__`` is
 generated and whose equality, hashing, ``repr`` and immutability come from :class:`Record` (see :func:`record` for
-why not ``frozen=True``). :class:`Record` gives these dataclasses the part of pydantic's model API the pipeline uses on them, with the same
+why not ``frozen=True``). :class:`Record` also gives the part of pydantic's model API the pipeline uses, with the same
 output, so a pydantic model and a record serialize alike wherever both are published:
 
 - ``model_dump(mode="python"|"json", by_alias=None, include=None, exclude=None)``: a dict; nested records become
@@ -47,16 +48,19 @@ class InvalidField(SizingError):
 class _Rule:
     """What :func:`checked` declares for one field."""
 
-    __slots__ = ("ge", "gt", "kind", "le", "one_of", "pattern")
+    __slots__ = ("ge", "gt", "kind", "le", "nullable", "one_of", "pattern")
 
     def __init__(self, *, gt: float | None = None, ge: float | None = None, le: float | None = None,
                  pattern: str | None = None, one_of: tuple[Any, ...] | None = None,
-                 kind: type | tuple[type, ...] | None = None) -> None:
+                 kind: type | tuple[type, ...] | None = None, nullable: bool = False) -> None:
         self.gt, self.ge, self.le, self.pattern, self.one_of, self.kind = gt, ge, le, pattern, one_of, kind
+        self.nullable = nullable
 
     def check(self, owner: str, name: str, value: Any) -> None:  # noqa: ANN401 - any field value
         if value is None:
-            return  # optional fields: None is allowed where the annotation allows it (constructors pass it)
+            if self.nullable:
+                return
+            raise InvalidField(owner, name, "must not be null")
         if self.kind is not None and (isinstance(value, bool) and self.kind is not bool
                                       or not isinstance(value, self.kind)):
             raise InvalidField(owner, name, f"must be of type {_kind_name(self.kind)}, got {value!r}")
@@ -82,8 +86,8 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 def checked(default: Any = dataclasses.MISSING, *, gt: float | None = None,  # noqa: ANN401 - a field default
             ge: float | None = None, le: float | None = None, pattern: str | None = None,
             one_of: tuple[Any, ...] | None = None, kind: type | tuple[type, ...] | None = None) -> Any:  # noqa: ANN401
-    """A dataclass field whose value is checked on construction (``None`` always passes: optional fields)."""
-    rule = _Rule(gt=gt, ge=ge, le=le, pattern=pattern, one_of=one_of, kind=kind)
+    """A dataclass field whose value is checked on construction; ``None`` passes only where it is the default."""
+    rule = _Rule(gt=gt, ge=ge, le=le, pattern=pattern, one_of=one_of, kind=kind, nullable=default is None)
     return dataclasses.field(default=default, metadata={"rule": rule})
 
 
@@ -209,6 +213,20 @@ class CamelRecord(Record):
     """A record published with camelCase keys (snake_case in Python), as seed 004 writes them."""
 
     camel = True
+
+
+def from_mapping(cls: type[T], data: dict[str, Any]) -> T:
+    """Build record ``cls`` from a mapping read from a file (a spec's keys): unknown and missing keys are refused
+    like bad values, as :class:`InvalidField` naming the key, instead of the constructor's ``TypeError``."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    names = {f.name for f in fields}
+    unknown = sorted(str(k) for k in data if k not in names)
+    if unknown:
+        raise InvalidField(cls.__name__, unknown[0], f"is not a known key (known: {', '.join(sorted(names))})")
+    for f in fields:
+        if f.name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise InvalidField(cls.__name__, f.name, "is missing")
+    return cls(**data)
 
 
 def _plain(value: Any, json_mode: bool, by_alias: bool | None) -> Any:  # noqa: ANN401 - any field value

@@ -7,52 +7,53 @@ through the same parser), optional ModelOpt-style ``hf_quant_config`` for the ch
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from .architecture import Architecture, DeclaredParameters
 from .errors import ConfigError
 from .hf_config import parse_config
-from .record import Record, record
+from .record import InvalidField, Record, checked, from_mapping, record
 
 
 @record
 class ModelSpec(Record):
-    """A spec file's fields. Spec files are written by hand, so they are validated by pydantic (types, unknown
-    keys, the declared counts' checks), imported only here: sizing a config.json or a tracked model never loads
-    it (start-up of ``vramlab size``, issue #12)."""
+    """A spec file's keys, each checked (type, unknown keys, missing keys, the declared counts' checks): spec
+    files are written by hand. Checked by the record's own declarations, so loading one imports no pydantic (a
+    bundled spec such as ``kimi-k3.1-pro`` is sized as quickly as a config, issue #12)."""
 
-    __pydantic_config__ = {"extra": "forbid"}  # noqa: RUF012 - read by pydantic, a ConfigDict (a TypedDict)
-
-    vramlab_spec: int  # format version of this file
-    id: str
-    name: str
-    repo: str | None = None
-    source: str  # where the architecture numbers come from
-    declared_parameters: DeclaredParameters | None = None
-    hf_quant_config: dict[str, Any] | None = None
-    config: dict[str, Any]
+    vramlab_spec: int = checked(kind=int)  # format version of this file
+    id: str = checked(kind=str)
+    name: str = checked(kind=str)
+    repo: str | None = checked(None, kind=str)
+    source: str = checked(kind=str)  # where the architecture numbers come from
+    declared_parameters: DeclaredParameters | None = checked(None, kind=DeclaredParameters)
+    hf_quant_config: dict[str, Any] | None = checked(None, kind=dict)
+    config: dict[str, Any] = checked(kind=dict)
 
 
 def is_spec(data: dict[str, Any]) -> bool:
     return "vramlab_spec" in data
 
 
-@lru_cache(maxsize=1)
-def _validator() -> Any:  # noqa: ANN401 - a pydantic TypeAdapter
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(ModelSpec)
+def _spec(data: dict[str, Any]) -> ModelSpec:
+    values = dict(data)
+    declared = values.get("declared_parameters")
+    if declared is not None:
+        if not isinstance(declared, dict):
+            raise InvalidField("ModelSpec", "declared_parameters", f"must be an object, got {declared!r}")
+        try:
+            values["declared_parameters"] = from_mapping(DeclaredParameters, declared)
+        except InvalidField as exc:
+            raise InvalidField("ModelSpec", f"declared_parameters.{exc.field}",
+                               str(exc).removeprefix(f"DeclaredParameters.{exc.field} ")) from None
+    return from_mapping(ModelSpec, values)
 
 
 def parse_spec(data: dict[str, Any], origin: str = "spec") -> tuple[ModelSpec, Architecture]:
-    from pydantic import ValidationError
-
     try:
-        spec = _validator().validate_python(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(str(data.get("id", origin)), field, err["msg"]) from exc
+        spec = _spec(data)
+    except InvalidField as exc:
+        message = str(exc).removeprefix(f"{exc.owner}.{exc.field} ")
+        raise ConfigError(str(data.get("id", origin)), exc.field, message) from None
     arch = parse_config(spec.id, spec.config, spec.hf_quant_config, declared=spec.declared_parameters)
     return spec, arch
