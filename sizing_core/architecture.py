@@ -5,25 +5,23 @@ from __future__ import annotations
 from collections import Counter
 from functools import cached_property
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .layers import DecoderLayer
+from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
 
-class QuantScheme(BaseModel):
+@record
+class QuantScheme(Record):
     """How a checkpoint's own (``native``) weights are stored, read from its quantization config.
 
     ``weight_format`` applies to linear weights, ``expert_format`` (when set) to routed experts instead; modules
     matching ``exclude`` (glob, or ``re:`` regular expression, as the configs write them) stay in ``dtype``.
     """
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
     source: str  # "quantization_config", "hf_quant_config.json", "torch_dtype", "spec"
     weight_format: str
     expert_format: str | None = None
-    group_size: int | None = None
+    group_size: int | None = checked(None, kind=int, gt=0)
     block_size: tuple[int, int] | None = None
     exclude: tuple[str, ...] = ()
     experts_only: bool = False  # only routed experts are quantized (gpt-oss style MXFP4)
@@ -34,23 +32,23 @@ class QuantScheme(BaseModel):
     unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
 
 
-class DeclaredParameters(BaseModel):
+@record
+class DeclaredParameters(Record):
     """Parameter counts stated by a source other than config arithmetic (a spec, safetensors metadata)."""
 
-    model_config = ConfigDict(defer_build=True)
-
-    total: int = Field(gt=0)
-    active: int | None = Field(default=None, gt=0)
+    total: int = checked(kind=int, gt=0)
+    active: int | None = checked(None, kind=int, gt=0)
     source: str
 
 
-class Architecture(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
+@record
+class Architecture(Record):
+    """A model as sizing sees it. Frozen; the tensor list is computed once per object (``cached_property``)."""
 
     model: str  # repo id or registry id, used in every error and report
     model_type: str
-    hidden_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    hidden_size: int = checked(kind=int, gt=0)
+    vocab_size: int = checked(kind=int, gt=0)
     tie_word_embeddings: bool = False
     layers: tuple[DecoderLayer, ...]
     mtp_layers: tuple[DecoderLayer, ...] = ()  # multi-token-prediction heads: in the checkpoint, not served
@@ -93,6 +91,11 @@ class Architecture(BaseModel):
             out.append(matrix(f"model.layers.{i}", "eh_proj", Role.ATTN_OTHER, h, 2 * h, i))
             out.append(vector(f"model.layers.{i}", "enorm_hnorm", 2 * h, i))
         return tuple(out)
+
+    @cached_property
+    def is_moe(self) -> bool:
+        """Any decoder layer routes over experts (engines' FP8 MoE kernel rules ask this per GPU and format)."""
+        return any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in self.layers)
 
     def mixer_counts(self) -> dict[str, int]:
         """Decoder layers per mixer kind (``none`` for MLP-only layers)."""

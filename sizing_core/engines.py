@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .architecture import Architecture
 from .errors import SizingError
 from .formats import GGUF_MIXES
 from .gpus import GPU
+from .record import Record, record
 from .units import GIB
 
 EngineId = Literal["vllm", "sglang", "llama.cpp", "mlx"]
@@ -30,19 +29,17 @@ class UnknownEngineError(SizingError):
     pass
 
 
-class Support(BaseModel):
+@record
+class Support(Record):
     """Whether ``engine`` runs a weight format on a GPU, natively or through a fallback kernel."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     runs: bool
     native: bool
     note: str
 
 
-class Engine(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+@record
+class Engine(Record):
     id: EngineId
     name: str
     memory_fraction: float  # share of the GPU's memory the engine takes for itself
@@ -173,7 +170,7 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
         ok = fmt == "fp8" and bool(gpu.supports_fp8)
         return Support(runs=ok, native=ok, note=f"{gpu.vendor} backend: BF16/FP8 only")
     cc = gpu.compute_capability or 0.0
-    moe = arch is not None and any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+    moe = arch is not None and arch.is_moe
     if fmt == "fp8":
         if gpu.supports_fp8:
             return Support(runs=True, native=True, note="FP8 W8A8")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .architecture import Architecture
-from .schema import CamelModel
+from .record import CamelRecord, record
 from .tensors import EXPERT_ROLES, Role
 from .units import GIB
 
@@ -28,7 +28,8 @@ _ADAPTED = {Role.ATTN_Q, Role.ATTN_K, Role.ATTN_V, Role.ATTN_QKV, Role.ATTN_OUTP
             Role.FFN_UP_SHEXP, Role.FFN_DOWN_SHEXP}
 
 
-class FineTuneMemory(CamelModel):
+@record
+class FineTuneMemory(CamelRecord):
     method: Method
     gpus: int
     weights_gib: float

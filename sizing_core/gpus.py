@@ -8,55 +8,56 @@ B200 183,359, RTX 5090 32,607), and, for unified-memory machines, the share the 
 from __future__ import annotations
 
 import csv
+import dataclasses
 from functools import lru_cache
-from importlib import resources
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pathlib import Path
+from typing import Any, Literal
 
 from .errors import SizingError
+from .record import InvalidField, Record, checked, record
 from .units import GB, GIB, MIB
 
 Kind = Literal["datacenter", "workstation", "consumer", "unified", "apple"]
+KINDS = ("datacenter", "workstation", "consumer", "unified", "apple")
 
 
 class UnknownGPUError(SizingError):
     pass
 
 
-class GPU(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+_NUMBER = (int, float)
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+
+@record
+class GPU(Record):
+    """One catalog row. Checked on construction (ids, kinds, positive figures); :func:`parse_catalog` converts the
+    CSV's text cells first and names the line of a bad one."""
+
+    id: str = checked(kind=str, pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     aliases: tuple[str, ...] = ()
-    name: str
-    vendor: str
-    arch: str
-    kind: Kind
-    memory_gb: float = Field(gt=0)  # as marketed
-    memory_basis: Literal["gib", "gb"]  # what the marketed "GB" means in bytes (AMD Instinct: 10^9)
-    visible_mib: int | None = Field(default=None, gt=0)
-    unified_fraction: float | None = Field(default=None, gt=0, le=1)
+    name: str = checked(kind=str)
+    vendor: str = checked(kind=str)
+    arch: str = checked(kind=str)
+    kind: Kind = checked(one_of=KINDS)
+    memory_gb: float = checked(kind=_NUMBER, gt=0)  # as marketed
+    memory_basis: Literal["gib", "gb"] = checked(one_of=("gib", "gb"))  # the marketed "GB" in bytes (AMD: 10^9)
+    visible_mib: int | None = checked(None, kind=int, gt=0)
+    unified_fraction: float | None = checked(None, kind=_NUMBER, gt=0, le=1)
     unified_note: str | None = None
     memory_kind: str | None = None
-    bandwidth_gbs: float | None = Field(default=None, gt=0)
-    fp16_tflops_dense: float | None = Field(default=None, gt=0)
-    fp8_tflops_dense: float | None = Field(default=None, gt=0)
-    fp4_tflops_dense: float | None = Field(default=None, gt=0)
-    supports_fp8: bool | None = None
-    supports_nvfp4: bool | None = None
-    supports_mxfp4: bool | None = None
-    tdp_w: float | None = Field(default=None, gt=0)
-    launch_msrp_usd: float | None = Field(default=None, gt=0)
-    form_factor: str
+    bandwidth_gbs: float | None = checked(None, kind=_NUMBER, gt=0)
+    fp16_tflops_dense: float | None = checked(None, kind=_NUMBER, gt=0)
+    fp8_tflops_dense: float | None = checked(None, kind=_NUMBER, gt=0)
+    fp4_tflops_dense: float | None = checked(None, kind=_NUMBER, gt=0)
+    supports_fp8: bool | None = checked(None, kind=bool)
+    supports_nvfp4: bool | None = checked(None, kind=bool)
+    supports_mxfp4: bool | None = checked(None, kind=bool)
+    tdp_w: float | None = checked(None, kind=_NUMBER, gt=0)
+    launch_msrp_usd: float | None = checked(None, kind=_NUMBER, gt=0)
+    form_factor: str = checked(kind=str)
     interconnect: str | None = None
-    max_gpus_per_node: int | None = Field(default=None, gt=0)
-    source: str
-
-    @field_validator("aliases", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        return tuple(a for a in value.split(";") if a) if isinstance(value, str) else value
+    max_gpus_per_node: int | None = checked(None, kind=int, gt=0)
+    source: str = checked(kind=str)
 
     @property
     def memory_bytes(self) -> float:
@@ -101,18 +102,57 @@ class GPU(BaseModel):
         return int(digits[:-1]) + int(digits[-1]) / 10 if digits.isdigit() else None
 
 
-def _none_if_blank(row: dict[str, str]) -> dict[str, str | None]:
-    return {k: (v if v not in ("", None) else None) for k, v in row.items()}
+_TRUE, _FALSE = ("true", "t", "yes", "y", "on", "1"), ("false", "f", "no", "n", "off", "0")
+
+
+def _cell(name: str, kind: str, text: str) -> Any:  # noqa: ANN401 - the cell's value
+    """One CSV cell as the field's type; ``ValueError`` saying what it should be."""
+    if kind.startswith("float"):
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"must be a number, got {text!r}") from None
+    if kind.startswith("int"):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"must be an integer, got {text!r}") from None
+    if kind.startswith("bool"):
+        if text.lower() in _TRUE or text.lower() in _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f"must be true or false, got {text!r}")
+    if kind.startswith("tuple"):
+        return tuple(a for a in text.split(";") if a)
+    return text
+
+
+_COLUMNS = {f.name: (str(f.type), f.default is dataclasses.MISSING) for f in dataclasses.fields(GPU)}
+
+
+def gpu_from_row(row: dict[str, str | None]) -> GPU:
+    """A GPU from a CSV row of text cells (blank = absent); ``InvalidField`` naming the bad or missing column."""
+    values: dict[str, Any] = {}
+    for name, (kind, required) in _COLUMNS.items():
+        text = row.get(name)
+        if text is None or text == "":
+            if required:
+                raise InvalidField("GPU", name, "is missing")
+            continue
+        try:
+            values[name] = _cell(name, kind, text)
+        except ValueError as exc:
+            raise InvalidField("GPU", name, str(exc)) from None
+    return GPU(**values)  # other columns are ignored
 
 
 def parse_catalog(text: str, origin: str = "gpus.csv") -> dict[str, GPU]:
     gpus: dict[str, GPU] = {}
     for line, row in enumerate(csv.DictReader(text.splitlines()), start=2):
         try:
-            gpu = GPU.model_validate(_none_if_blank(row) | {"aliases": row.get("aliases") or ""})
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise SizingError(f"{origin} line {line} ({row.get('id')}): field '{err['loc'][0]}' {err['msg']}") from exc
+            gpu = gpu_from_row(row)
+        except InvalidField as exc:
+            message = str(exc).removeprefix(f"GPU.{exc.field} ")
+            raise SizingError(f"{origin} line {line} ({row.get('id')}): field '{exc.field}' {message}") from exc
         if gpu.id in gpus:
             raise SizingError(f"{origin} line {line}: duplicate GPU id {gpu.id!r}")
         gpus[gpu.id] = gpu
@@ -121,7 +161,9 @@ def parse_catalog(text: str, origin: str = "gpus.csv") -> dict[str, GPU]:
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, GPU]:
-    text = (resources.files("sizing_core") / "data" / "gpus.csv").read_text()
+    # package data beside this file (as pipeline/cli/resolve.py reads it); importlib.resources costs the quick
+    # commands ~5 ms of imports (zipfile, tempfile) for a package that is always installed as a directory
+    text = (Path(__file__).parent / "data" / "gpus.csv").read_text()
     return parse_catalog(text)
 
 

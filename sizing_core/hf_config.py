@@ -37,6 +37,7 @@ from .layers import (
     SlidingWindowAttention,
 )
 from .quantization import native_scheme
+from .record import InvalidField
 from .units import DTYPE_BYTES
 
 
@@ -853,7 +854,7 @@ def _native(model: str, quant_source: dict[str, Any], hf_quant: dict[str, Any] |
     """The checkpoint's format; an unknown scheme is recorded with its reason and never stops the sizing."""
     try:
         return native_scheme(model, quant_source, hf_quant, dtype, expert_dtype)
-    except ConfigError as exc:
+    except (ConfigError, InvalidField) as exc:
         where = "hf_quant_config.json" if hf_quant is not None else "quantization_config"
         return QuantScheme(source=where, weight_format="unknown", unsupported=str(exc))
 
@@ -865,6 +866,14 @@ def parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | 
     A ``model_type`` in :data:`FAMILIES` uses its row; any other is sized by the generic decoder rule when the
     standard fields are there (``architecture_source`` "generic", with a note of what was assumed). Only a field
     needed for weights or KV that is missing is an error, naming the field."""
+    try:
+        return _parse_config(model, config, hf_quant, native, declared)
+    except InvalidField as exc:  # a value the rules passed on unchecked that a layer or the architecture refuses
+        raise ConfigError(model, None, f"{exc} (from config.json)") from exc
+
+
+def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | None,
+                  native: QuantScheme | None, declared: DeclaredParameters | None) -> Architecture:
     top = Fields(model, config)
     text = _text_block(top)
     model_type = text.raw("model_type") or top.raw("model_type")

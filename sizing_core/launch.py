@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .placement import Placement
-from .schema import CamelModel
+from .record import CamelRecord, record
 
 _VLLM_KV = {"bf16": "auto", "fp16": "auto", "fp8": "fp8"}
 _SGLANG_KV = {"bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3"}
@@ -11,7 +11,8 @@ _GGUF_NAMES = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q4_k_m": "Q4
                "q3_k_m": "Q3_K_M", "q2_k": "Q2_K", "bf16": "BF16", "fp16": "F16", "mxfp4": "MXFP4"}
 
 
-class Launch(CamelModel):
+@record
+class Launch(CamelRecord):
     engine: str
     command: str
     nodes: int

@@ -13,10 +13,9 @@ Conventions for the cache methods, all per layer, per request, on one GPU of a t
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
 
@@ -25,18 +24,22 @@ def _per_rank(heads: int, tp: int) -> int:
     return max(1, math.ceil(heads / tp))
 
 
-class _Kind(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+@record
+class _Kind(Record):
+    """Base of every mixer and MLP kind; ``kind`` names it (a class constant, as the configs' layer kinds)."""
+
+    kind: ClassVar[str]
 
 
 # --------------------------------------------------------------------------------------------- mixers
+@record
 class FullAttention(_Kind):
     """Multi-head / grouped-query attention caching K and V for every token."""
 
-    kind: Literal["full_attention"] = "full_attention"
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
+    kind: ClassVar[str] = "full_attention"
+    num_heads: int = checked(kind=int, gt=0)
+    num_kv_heads: int = checked(kind=int, gt=0)
+    head_dim: int = checked(kind=int, gt=0)
     v_head_dim: int | None = None  # differs from head_dim in MiMo-V2
     q_gate: bool = False  # Qwen3-Next/3.5 gated attention: q_proj emits a gate too (2x)
     qk_norm: bool = False
@@ -95,11 +98,12 @@ class FullAttention(_Kind):
         return 0.0
 
 
+@record
 class SlidingWindowAttention(FullAttention):
     """Attention over the last ``window`` tokens: the cache stops growing at the window."""
 
-    kind: Literal["sliding_attention"] = "sliding_attention"  # type: ignore[assignment]
-    window: int = Field(gt=0)
+    kind: ClassVar[str] = "sliding_attention"
+    window: int = checked(kind=int, gt=0)
 
     def cached_tokens(self, context: int) -> int:
         return min(context, self.window)
@@ -108,11 +112,12 @@ class SlidingWindowAttention(FullAttention):
         return 0.0
 
 
+@record
 class ChunkedLocalAttention(FullAttention):
     """Llama 4 local layers: attention within chunks of ``chunk`` tokens; at most one chunk is cached."""
 
-    kind: Literal["chunked_attention"] = "chunked_attention"  # type: ignore[assignment]
-    chunk: int = Field(gt=0)
+    kind: ClassVar[str] = "chunked_attention"
+    chunk: int = checked(kind=int, gt=0)
 
     def cached_tokens(self, context: int) -> int:
         return min(context, self.chunk)
@@ -121,6 +126,7 @@ class ChunkedLocalAttention(FullAttention):
         return 0.0
 
 
+@record
 class MLAAttention(_Kind):
     """Multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM-5): caches one latent per token.
 
@@ -132,13 +138,13 @@ class MLAAttention(_Kind):
     latent: 512 FP8 values + 4 float32 scales (one per 128) + the 64 rope values kept in BF16 = 656 B.
     """
 
-    kind: Literal["mla"] = "mla"
-    num_heads: int = Field(gt=0)
+    kind: ClassVar[str] = "mla"
+    num_heads: int = checked(kind=int, gt=0)
     q_lora_rank: int | None = None
-    kv_lora_rank: int = Field(gt=0)
-    qk_nope_head_dim: int = Field(ge=0)
-    qk_rope_head_dim: int = Field(ge=0)
-    v_head_dim: int = Field(gt=0)
+    kv_lora_rank: int = checked(kind=int, gt=0)
+    qk_nope_head_dim: int = checked(kind=int, ge=0)
+    qk_rope_head_dim: int = checked(kind=int, ge=0)
+    v_head_dim: int = checked(kind=int, gt=0)
     indexer_heads: int = 0
     indexer_head_dim: int = 0
 
@@ -185,6 +191,7 @@ class MLAAttention(_Kind):
         return 0.0
 
 
+@record
 class CompressedSparseAttention(_Kind):
     """DeepSeek-V4 attention: one shared 512-wide KV head, a sliding window of raw tokens, and for layers with a
     ``compress_ratio`` a compressed cache of ``ceil(T / ratio)`` entries (ratio-4 layers also keep indexer keys).
@@ -193,14 +200,14 @@ class CompressedSparseAttention(_Kind):
     no engine log was available to check it against, so ``docs/sizing.md`` marks it as an estimate.
     """
 
-    kind: Literal["compressed_sparse_attention"] = "compressed_sparse_attention"
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    q_lora_rank: int = Field(gt=0)
-    o_lora_rank: int = Field(gt=0)
-    o_groups: int = Field(gt=0)
-    window: int = Field(gt=0)
-    compress_ratio: int = Field(ge=0)
+    kind: ClassVar[str] = "compressed_sparse_attention"
+    num_heads: int = checked(kind=int, gt=0)
+    head_dim: int = checked(kind=int, gt=0)
+    q_lora_rank: int = checked(kind=int, gt=0)
+    o_lora_rank: int = checked(kind=int, gt=0)
+    o_groups: int = checked(kind=int, gt=0)
+    window: int = checked(kind=int, gt=0)
+    compress_ratio: int = checked(kind=int, ge=0)
     indexer_heads: int = 0
     indexer_head_dim: int = 0
 
@@ -250,6 +257,7 @@ class CompressedSparseAttention(_Kind):
         return 0.0
 
 
+@record
 class _Recurrent(_Kind):
     """Linear-attention / SSM layers: a fixed state per request, nothing that grows with context."""
 
@@ -260,16 +268,17 @@ class _Recurrent(_Kind):
         return 0.0
 
 
+@record
 class GatedDeltaNet(_Recurrent):
     """Qwen3-Next / Qwen3.5 linear attention. State: conv ``(K-1) x (2*Hk*dk + Hv*dv)`` in ``conv_dtype_bytes``
     plus recurrent ``Hv x dv x dk`` in ``ssm_dtype_bytes`` (vLLM ``mamba_utils.gated_delta_net_state_shape``)."""
 
-    kind: Literal["gated_deltanet"] = "gated_deltanet"
-    num_k_heads: int = Field(gt=0)
-    num_v_heads: int = Field(gt=0)
-    k_head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    kind: ClassVar[str] = "gated_deltanet"
+    num_k_heads: int = checked(kind=int, gt=0)
+    num_v_heads: int = checked(kind=int, gt=0)
+    k_head_dim: int = checked(kind=int, gt=0)
+    v_head_dim: int = checked(kind=int, gt=0)
+    conv_kernel: int = checked(kind=int, gt=0)
     conv_dtype_bytes: float = 2
     ssm_dtype_bytes: float = 2
 
@@ -292,14 +301,15 @@ class GatedDeltaNet(_Recurrent):
         return conv + ssm
 
 
+@record
 class KimiDeltaAttention(_Recurrent):
     """Kimi Delta Attention (Kimi Linear). State: three short convs ``(K-1) x 3*H*d`` in ``conv_dtype_bytes``
     plus recurrent ``H x d x d`` always in float32 (vLLM ``kda_state_dtype``)."""
 
-    kind: Literal["kimi_delta_attention"] = "kimi_delta_attention"
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    kind: ClassVar[str] = "kimi_delta_attention"
+    num_heads: int = checked(kind=int, gt=0)
+    head_dim: int = checked(kind=int, gt=0)
+    conv_kernel: int = checked(kind=int, gt=0)
     gate_rank: int = 128  # low-rank f_a/f_b and g_a/g_b projections
     conv_dtype_bytes: float = 2
 
@@ -327,15 +337,16 @@ class KimiDeltaAttention(_Recurrent):
         return conv + heads * self.head_dim * self.head_dim * 4
 
 
+@record
 class Mamba2(_Recurrent):
     """Mamba2 mixer (Nemotron-H). State: conv ``(K-1) x (I + 2*G*N)`` plus SSM ``nheads x head_dim x N``."""
 
-    kind: Literal["mamba2"] = "mamba2"
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    n_groups: int = Field(gt=0)
-    state_size: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    kind: ClassVar[str] = "mamba2"
+    num_heads: int = checked(kind=int, gt=0)
+    head_dim: int = checked(kind=int, gt=0)
+    n_groups: int = checked(kind=int, gt=0)
+    state_size: int = checked(kind=int, gt=0)
+    conv_kernel: int = checked(kind=int, gt=0)
     conv_bias: bool = True
     conv_dtype_bytes: float = 2
     ssm_dtype_bytes: float = 2
@@ -364,11 +375,12 @@ class Mamba2(_Recurrent):
         return conv + ssm
 
 
+@record
 class ParallelHybrid(_Kind):
     """Falcon-H1: attention and a Mamba2 mixer side by side in every layer, their outputs summed. Caches both:
     the attention's KV per token and the Mamba2 state per request."""
 
-    kind: Literal["parallel_hybrid"] = "parallel_hybrid"
+    kind: ClassVar[str] = "parallel_hybrid"
     attention: FullAttention
     ssm: Mamba2
 
@@ -385,13 +397,14 @@ class ParallelHybrid(_Kind):
         return self.ssm.state_bytes(tp)
 
 
+@record
 class LinearAttention(_Recurrent):
     """Plain (lightning) linear attention, MiniMax-Text-01 / M1 style: fused qkv, an output gate, a norm and o_proj.
     State: ``heads x head_dim x head_dim`` per request (vLLM ``linear_attention_state_shape``), in the model dtype."""
 
-    kind: Literal["linear_attention"] = "linear_attention"
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
+    kind: ClassVar[str] = "linear_attention"
+    num_heads: int = checked(kind=int, gt=0)
+    head_dim: int = checked(kind=int, gt=0)
     state_dtype_bytes: float = 2
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
@@ -406,14 +419,15 @@ class LinearAttention(_Recurrent):
         return _per_rank(self.num_heads, tp) * self.head_dim * self.head_dim * self.state_dtype_bytes
 
 
+@record
 class ShortConv(_Recurrent):
     """LFM2 gated short convolution: in_proj h -> 3h (B, C, x), a depthwise conv of ``conv_kernel`` taps,
     out_proj h -> h. State: the last ``conv_kernel - 1`` inputs of the ``hidden`` channels (vLLM
     ``short_conv_state_shape``), in the model dtype."""
 
-    kind: Literal["short_conv"] = "short_conv"
-    hidden: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    kind: ClassVar[str] = "short_conv"
+    hidden: int = checked(kind=int, gt=0)
+    conv_kernel: int = checked(kind=int, gt=0)
     bias: bool = False
     conv_dtype_bytes: float = 2
 
@@ -430,10 +444,11 @@ class ShortConv(_Recurrent):
         return (self.conv_kernel - 1) * math.ceil(self.hidden / tp) * self.conv_dtype_bytes
 
 
+@record
 class LinearReplacement(_Kind):
     """DeciLM (Nemotron-NAS) blocks whose attention or FFN was replaced by one hidden x hidden linear layer."""
 
-    kind: Literal["linear"] = "linear"
+    kind: ClassVar[str] = "linear"
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         return [matrix(prefix, "linear", Role.ATTN_OUTPUT, hidden, hidden, layer)]
@@ -448,21 +463,17 @@ class LinearReplacement(_Kind):
         return 0.0
 
 
-# (no model_rebuild here: the models build on first use, defer_build; the mixer types are all defined above)
-
-Mixer = Annotated[
-    FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
-    | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement,
-    Field(discriminator="kind"),
-]
+Mixer = (FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
+         | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement)
 
 
 # ------------------------------------------------------------------------------------------------ MLPs
+@record
 class DenseMLP(_Kind):
     """Gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down; Nemotron-H relu2) feed-forward."""
 
-    kind: Literal["dense"] = "dense"
-    intermediate: int = Field(gt=0)
+    kind: ClassVar[str] = "dense"
+    intermediate: int = checked(kind=int, gt=0)
     gated: bool = True
     bias: bool = False
 
@@ -480,15 +491,16 @@ class DenseMLP(_Kind):
         return 0
 
 
+@record
 class MoE(_Kind):
     """Mixture of experts: a router, ``num_experts`` routed experts of which ``top_k`` run per token, optional
     always-on shared experts (``shared_intermediate`` is their combined width) and optional dense MLP beside it
     (Gemma 4 26B-A4B). ``latent_size`` (Nemotron 3 Super) runs routed experts in a smaller latent space."""
 
-    kind: Literal["moe"] = "moe"
-    num_experts: int = Field(gt=0)
-    top_k: int = Field(gt=0)
-    expert_intermediate: int = Field(gt=0)
+    kind: ClassVar[str] = "moe"
+    num_experts: int = checked(kind=int, gt=0)
+    top_k: int = checked(kind=int, gt=0)
+    expert_intermediate: int = checked(kind=int, gt=0)
     shared_intermediate: int = 0
     shared_gate: bool = False  # Qwen2-MoE style sigmoid gate on the shared expert
     dense_intermediate: int = 0
@@ -537,9 +549,10 @@ class MoE(_Kind):
         return self.routed_params(hidden) * (self.num_experts - self.top_k) // self.num_experts
 
 
-MLP = Annotated[DenseMLP | MoE | LinearReplacement, Field(discriminator="kind")]
+MLP = DenseMLP | MoE | LinearReplacement
 
 
+@record
 class DecoderLayer(_Kind):
     mixer: Mixer | None = None
     mlp: MLP | None = None

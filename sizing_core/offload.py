@@ -15,14 +15,15 @@ from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import kv_bytes_per_request, state_bytes_per_request
 from .layers import MoE
-from .schema import CamelModel
+from .record import CamelRecord, record
 from .throughput import DISCRETE_BANDWIDTH_EFFICIENCY, UNIFIED_BANDWIDTH_EFFICIENCY
 from .units import GB, GIB
 
 HOST_EFFICIENCY = 0.7
 
 
-class Offload(CamelModel):
+@record
+class Offload(CamelRecord):
     mode: str
     gpu_layers: int
     vram_gib: float  # weights + cache kept on the GPU

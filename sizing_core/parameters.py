@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .architecture import Architecture
-from .schema import CamelModel
+from .record import CamelRecord, record
 from .tensors import Role
 
 
-class CheckpointFacts(CamelModel):
+@record
+class CheckpointFacts(CamelRecord):
     """What a checkpoint's safetensors metadata states: the Hub API's ``safetensors`` block (parameter counts
     per dtype and their total) and/or ``model.safetensors.index.json`` (``metadata.total_size`` in bytes)."""
 
@@ -43,7 +44,8 @@ def checkpoint_facts(data: dict[str, Any], source: str) -> CheckpointFacts:
     return CheckpointFacts(parameters_by_dtype=by_dtype, parameter_total=total, total_bytes=nbytes, source=source)
 
 
-class ParameterCounts(CamelModel):
+@record
+class ParameterCounts(CamelRecord):
     """``total``/``active`` are what sizing reports; ``used`` says where they came from.
 
     Tied embeddings are counted once. MTP heads (shipped in the checkpoint, not served by default) and the

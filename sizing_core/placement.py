@@ -28,7 +28,7 @@ from .layers import (
     Mamba2,
     MLAAttention,
 )
-from .schema import CamelModel
+from .record import CamelRecord, record
 from .units import GIB
 
 MAX_GPUS = 128
@@ -38,7 +38,8 @@ class ContextTooLongError(SizingError):
     pass
 
 
-class StageMemory(CamelModel):
+@record
+class StageMemory(CamelRecord):
     """One pipeline stage on one of its GPUs (GiB)."""
 
     stage: int
@@ -51,7 +52,8 @@ class StageMemory(CamelModel):
     total: float
 
 
-class Plan(CamelModel):
+@record
+class Plan(CamelRecord):
     gpus: int
     tensor_parallel: int
     pipeline_parallel: int
@@ -67,7 +69,8 @@ class Plan(CamelModel):
         return max(self.stages, key=lambda s: s.total)
 
 
-class Placement(CamelModel):
+@record
+class Placement(CamelRecord):
     gpu: str
     engine: str
     format: str  # as asked

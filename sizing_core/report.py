@@ -6,26 +6,26 @@ state GiB to 4, parameters in billions).
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from .architecture import Architecture
 from .formats import WEIGHT_FORMATS, weight_bytes
 from .kv_cache import kv_bytes_per_request, kv_bytes_per_token, state_bytes_per_request
 from .parameters import CheckpointFacts, ParameterCounts, count_parameters
-from .schema import CamelModel
+from .record import CamelRecord, alias, record
 from .units import GIB
 
 DEFAULT_CONTEXTS = (8192, 32768, 131072, 1048576)
 
 
-class KVRow(CamelModel):
+@record
+class KVRow(CamelRecord):
     context: int
     bf16: float
     fp8: float
     within_max_context: bool
 
 
-class SizingReport(CamelModel):
+@record
+class SizingReport(CamelRecord):
 
     model: str
     model_type: str
@@ -41,10 +41,10 @@ class SizingReport(CamelModel):
     native_format: str
     native_source: str
     native_unsupported: str | None = None  # why weightsGiB.native is null
-    weights_gib: dict[str, float | None] = Field(serialization_alias="weightsGiB")
-    kv_cache_bytes_per_token: dict[str, int | float] = Field(serialization_alias="kvCacheBytesPerToken")
-    kv_cache_gib_per_request: list[KVRow] = Field(serialization_alias="kvCacheGiBPerRequest")
-    recurrent_state_gib_per_request: float = Field(serialization_alias="recurrentStateGiBPerRequest")
+    weights_gib: dict[str, float | None] = alias("weightsGiB")
+    kv_cache_bytes_per_token: dict[str, int | float] = alias("kvCacheBytesPerToken")
+    kv_cache_gib_per_request: list[KVRow] = alias("kvCacheGiBPerRequest")
+    recurrent_state_gib_per_request: float = alias("recurrentStateGiBPerRequest")
     recurrent_state_bytes_per_request: int
 
 

@@ -1,5 +1,7 @@
-"""Base class for results that are published as JSON: camelCase keys (as seed 004 writes them), snake_case in
-Python, immutable."""
+"""pydantic base for models that are published as JSON with camelCase keys (as seed 004 writes them), snake_case
+in Python, immutable: the pipeline's setups (``pipeline/compute/setups.py``) and the safetensors header summaries
+stored inside the Hub state files. sizing_core's own sizing types are plain dataclasses (``record.py``): importing
+this module imports pydantic, so nothing on the path of ``vramlab size``/``fit`` does."""
 
 from __future__ import annotations
 

@@ -7,17 +7,22 @@ through the same parser), optional ModelOpt-style ``hf_quant_config`` for the ch
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .architecture import Architecture, DeclaredParameters
 from .errors import ConfigError
 from .hf_config import parse_config
+from .record import Record, record
 
 
-class ModelSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class ModelSpec(Record):
+    """A spec file's fields. Spec files are written by hand, so they are validated by pydantic (types, unknown
+    keys, the declared counts' checks), imported only here: sizing a config.json or a tracked model never loads
+    it (start-up of ``vramlab size``, issue #12)."""
+
+    __pydantic_config__ = {"extra": "forbid"}  # noqa: RUF012 - read by pydantic, a ConfigDict (a TypedDict)
 
     vramlab_spec: int  # format version of this file
     id: str
@@ -33,9 +38,18 @@ def is_spec(data: dict[str, Any]) -> bool:
     return "vramlab_spec" in data
 
 
+@lru_cache(maxsize=1)
+def _validator() -> Any:  # noqa: ANN401 - a pydantic TypeAdapter
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ModelSpec)
+
+
 def parse_spec(data: dict[str, Any], origin: str = "spec") -> tuple[ModelSpec, Architecture]:
+    from pydantic import ValidationError
+
     try:
-        spec = ModelSpec.model_validate(data)
+        spec = _validator().validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])

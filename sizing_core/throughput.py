@@ -22,7 +22,7 @@ from .gpus import GPU
 from .kv_cache import cache_bytes
 from .layers import FullAttention, MLAAttention, MoE
 from .placement import Placement, Plan
-from .schema import CamelModel
+from .record import CamelRecord, record
 from .units import GB
 
 DISCRETE_BANDWIDTH_EFFICIENCY = 0.6
@@ -31,7 +31,8 @@ PREFILL_MFU = 0.5
 TTFT_PROMPT = 4096
 
 
-class Throughput(CamelModel):
+@record
+class Throughput(CamelRecord):
     decode_tokens_per_s: float | None  # one request at the placement's context
     prefill_tokens_per_s: float | None
     ttft_ms: float | None  # for a TTFT_PROMPT-token prompt

@@ -1,5 +1,6 @@
-"""Issue #12: the quick commands stay light. ``size``, ``fit`` and ``gpus`` never import Dagster; ``gpus`` and
-``size --json`` import neither DuckDB nor rich; ``gpus`` does not build the pydantic GPU catalog. Timing itself is
+"""Issue #12: the quick commands stay light. ``size``, ``fit`` and ``gpus`` never import Dagster, and size/fit of a
+tracked model or a config.json import no pydantic either (sizing_core's types are plain dataclasses; pydantic is
+loaded only for manual spec files); JSON answers import no rich; ``gpus`` imports none of them. Timing itself is
 not tested (it depends on the machine): ``benchmarks/startup.py`` measures it.
 
 Each case runs the CLI's ``main`` in a fresh interpreter (as the console script does) and reports which heavy
@@ -50,13 +51,26 @@ def test_gpus_imports_no_dagster_duckdb_rich_or_pydantic(data_dir: Path) -> None
     assert imported("gpus", "--data-dir", str(data_dir)) == ["rich"]  # the table
 
 
-def test_size_json_imports_only_pydantic(data_dir: Path) -> None:
-    assert imported("size", "qwen3-8b", "--json", "--data-dir", str(data_dir)) == ["pydantic"]
+CONFIG = ROOT / "pipeline" / "replay" / "hub" / "configs" / "Qwen__Qwen3-8B.json"
 
 
-def test_fit_imports_no_dagster_or_duckdb(data_dir: Path) -> None:
-    found = imported("fit", "qwen3-8b", "--gpu", "h100", "--format", "fp8", "--json", "--data-dir", str(data_dir))
-    assert "dagster" not in found and "duckdb" not in found and "rich" not in found
+@pytest.mark.parametrize("model", ["qwen3-8b", str(CONFIG)], ids=["tracked id", "config path"])
+def test_size_imports_no_pydantic_or_dagster(data_dir: Path, model: str) -> None:
+    assert imported("size", model, "--json", "--data-dir", str(data_dir)) == []
+    assert imported("size", model, "--data-dir", str(data_dir)) == ["rich"]  # the tables
+
+
+@pytest.mark.parametrize("model", ["qwen3-8b", str(CONFIG)], ids=["tracked id", "config path"])
+def test_fit_imports_no_pydantic_dagster_or_duckdb(data_dir: Path, model: str) -> None:
+    """One format and every format; the snapshot's offers are read (``data_dir`` holds one), so the cost path is in."""
+    assert imported("fit", model, "--gpu", "h100", "--format", "fp8", "--json", "--data-dir", str(data_dir)) == []
+    assert imported("fit", model, "--gpu", "h100", "--json", "--data-dir", str(data_dir)) == []
+    assert imported("fit", model, "--gpu", "h100", "--data-dir", str(data_dir)) == ["rich"]
+
+
+def test_a_spec_file_is_validated_with_pydantic(data_dir: Path) -> None:
+    """The one path that still loads pydantic: a hand-written spec (user input) is checked key by key."""
+    assert imported("size", "kimi-k3.1-pro", "--json", "--data-dir", str(data_dir)) == ["pydantic"]
 
 
 def test_gpu_names_read_from_the_csv_match_the_validated_catalog() -> None:

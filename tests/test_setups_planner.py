@@ -16,11 +16,13 @@ from sizing_core.registry import load_registered
 
 MODELS = {"llama8": arch("meta-llama__Llama-3.1-8B"), "llama70": arch("meta-llama__Llama-3.1-70B"),
           "dsv3": arch("deepseek-ai__DeepSeek-V3"), "qwen3-next": arch("Qwen__Qwen3-Next-80B-A3B-Thinking"),
-          "gpt-oss": arch("openai__gpt-oss-20b"), "kimi": load_registered("kimi-k3.1-pro")[1]}
+          "gpt-oss": arch("openai__gpt-oss-20b"), "kimi": load_registered("kimi-k3.1-pro")[1],
+          # tied embeddings: the last pipeline stage holds a copy of the embedding
+          "gemma4-26b": arch("google__gemma-4-26B-A4B"), "llama3b": arch("meta-llama__Llama-3.2-3B-Instruct")}
 #: data-centre cards of several sizes (vLLM: TP x PP), consumer and workstation cards (llama.cpp: layers only),
 #: unified memory
 GPUS = ("h100", "a100-40gb", "l4", "mi300x", "b200", "v100", "rtx-4090", "rtx-3060-12gb", "rtx-pro-6000",
-        "mac-m3-ultra-512", "dgx-spark")
+        "mac-m3-ultra-512", "dgx-spark", "rtx-a2000-6gb", "rtx-4060", "a10g", "rtx-3080")
 #: instance sizes asked in an order that makes later sizes re-use what earlier ones learnt, both ways
 SHAPES = (8, 1, 4, 2, 3, 16, 6)
 

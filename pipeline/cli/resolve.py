@@ -11,7 +11,6 @@ run, from the replay bundle (``pipeline/replay/hub/configs``).
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -43,6 +42,8 @@ def did_you_mean(value: str, choices: list[str] | dict[str, str], n: int = 3) ->
     by_norm: dict[str, str] = {}
     for choice, display in shown.items():
         by_norm.setdefault(norm(choice), display)
+    import difflib  # only when a value is wrong: kept off the start-up of every answer
+
     key = norm(value)
     close = difflib.get_close_matches(key, list(by_norm), n=n, cutoff=0.6)
     close += [k for k in by_norm if key and (k.startswith(key) or key in k) and k not in close]

@@ -29,15 +29,13 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import Field
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from sizing_core import Architecture, SizingError
 from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
-from sizing_core.engines import default_engine
+from sizing_core.engines import Engine, default_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.kv_cache import cache_bytes
 from sizing_core.placement import (
@@ -45,12 +43,13 @@ from sizing_core.placement import (
     Placement,
     _candidate_plans,
     _lower_bound,
-    _plan,
+    _per_gpu_layers,
+    _stage_bounds,
     _weight_loads,
     check_context,
     fewest_gpus,
 )
-from sizing_core.schema import CamelModel
+from sizing_core.record import CamelRecord, described, record
 from sizing_core.throughput import estimate
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
@@ -82,7 +81,11 @@ def eligible_offers(con: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-class Setup(CamelModel):
+@record
+class Setup(CamelRecord):
+    """One rentable deployment (a plain dataclass like sizing_core's results: ``fit`` prices plans with these and
+    must not import pydantic; ``pipeline/exports/schema.py`` publishes it as ``SetupItem``)."""
+
     provider: str
     source: str
     instance_type: str
@@ -104,34 +107,30 @@ class Setup(CamelModel):
     format: str
     engine: str
     verified_at: datetime
-    nodes: int = Field(1, description="machines rented (instances); more than 1 only over a cluster interconnect "
-                                      "or, flagged, llama.cpp RPC")
-    deployment: Deployment = Field("single_machine", description="single_machine | cluster (rented interconnect) "
-                                                                 "| llama.cpp-rpc (flagged)")
-    interconnect: str | None = Field(None, description="the cluster fabric the nodes share (multi-node only)")
-    native_support: bool = Field(True, description="the GPU runs this format natively (False: a fallback kernel, "
-                                                   "named in support_note)")
-    support_note: str = Field("", description="how the engine runs the format on this GPU")
-    flags: list[str] = Field(default_factory=list, description="what a user should know before renting this")
-    fx_stale: bool = Field(False, description="the price was converted with an ECB rate more than 4 days older than "
-                                              "the snapshot's as-of time (fx_date says which)")
+    nodes: int = described(1, "machines rented (instances); more than 1 only over a cluster interconnect or, "
+                              "flagged, llama.cpp RPC")
+    deployment: Deployment = described("single_machine", "single_machine | cluster (rented interconnect) | "
+                                                         "llama.cpp-rpc (flagged)")
+    interconnect: str | None = described(None, "the cluster fabric the nodes share (multi-node only)")
+    native_support: bool = described(True, "the GPU runs this format natively (False: a fallback kernel, named in "
+                                           "support_note)")
+    support_note: str = described("", "how the engine runs the format on this GPU")
+    flags: list[str] = described(default_factory=list, description="what a user should know before renting this")
+    fx_stale: bool = described(False, "the price was converted with an ECB rate more than 4 days older than the "
+                                      "snapshot's as-of time (fx_date says which)")
     # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
     # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
-    decode_tokens_per_s: float | None = Field(
-        default=None, description="decode speed of one request on this plan",
-        json_schema_extra={"unit": "tokens/s"})
-    max_concurrent_requests: int | None = Field(
-        default=None, description="requests of the planned context the plan holds at once",
-        json_schema_extra={"unit": "requests"})
-    aggregate_tokens_per_s: float | None = Field(
-        default=None, description="decode speed of all max_concurrent_requests together",
-        json_schema_extra={"unit": "tokens/s"})
-    usd_per_million_tokens: float | None = Field(
-        default=None, description="price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
-        json_schema_extra={"unit": "USD per 1M output tokens"})
-    usd_per_million_tokens_batched: float | None = Field(
-        default=None, description="price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
-        json_schema_extra={"unit": "USD per 1M output tokens"})
+    decode_tokens_per_s: float | None = described(None, "decode speed of one request on this plan", unit="tokens/s")
+    max_concurrent_requests: int | None = described(
+        None, "requests of the planned context the plan holds at once", unit="requests")
+    aggregate_tokens_per_s: float | None = described(
+        None, "decode speed of all max_concurrent_requests together", unit="tokens/s")
+    usd_per_million_tokens: float | None = described(
+        None, "price_per_hour / (decode_tokens_per_s x 3600) x 1e6: one request at a time",
+        unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched: float | None = described(
+        None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
+        unit="USD per 1M output tokens")
 
     @property
     def layout(self) -> str:
@@ -156,7 +155,7 @@ class Setup(CamelModel):
 @lru_cache(maxsize=1)
 def interconnects() -> tuple[tuple[str, str, str], ...]:
     """``data/interconnect.csv``: (provider, instance pattern, fabric) of families rented with a cluster fabric."""
-    text = (resources.files("pipeline.compute") / "data" / "interconnect.csv").read_text()
+    text = (Path(__file__).parent / "data" / "interconnect.csv").read_text()  # not importlib.resources: start-up
     return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines()))
 
 
@@ -242,8 +241,8 @@ class Planner:
         does not depend on the shape (perf #14: about half the placements of a run are the same GPU kind in
         another instance size). The shape only decides which (TP, PP) pairs are candidates
         (``_candidate_plans`` reads ``node_size``); whether a pair's plan fits reads the GPU's memory, not its
-        shape, so it is computed once per (GPU, TP, PP). ``tests/test_setups_planner.py`` checks this equals
-        ``fewest_gpus`` on every shape."""
+        shape, so it is computed once per (GPU, TP, PP), and only that (:meth:`_fits`), not the plan itself.
+        ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
         arch, engine = self.arch, default_engine(gpu)
         check_context(arch, self.context)  # the same errors as fewest_gpus, in its order
         if self.concurrency < 1:
@@ -259,11 +258,21 @@ class Planner:
             for tp, pp in _candidate_plans(arch, shaped, engine, n):
                 fits = self._fits.get((gpu.id, tp, pp))
                 if fits is None:
-                    fits = self._fits[(gpu.id, tp, pp)] = _plan(arch, shaped, engine, self._loads, tp, pp, self.context,
-                                                                self.concurrency, self.kv) is not None
+                    fits = self._fits[(gpu.id, tp, pp)] = self._plan_fits(gpu, engine, tp, pp)
                 if fits:
                     return Placed(n, tp, pp, support.native, support.note)
         return Placed(None, None, None, support.native, support.note)
+
+    def _plan_fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
+        """Whether ``sizing_core.placement._plan`` returns a plan for (TP, PP) on ``gpu``: its own test (a positive
+        budget after activations, and a greedy split of the per-GPU layer bytes into at most PP stages under it),
+        without building the plan (its balanced PP split and per-stage memory are what a fitting plan costs, and
+        the search needs only yes or no)."""
+        layer_bytes, _ = _per_gpu_layers(self.arch, self._loads, tp, self.context, self.concurrency, self.kv)
+        first = self._loads.first_extra / tp
+        last = (self._loads.last_extra + (self._loads.tied_copy if pp > 1 else 0.0)) / tp
+        budget = engine.usable_bytes(gpu) - engine.activation_bytes(self.arch, tp)
+        return budget > 0 and _stage_bounds(layer_bytes, first, last, pp, budget) is not None
 
     def placed(self, gpu: GPU, per_instance: int) -> Placed:
         """What a setup needs of the placement: read from the cross-run cache when it has it."""

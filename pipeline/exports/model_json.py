@@ -194,6 +194,22 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
             "exact_cells": cells, "launch_fallback": fallback}
 
 
+def best_setup_launch(t: Tracked, static: dict[str, Any], best: Setup) -> dict[str, Any] | None:
+    """The launch command of the model's cheapest setup. It depends only on the model, the GPU, the instance
+    size, the engine and the format, not on the price, so it is kept in the model's cached static part
+    (``static["launches"]``, perf #14: re-planning it cost a placement per model file each hour); a new entry is
+    what :class:`~pipeline.exports.static_cache.StaticCache` saves back."""
+    key = f"{best.gpu}:{best.gpus_per_instance}:{best.engine}:{best.format}"
+    launches = static.setdefault("launches", {})
+    if key not in launches:
+        assert t.arch is not None
+        placed = fewest_gpus(t.arch, get_gpu(best.gpu).model_copy(update={"max_gpus_per_node": best.gpus_per_instance}),
+                             get_engine(best.engine), best.format)
+        cmd = launch_command(placed, t.entry.repo)
+        launches[key] = cmd.model_dump(mode="json") if cmd else None
+    return launches[key]
+
+
 def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Setup], spot: list[Setup],
                           verified: str | None, provenance: dict[str, Any], updated: str,
                           single_fit: dict[str, set[str]]) -> ModelExport:
@@ -204,10 +220,7 @@ def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Se
     best = on_demand[0] if on_demand else None
     launch = static["launch_fallback"]
     if best is not None:
-        placed = fewest_gpus(arch, get_gpu(best.gpu).model_copy(update={"max_gpus_per_node": best.gpus_per_instance}),
-                             get_engine(best.engine), best.format)
-        cmd = launch_command(placed, entry.repo)
-        launch = cmd.model_dump(mode="json") if cmd else None
+        launch = best_setup_launch(t, static, best)
     slug = page_slug(entry.id)
     hub = t.hub
     return ModelExport.model_validate({

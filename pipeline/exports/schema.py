@@ -19,15 +19,18 @@ Rules of the contract:
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from pipeline.compute.setups import Setup
 from sizing_core.finetune import FineTuneMemory
 from sizing_core.launch import Launch
 from sizing_core.parameters import ParameterCounts
+from sizing_core.schema import CamelModel
 
 SCHEMA_VERSION = "2"
 
@@ -43,14 +46,27 @@ def d(meaning: str, unit: str | None = None, **kw: Any) -> Any:  # noqa: ANN401 
     return Field(description=meaning, json_schema_extra=extra, **kw)
 
 
-def _describe_inherited(cls: type[BaseModel], docs: dict[str, tuple[str, str | None]]) -> None:
-    """Attach meanings/units to fields a class inherits from a model another layer owns (sizing_core, compute)."""
-    for name, field in cls.model_fields.items():
-        if name in docs:
-            meaning, unit = docs[name]
-            field.description = meaning
-            field.json_schema_extra = {"unit": unit} if unit else None
-    cls.model_rebuild(force=True)
+class _PublishedRecord(CamelModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _published(name: str, record: type, docs: dict[str, tuple[str, str | None]],
+               doc: str | None = None) -> type[BaseModel]:
+    """The published (closed, camelCase) pydantic model of a result type another layer owns as a plain dataclass
+    (sizing_core's ``Record``s, compute's ``Setup``): the same fields, types and defaults, with the meanings and
+    units given here, else those the field declares (``sizing_core.record.described``)."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        meaning, unit = docs.get(f.name) or (f.metadata.get("description"), f.metadata.get("unit"))
+        extra = {"unit": unit} if unit else None
+        if f.default_factory is not dataclasses.MISSING:
+            info = Field(default_factory=f.default_factory, description=meaning, json_schema_extra=extra)
+        else:
+            info = Field(... if f.default is dataclasses.MISSING else f.default, description=meaning,
+                         json_schema_extra=extra)
+        fields[f.name] = (hints[f.name], info)
+    return create_model(name, __base__=_PublishedRecord, __module__=__name__, __doc__=doc, **fields)
 
 
 class _Strict(BaseModel):
@@ -122,12 +138,6 @@ class WeightsGiB(BaseModel):
     q4_k_m: float = d("weights as GGUF Q4_K_M (its per-tensor type mix)", unit="GiB")
 
 
-class SetupItem(Setup):
-    """One rentable deployment: ``Setup`` (pipeline/compute/setups.py) as published, closed to unknown keys."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
 #: meanings of Setup's fields (Setup lives in pipeline/compute/setups.py; add a line here with each new field)
 SETUP_DOCS: dict[str, tuple[str, str | None]] = {
     "provider": ("provider that rents the instance", None),
@@ -160,7 +170,8 @@ SETUP_DOCS: dict[str, tuple[str, str | None]] = {
     "usd_per_million_tokens_batched": ("price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
                                        "USD per 1M output tokens"),
 }
-_describe_inherited(SetupItem, SETUP_DOCS)
+SetupItem = _published("SetupItem", Setup, SETUP_DOCS, doc="One rentable deployment: ``Setup`` "
+                       "(pipeline/compute/setups.py) as published, closed to unknown keys.")
 
 
 class ThroughputCell(_Strict):
@@ -176,11 +187,7 @@ class Throughput(_Strict):
     cells: dict[str, ThroughputCell] = d("keyed '<gpu id>:<seed column>', for every gpusNeeded cell with a plan")
 
 
-class FineTuning(FineTuneMemory):
-    model_config = ConfigDict(extra="forbid")
-
-
-_describe_inherited(FineTuning, {
+FineTuning = _published("FineTuning", FineTuneMemory, {
     "method": ("qlora, lora or full", None),
     "gpus": ("GPUs assumed", "GPUs"),
     "weights_gib": ("frozen or trained weights in memory", "GiB"),
@@ -198,11 +205,7 @@ class FineTuningByMethod(_Strict):
     full: FineTuning = d("full fine-tuning (mixed precision, Adam)")
 
 
-class LaunchCommand(Launch):
-    model_config = ConfigDict(extra="forbid")
-
-
-_describe_inherited(LaunchCommand, {
+LaunchCommand = _published("LaunchCommand", Launch, {
     "engine": ("engine id", None),
     "command": ("shell command serving the cheapest setup (or the H100 plan when nothing is rentable)", None),
     "nodes": ("machines the command spans", "machines"),
@@ -210,11 +213,7 @@ _describe_inherited(LaunchCommand, {
 })
 
 
-class PublishedParameterCounts(ParameterCounts):
-    model_config = ConfigDict(extra="forbid")
-
-
-_describe_inherited(PublishedParameterCounts, {
+PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCounts, {
     "total": ("parameters sizing uses (tied embeddings once, vision tower included, MTP heads excluded)",
               "parameters"),
     "active": ("parameters active per token (MoE: routed share)", "parameters"),

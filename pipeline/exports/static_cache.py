@@ -46,7 +46,8 @@ class StaticCache:
 
     def __init__(self, rows: dict[str, tuple[str, str]]):
         self.rows = rows  # model_id -> (cache key, JSON payload)
-        self.new: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.new: dict[str, tuple[str, dict[str, Any]]] = {}  # sized in this run
+        self.reused: dict[str, tuple[str, dict[str, Any], int]] = {}  # (key, payload, launches when loaded)
         self.hits: list[str] = []
 
     @classmethod
@@ -59,21 +60,29 @@ class StaticCache:
         if row is None or row[0] != key:
             return None
         self.hits.append(model_id)
-        return json.loads(row[1])
+        payload = json.loads(row[1])
+        self.reused[model_id] = (key, payload, len(payload.get("launches", {})))  # saved again if it grows
+        return payload
+
+    def grown(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Re-used rows to which assembling the files added a launch command (``model_json.best_setup_launch``)."""
+        return {m: (k, p) for m, (k, p, n) in self.reused.items() if len(p.get("launches", {})) > n}
 
     def put(self, model_id: str, key: str, payload: dict[str, Any]) -> None:
         self.new[model_id] = (key, payload)
 
     def save(self, con: Any, keep: set[str]) -> int:
-        """Write this run's rows and drop those of models no longer tracked; rows written."""
+        """Write this run's rows (sized, or re-used with a launch added) and drop those of models no longer
+        tracked; rows written."""
         stale = sorted(set(self.rows) - keep)
-        if not self.new and not stale:
+        rows = self.grown() | self.new
+        if not rows and not stale:
             return 0
         now = datetime.now(UTC)
         with transaction(con):
-            for model_id in [*stale, *self.new]:
+            for model_id in [*stale, *rows]:
                 con.execute("DELETE FROM export_cache WHERE model_id = ?", [model_id])
-            for model_id, (key, payload) in self.new.items():
+            for model_id, (key, payload) in rows.items():
                 con.execute("INSERT INTO export_cache VALUES (?, ?, ?, ?)",
                             [model_id, key, json.dumps(to_jsonable_python(payload)), now])
-        return len(self.new)
+        return len(rows)
