@@ -446,7 +446,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     mf: dict[str, list] = {k: [] for k in ("model_id", "format", "revision", "stored_format", "num_layers",
                                            "support_idx")}
     for model_id, arch in archs.items():
-        moe = any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+        moe = arch.is_moe
         formats = [f for f in GRID_FORMATS if not (f == "native" and arch.native.unsupported)]
         # (an unknown checkpoint scheme has no native cells: sizing #11)
         for fmt in formats:
