@@ -162,15 +162,12 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     # per-layer figures by row number in the per-layer lists (no join); attn_v position: of the tensor's layer
     # (layer 0's for tensors outside layers), 0 outside attention layers
     layer, layer0 = pl.col("layer"), pl.col("layer").fill_null(0)
-    in_layers = layer0 < pl.col("n_layers")
+    row = pl.when(layer0 < pl.col("n_layers")).then(pl.col("first_layer_row") + layer0)  # null: no such layer
     return frame.lazy().select(
         "model_id", "role", "cols", numel=pl.col("rows") * pl.col("cols") * pl.col("count"), layer="layer",
-        share=pl.when(_ROUTED & layer.is_not_null() & in_layers)
-        .then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(pl.col("first_layer_row") + layer))
+        share=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(row))
         .otherwise(1.0),
-        attn_v_pos=pl.when(in_layers)
-        .then(pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(pl.col("first_layer_row") + layer0))
-        .otherwise(0),
+        attn_v_pos=pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(row).fill_null(0),
         excl_default=_LINEAR & default_excluded, excl_native="excl_native").collect(engine="in-memory")
 
 
@@ -449,7 +446,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     mf: dict[str, list] = {k: [] for k in ("model_id", "format", "revision", "stored_format", "num_layers",
                                            "support_idx")}
     for model_id, arch in archs.items():
-        moe = any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in arch.layers)
+        moe = arch.is_moe
         formats = [f for f in GRID_FORMATS if not (f == "native" and arch.native.unsupported)]
         # (an unknown checkpoint scheme has no native cells: sizing #11)
         for fmt in formats:
