@@ -80,3 +80,23 @@ def test_llama_8b_bf16_decode_on_rtx_a5000_is_the_roofline_by_hand() -> None:
     # prefill uses the dense tensor rate: 111.1 TFLOPS (NVIDIA's 222.2 with sparsity, halved; not halved
     # again, the RTX A-series runs FP32 accumulate at full rate), so it is no longer null either
     assert speed.prefill_tokens_per_s is not None and speed.notes == ""
+
+
+def test_nvidia_fp8_is_twice_fp16_on_every_row_with_both() -> None:
+    """Same tensor cores, half the bits: an NVIDIA row whose FP8 is not 2x its FP16 mixes conventions (sparse vs
+    dense, FP16 vs FP32 accumulate) -- e.g. GeForce rows must carry the FP16-accumulate pair (RTX 4090 330.3 /
+    660.6, RTX 4070 116 / 233). 3% slack: NVIDIA's own L40S datasheet gives FP16 362.05 but FP8 733 (2.025x)."""
+    odd = {g.id: (g.fp16_tflops_dense, g.fp8_tflops_dense) for g in catalog().values()
+           if g.vendor == "NVIDIA" and g.fp16_tflops_dense and g.fp8_tflops_dense
+           and not 1.97 <= g.fp8_tflops_dense / g.fp16_tflops_dense <= 2.03}
+    assert odd == {}
+
+
+def test_driver_reported_memory_is_just_under_the_marketed_gib() -> None:
+    """An nvidia-smi total is the marketed GiB minus what the driver/ECC reserves (0-7%): a figure above the
+    marketed size, or far below, is a misread log (e.g. a 12 GB card's 12288 MiB on a 10 GB RTX 3080 row)."""
+    odd = {g.id: g.visible_mib for g in catalog().values()
+           if g.vendor == "NVIDIA" and g.visible_mib and g.memory_basis == "gib"
+           and not 0.93 < g.visible_mib / (g.memory_gb * 1024) <= 1.0}
+    assert odd == {}
+    assert get_gpu("rtx-3080").visible_mib == 10240 and get_gpu("rtx-4060").visible_mib == 8188
