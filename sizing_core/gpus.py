@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -114,9 +115,12 @@ def _cell(name: str, kind: str, text: str) -> Any:  # noqa: ANN401 - the cell's 
             raise ValueError(f"must be a number, got {text!r}") from None
     if kind.startswith("int"):
         try:
-            return int(text)
+            number = float(text)
         except ValueError:
-            raise ValueError(f"must be an integer, got {text!r}") from None
+            number = math.nan
+        if not number.is_integer():  # "12.0" is 12 (as pydantic read it), "12.5" or "12 GB" are refused
+            raise ValueError(f"must be an integer, got {text!r}")
+        return int(number)
     if kind.startswith("bool"):
         if text.lower() in _TRUE or text.lower() in _FALSE:
             return text.lower() in _TRUE

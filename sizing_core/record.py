@@ -13,8 +13,8 @@ why not ``frozen=True``). :class:`Record` also gives the part of pydantic's mode
 output, so a pydantic model and a record serialize alike wherever both are published:
 
 - ``model_dump(mode="python"|"json", by_alias=None, include=None, exclude=None)``: a dict; nested records become
-  dicts; in JSON mode tuples become lists and dates ISO strings (``Z`` for UTC, as pydantic); keys are camelCase (``camel = True``) or the field's explicit ``alias``
-  unless ``by_alias=False``;
+  dicts; in JSON mode tuples become lists and dates ISO strings (``Z`` for UTC, as pydantic); keys are camelCase
+  (``camel = True``) or the field's explicit ``alias`` unless ``by_alias=False``;
 - ``model_dump_json()``: compact JSON as pydantic writes it (non-finite floats as ``null``);
 - ``model_copy(update=...)``: :func:`dataclasses.replace` (the copy is checked again).
 

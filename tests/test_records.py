@@ -121,6 +121,20 @@ def test_gpu_rows_dump_as_pydantic_did() -> None:
         _same_as_pydantic(gpu)
 
 
+def test_catalog_cells_are_read_as_their_types() -> None:
+    from sizing_core.gpus import gpu_from_row
+
+    row = {f.name: None if (v := getattr(get_gpu("h100"), f.name)) is None else
+           ";".join(v) if isinstance(v, tuple) else str(v).lower() if isinstance(v, bool) else str(v)
+           for f in dataclasses.fields(GPU)}
+    assert gpu_from_row(row) == get_gpu("h100")
+    assert gpu_from_row(row | {"visible_mib": "81559.0", "supports_fp8": "yes"}).visible_mib == 81559
+    for column, text, message in (("visible_mib", "81559.5", "must be an integer"), ("memory_gb", "80 GB", "number"),
+                                  ("supports_fp8", "maybe", "true or false"), ("name", "", "is missing")):
+        with pytest.raises(InvalidField, match=f"GPU.{column} .*{message}"):
+            gpu_from_row(row | {column: text})
+
+
 def test_model_copy_replaces_and_checks_again() -> None:
     h100 = get_gpu("h100")
     two = h100.model_copy(update={"max_gpus_per_node": 2})
