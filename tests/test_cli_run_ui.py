@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_cli_size import vramlab
+from test_cli_size import CONSOLE_SCRIPT, vramlab
 from test_dagster_services import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,3 +175,22 @@ def test_the_ui_shows_the_cli_run_tables_schemas_and_plots(cli_run: dict) -> Non
     assert setups["top_setups"]["__typename"] == "TableMetadataEntry" and {r["model"] for r in top} >= {"qwen3-8b"}
     description = by_key["out__exports"]["description"]
     assert "//" not in description and "<" not in description and "SNAPSHOT_ID" in description
+
+
+def test_a_run_whose_reader_went_away_still_finishes(cli_run: dict) -> None:
+    """``vramlab run | head -1`` (the reader gone before the first write): the run is not cut short, it publishes
+    a new snapshot and exits 0 without a traceback. Last in this module: it adds a second run to the instance."""
+    env, data = cli_run["env"], Path(cli_run["env"]["VRAMLAB_DATA_DIR"])
+    before = (data / "exports" / "latest").resolve()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([str(CONSOLE_SCRIPT), "run"], stdout=write_end,
+                              stderr=subprocess.PIPE, cwd=ROOT, timeout=2400, env={**os.environ, **env})
+    finally:
+        os.close(write_end)
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "BrokenPipe" not in err, err[-3000:]
+    assert proc.returncode == 0, (proc.returncode, err[-3000:])
+    after = (data / "exports" / "latest").resolve()
+    assert after != before and (after / "manifest.json").is_file()

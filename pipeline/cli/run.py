@@ -14,6 +14,7 @@ import fcntl
 import os
 import shutil
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -59,6 +60,17 @@ def stoppable_by_sigterm() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+class RunConsole(Console):
+    """The run's console. When the reader goes away (``vramlab run | head``) the output goes to /dev/null and the
+    run goes on: the data is still fetched, sized and published, and the exit status is the run's own (rich's
+    default would stop the run with status 1 halfway through)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bool = False,
                  force: bool = False) -> int:
     if data_dir:  # before the definitions are imported: their resources read it
@@ -68,7 +80,7 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
 
     from pipeline.definitions import ALL_ASSETS, defs
     from pipeline.schedules import ACTIVE, REFRESH_JOB, REFRESH_TAG
-    console = Console()
+    console = RunConsole()
     s = settings()
     damaged = _damaged_database(s.db_path)
     if damaged:  # one clear message, nothing run (issue #16)

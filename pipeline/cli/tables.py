@@ -17,12 +17,22 @@ from rich.table import Table
 WIDTH = 100
 
 
+class QuietPipeConsole(_RichConsole):
+    """rich's console, except when the reader goes away (``vramlab models | head -1``): rich's default hook exits
+    with status 1, which breaks ``set -o pipefail`` scripts; raising ``BrokenPipeError`` instead lets ``main()`` end
+    quietly with 0, as docs/cli.md promises for every command."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def Console() -> _RichConsole:  # noqa: N802 - a drop-in for rich.Console
     """The terminal's width on a terminal; ``$COLUMNS`` or 100 when piped (logs, CI, docs transcripts). Tables and
     sentences fit that width (sentences wrap between words); launch commands are printed unwrapped."""
     if sys.stdout.isatty():
-        return _RichConsole()
-    return _RichConsole(width=int(os.environ.get("COLUMNS") or WIDTH))
+        return QuietPipeConsole()
+    return QuietPipeConsole(width=int(os.environ.get("COLUMNS") or WIDTH))
 
 
 class _Titled(Table):
