@@ -336,6 +336,18 @@ def test_gpus_lists_current_offers_cheapest_first_with_filters(snapshot_dir: Pat
     assert max(len(line) for line in table.splitlines()) <= 100
 
 
+def test_gpus_shows_memory_per_gpu_when_the_source_does_not(snapshot_dir: Path) -> None:
+    # these offers carry no gpu_memory_gb (most price lists don't): the GB column falls back to the GPU's own
+    # memory, H100 SXM 80 GB and RTX 4090 24 GB (NVIDIA's data sheets), and the JSON keeps the source's null
+    out = vramlab("gpus", "--json", "--data-dir", str(snapshot_dir))
+    assert out.returncode == 0, out.stderr
+    memory = {r["gpu_id"]: (r["gpu_memory_gb"], r["catalog_memory_gb"]) for r in json.loads(out.stdout)}
+    assert memory == {"rtx-4090": (None, 24), "h100": (None, 80)}
+    table = vramlab("gpus", "--data-dir", str(snapshot_dir)).stdout
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line.strip().startswith(("h100", "rtx"))}
+    assert rows["h100"][2] == "80" and rows["rtx-4090"][2] == "24", table
+
+
 def test_gpus_without_a_snapshot_says_what_to_do(tmp_path: Path) -> None:
     one_line_error(vramlab("gpus", "--data-dir", str(tmp_path)), "vramlab run")
 

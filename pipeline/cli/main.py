@@ -471,8 +471,11 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 def _offer_row(o: dict[str, Any]) -> dict[str, Any]:
+    from pipeline.cli.resolve import catalog_memory_gb
+
     return {"gpu_id": o["gpu_id"], "gpu_name": o["gpu_name"], "gpu_count": o["gpu_count"],
-            "gpu_memory_gb": o["gpu_memory_gb"], "vcpus": o["vcpus"], "ram_gb": o["ram_gb"],
+            "gpu_memory_gb": o["gpu_memory_gb"], "catalog_memory_gb": catalog_memory_gb().get(o["gpu_id"]),
+            "vcpus": o["vcpus"], "ram_gb": o["ram_gb"],
             "price_per_hour_usd": o["price_per_hour_usd"], "price_per_gpu_hour_usd": o["price_per_gpu_hour_usd"],
             "provider": o["provider"], "source": o["source"], "instance_type": o["instance_type"],
             "region": o["region"], "allocation": o["allocation"], "currency": o["currency"],

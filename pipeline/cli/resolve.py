@@ -168,17 +168,30 @@ def resolve_format(value: str) -> str:
 # ---------------------------------------------------------------------------------------------- GPUs
 
 @lru_cache(maxsize=1)
-def gpu_names() -> tuple[tuple[str, tuple[str, ...], str], ...]:
-    """(id, aliases, name) of every catalog GPU, read straight from the catalog's CSV: resolving a GPU needs no
-    validated catalog (``sizing_core.gpus.catalog()`` builds pydantic models, which ``vramlab gpus`` never uses).
-    Aliases are split as the catalog splits them (``;``)."""
+def _catalog_rows() -> tuple[dict[str, str], ...]:
+    """The GPU catalog's CSV rows as text, read straight from the file: resolving a GPU or labelling an offer
+    needs no validated catalog (``sizing_core.gpus.catalog()`` builds the records, which ``vramlab gpus`` never
+    uses)."""
     import csv
 
     import sizing_core  # light: the package's names load on first use
 
     with (Path(sizing_core.__file__).parent / "data" / "gpus.csv").open(newline="") as f:
-        return tuple((r["id"], tuple(a for a in (r.get("aliases") or "").split(";") if a), r["name"])
-                     for r in csv.DictReader(f))
+        return tuple(csv.DictReader(f))
+
+
+@lru_cache(maxsize=1)
+def gpu_names() -> tuple[tuple[str, tuple[str, ...], str], ...]:
+    """(id, aliases, name) of every catalog GPU; aliases are split as the catalog splits them (``;``)."""
+    return tuple((r["id"], tuple(a for a in (r.get("aliases") or "").split(";") if a), r["name"])
+                 for r in _catalog_rows())
+
+
+@lru_cache(maxsize=1)
+def catalog_memory_gb() -> dict[str, float]:
+    """The catalog's memory per GPU (``memory_gb``) by GPU id: what an offer's GPU has when its source does not
+    say (most price lists give the GPU model, not its memory)."""
+    return {r["id"]: float(r["memory_gb"]) for r in _catalog_rows() if r.get("memory_gb")}
 
 
 def resolve_gpu(value: str) -> str:

@@ -246,7 +246,8 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
                       ("verified", "left")):
         table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
     for r in shown:
-        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(r["gpu_memory_gb"], 0), _num(r["vcpus"], 0),
+        memory = r["gpu_memory_gb"] if r["gpu_memory_gb"] is not None else r.get("catalog_memory_gb")
+        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _num(r["vcpus"], 0),
                       _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
                       r["provider"] + (f" ({r['allocation']})" if spot else ""), r["region"] or "-",
                       str(r["verified_at"])[:10])
