@@ -65,11 +65,27 @@ class _MixContext:
     gqa_ratio: int
     seventy_b: bool
     tied: bool  # tied embeddings: token_embd doubles as output and gets output's type
+    mxfp4_experts: bool = False  # routed experts stay MXFP4 in every mix (GGUF_KEEPS_MXFP4_EXPERTS)
 
 
 def _use_more_bits(i: int, n: int) -> bool:
     """llama.cpp ``use_more_bits``: first and last eighth of layers, and every third layer in between."""
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+#: Model types whose GGUF files keep the checkpoint's MXFP4 routed experts in every mix: llama.cpp's converter
+#: writes gpt-oss's MXFP4 expert blocks as they are (no dequantization, ggml-org/llama.cpp#16756) and the quantizer
+#: leaves them, so a "Q8_0" or "Q4_K_M" file changes only the other ~10% of the weights. Published sizes agree:
+#: unsloth/gpt-oss-20b-GGUF Q8_0 is 12,109,567,168 bytes and Q4_K_M 11,624,759,488 (revision d449b42), where
+#: all-Q8_0 experts would be ~22 GB; bartowski's README: "All quants keep the feed forward networks at mxfp4".
+#: Not generalized to every MXFP4 checkpoint: DeepSeek-V4 GGUFs (forks only) requantize experts in some files.
+GGUF_KEEPS_MXFP4_EXPERTS = frozenset({"gpt_oss"})
+
+
+def _native_mxfp4_experts(arch: Architecture) -> bool:
+    native = arch.native
+    return (arch.model_type in GGUF_KEEPS_MXFP4_EXPERTS and not native.unsupported
+            and (native.expert_format or native.weight_format) == "mxfp4")
 
 
 def mix_context(arch: Architecture) -> _MixContext:
@@ -82,7 +98,7 @@ def mix_context(arch: Architecture) -> _MixContext:
         if m is not None and hasattr(m, "num_kv_heads"):
             ratio = max(ratio, m.num_heads // m.num_kv_heads)
     return _MixContext(arch.num_layers, {layer: k for k, layer in enumerate(attn)}, len(attn), experts, ratio,
-                       arch.num_layers == 80 and ratio == 8, arch.tie_word_embeddings)
+                       arch.num_layers == 80 and ratio == 8, arch.tie_word_embeddings, _native_mxfp4_experts(arch))
 
 
 _ATTN_V_ROLES = {Role.ATTN_V, Role.ATTN_KV_B}
@@ -95,6 +111,8 @@ def gguf_type(mix: str, t: Tensor, ctx: _MixContext) -> str:
         return "F32"
     if t.role == Role.VISION:
         return "F16"
+    if ctx.mxfp4_experts and t.is_routed_expert:
+        return "MXFP4"
     if mix == "q8_0":
         return "Q8_0"
     if t.role == Role.OUTPUT or (t.role == Role.TOKEN_EMBD and ctx.tied):

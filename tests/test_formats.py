@@ -59,6 +59,29 @@ def test_row_length_fallback_when_not_a_block_multiple() -> None:
     assert bits[q.name] == ggml_bpw("Q5_0")  # llama.cpp tensor_type_fallback: Q4_K -> Q5_0
 
 
+#: unsloth/gpt-oss-20b-GGUF at revision d449b42d93e1c2c7bda5312f5c25c8fb91dfa9b4, file sizes as the Hugging Face
+#: API lists them (quoted with their sha256 in a public downloader's preset list; see docs/sizing.md)
+UNSLOTH_GPT_OSS_20B_GGUF_BYTES = {"q8_0": 12_109_567_168, "q4_k_m": 11_624_759_488}
+
+
+def test_gpt_oss_gguf_mixes_keep_the_mxfp4_experts() -> None:
+    a = arch("openai__gpt-oss-20b")
+    ctx = mix_context(a)
+    expert = next(t for t in a.tensors if t.role == Role.FFN_DOWN_EXPS)
+    q = next(t for t in a.tensors if t.role == Role.ATTN_Q)
+    for mix in GGUF_MIXES:  # llama.cpp writes the checkpoint's MXFP4 expert blocks as they are, in every mix
+        assert gguf_type(mix, expert, ctx) == "MXFP4", mix
+    assert gguf_type("q8_0", q, ctx) == "Q8_0"  # the rest follows the mix
+    # Published files: each is our tensor bytes plus the same GGUF header (metadata and the 201k-token vocabulary),
+    # so both differences are small, positive and equal. With Q8_0 experts the Q8_0 file would be ~8.6 GiB bigger.
+    header = {mix: size - weight_bytes(a, mix) for mix, size in UNSLOTH_GPT_OSS_20B_GGUF_BYTES.items()}
+    assert all(0 < h < 32 * 2**20 for h in header.values()), header
+    assert abs(header["q8_0"] - header["q4_k_m"]) < 64 * 2**10, header
+    # the rule is gpt-oss's converter, not "any model with an MXFP4 expert": a dense BF16 model is unchanged
+    llama = arch("meta-llama__Llama-3.1-8B")
+    assert not mix_context(llama).mxfp4_experts
+
+
 def test_tied_embeddings_take_the_output_type() -> None:
     a = arch("Qwen__Qwen3-1.7B")
     ctx = mix_context(a)

@@ -76,6 +76,23 @@ def test_a_new_hub_revision_resizes_that_model_only(world: dict) -> None:
     assert _duplicate_sizing_keys(world["db"]) == 0
 
 
+def test_changed_sizing_code_resizes_every_model(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fix to the sizing rules (same Hub revisions, same GPU rows) must reach the stored grid: the rows carry
+    the code version they were computed with, and rows of another version are not reused."""
+    import pipeline.assets.out as out
+
+    models = _query(world["db"], "SELECT count(DISTINCT model_id) FROM sizing")[0][0]
+    before = _query(world["db"], "SELECT count(*) FROM sizing")[0][0]
+    monkeypatch.setattr(out, "grid_version", lambda: "a-sizing-fix")
+    md = _metadata(dg.materialize([out__sizing], resources=world["resources"]), "out__sizing")
+    assert md["models_recomputed"] == models and md["models_skipped"] == 0
+    assert md["rows_computed"] == md["dagster/row_count"] == before
+    assert _query(world["db"], "SELECT DISTINCT sizing_version FROM sizing") == [("a-sizing-fix",)]
+    assert _duplicate_sizing_keys(world["db"]) == 0
+    md = _metadata(dg.materialize([out__sizing], resources=world["resources"]), "out__sizing")
+    assert md["rows_computed"] == 0 and md["models_skipped"] == models  # and then nothing again
+
+
 def test_a_changed_gpu_row_resizes_that_gpu_only(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     real = catalog()
     h100 = real["h100"]

@@ -14,7 +14,7 @@ from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
 from pipeline.cli.offers import keep_offers
-from pipeline.compute.grid import compute_grid
+from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.placement_cache import PlacementCache
 from pipeline.compute.setups import (
     COST_FIELDS,
@@ -42,7 +42,9 @@ GRID_CHUNK_MODELS = 25
 
 
 def _with_hashes(frame: pl.DataFrame, hashes: dict[str, str]) -> pl.DataFrame:
-    return frame.with_columns(gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"))
+    """The grid's rows with what decides whether they are reused: the GPU row's hash and the sizing code."""
+    return frame.with_columns(gpu_row_hash=pl.col("gpu_id").replace_strict(hashes, default="?"),
+                              sizing_version=pl.lit(grid_version()))
 
 
 @contextmanager
@@ -71,7 +73,10 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     gpus = catalog()
     with store(duckdb) as con:
         hashes = dict(con.execute("SELECT id, row_hash FROM gpus").fetchall())
-        done_models = dict(con.execute("SELECT DISTINCT model_id, revision FROM sizing").fetchall())
+        # a model counts as done only when all its rows come from this sizing code (sql/013)
+        done_models = dict(con.execute("SELECT model_id, any_value(revision) FROM sizing GROUP BY model_id "
+                                       "HAVING bool_and(sizing_version = ?) AND count(DISTINCT revision) = 1",
+                                       [grid_version()]).fetchall())
         done_gpus = dict(con.execute("SELECT DISTINCT gpu_id, gpu_row_hash FROM sizing").fetchall())
         changed_models = {t.entry.id for t in tracked if done_models.get(t.entry.id) != t.revision}
         changed_gpus = {g for g in gpus if done_gpus.get(g) != hashes.get(g)}

@@ -28,7 +28,10 @@ show comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 import polars as pl
@@ -57,6 +60,17 @@ from sizing_core.units import GB, GIB
 
 GRID_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
+
+
+@lru_cache(maxsize=1)
+def grid_version() -> str:
+    """The code a sizing row depends on besides its model revision and GPU row: the sizing library and planner
+    (``placement_cache.sizing_version``) and this module. Stored per row (``sizing.sizing_version``) so a changed
+    rule re-sizes every model on the next run instead of leaving the old figures in place."""
+    from pipeline.compute.placement_cache import sizing_version
+
+    return hashlib.sha256((sizing_version() + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()).encode())\
+        .hexdigest()[:16]
 TPS = (1, 2, 4, 8)
 _UNQUANTIZED_NATIVE = ("bf16", "fp16", "fp32")
 
@@ -179,13 +193,13 @@ def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
         native = arch.native
         rows.append({"model_id": model_id, "n_layers": ctx.n_layers, "n_attn_v": ctx.n_attn_v,
                      "n_expert": ctx.n_expert, "gqa_ratio": ctx.gqa_ratio, "seventy_b": ctx.seventy_b,
-                     "tied": ctx.tied, "unquantized": float(arch.dtype_bytes * 8),
+                     "tied": ctx.tied, "mx4": ctx.mxfp4_experts, "unquantized": float(arch.dtype_bytes * 8),
                      "native_wf": native.weight_format, "native_ef": native.expert_format,
                      "native_group": native.group_size, "native_experts_only": native.experts_only})
     return pl.DataFrame(rows, schema={"model_id": pl.String, "n_layers": pl.Int64, "n_attn_v": pl.Int64,
                                       "n_expert": pl.Int64, "gqa_ratio": pl.Int64, "seventy_b": pl.Boolean,
-                                      "tied": pl.Boolean, "unquantized": pl.Float64, "native_wf": pl.String,
-                                      "native_ef": pl.String, "native_group": pl.Int64,
+                                      "tied": pl.Boolean, "mx4": pl.Boolean, "unquantized": pl.Float64,
+                                      "native_wf": pl.String, "native_ef": pl.String, "native_group": pl.Int64,
                                       "native_experts_only": pl.Boolean})
 
 
@@ -233,7 +247,7 @@ def _use_more_bits(i: pl.Expr, n: pl.Expr) -> pl.Expr:
 
 #: What llama.cpp's mix rules read from a tensor row, as a few booleans (few distinct combinations, so the rules
 #: are evaluated on the distinct ones and joined back).
-_GGUF_KEY = ("role", "cols", "e8", "g4", "seventy_b", "tied", "umb_i", "lt16_i", "lt8_i", "umb_k", "lt2_k")
+_GGUF_KEY = ("role", "cols", "e8", "g4", "seventy_b", "tied", "mx4", "umb_i", "lt16_i", "lt8_i", "umb_k", "lt2_k")
 
 
 def _gguf_features() -> dict[str, pl.Expr]:
@@ -249,9 +263,10 @@ def _gguf_type(mix: str) -> pl.Expr:
     role = pl.col("role")
     e8, g4 = pl.col("e8"), pl.col("g4")
     lit = pl.lit
+    mxfp4 = pl.col("mx4") & _ROUTED  # experts kept in MXFP4 (formats.GGUF_KEEPS_MXFP4_EXPERTS)
     if mix == "q8_0":
         return pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))\
-            .when(role == Role.VISION.value).then(lit("F16")).otherwise(lit("Q8_0"))
+            .when(role == Role.VISION.value).then(lit("F16")).when(mxfp4).then(lit("MXFP4")).otherwise(lit("Q8_0"))
     if mix == "q2_k":
         attn_v = pl.when(g4).then(lit("Q4_K")).otherwise(lit("Q3_K"))
     elif mix == "q3_k_m":
@@ -279,6 +294,7 @@ def _gguf_type(mix: str) -> pl.Expr:
     out_8 = "Q5_K" if mix in ("q2_k", "q3_k_m", "q4_k_m", "iq4_xs") else base
     return (pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))
             .when(role == Role.VISION.value).then(lit("F16"))
+            .when(mxfp4).then(lit("MXFP4"))
             .when((role == Role.OUTPUT.value) | ((role == Role.TOKEN_EMBD.value) & pl.col("tied"))).then(lit("Q6_K"))
             .when(role == Role.TOKEN_EMBD.value).then(lit(base))
             .when(_role_in(Role.ATTN_V, Role.ATTN_KV_B)).then(attn_v)

@@ -270,7 +270,8 @@ class Sizing(PublishedTable):
     db_table = "sizing"
     description = ("The sizing grid: model x format x context x GPU x engine. est_gpus is the exact planner's count "
                    "where the model JSON shows the cell, the grid's closed form elsewhere (gpus_rule says which).")
-    unpublished = {"gpu_row_hash": "internal: drives recomputation when a GPU catalog row changes"}
+    unpublished = {"gpu_row_hash": "internal: drives recomputation when a GPU catalog row changes",
+                   "sizing_version": "internal: drives recomputation when the sizing code changes (sql/013)"}
 
     model_id: str = col("model id")
     revision: str = col("Hub commit sha sized, or spec:<hash> for a bundled spec")
