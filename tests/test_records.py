@@ -238,3 +238,25 @@ def test_records_are_immutable_and_compare_by_value() -> None:
         del a.model
     assert a.tensors is a.tensors and len(a.tensors) > 36 * 9  # cached once per object, kept beside the fields
     assert repr(a.layers[0].mlp) == "DenseMLP(intermediate=12288, gated=True, bias=False)"
+
+
+def test_a_record_built_many_times_is_the_same_record() -> None:
+    """``@record(many=True)`` (Setup) only changes how ``__init__`` sets fields: immutability, equality, checks,
+    tuple coercion and copies behave as for any record."""
+    from sizing_core.record import CamelRecord, checked, record
+
+    @record(many=True)
+    class Row(CamelRecord):
+        gpu_count: int = checked(gt=0)
+        tags: tuple[str, ...] = ()
+
+    row = Row(gpu_count=2, tags=["a"])
+    assert row.tags == ("a",) and row == Row(gpu_count=2, tags=("a",)) and row != Row(gpu_count=2)
+    assert row.model_dump() == {"gpuCount": 2, "tags": ("a",)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.gpu_count = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del row.tags
+    with pytest.raises(SizingError, match="Row.gpu_count must be greater than 0"):
+        row.model_copy(update={"gpu_count": 0})
+    assert "__setattr__" not in vars(Row) and dataclasses.is_dataclass(Row)

@@ -81,7 +81,7 @@ def eligible_offers(con: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-@record
+@record(many=True)
 class Setup(CamelRecord):
     """One rentable deployment (a plain dataclass like sizing_core's results: ``fit`` prices plans with these and
     must not import pydantic; ``pipeline/exports/schema.py`` publishes it as ``SetupItem``)."""

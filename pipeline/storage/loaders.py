@@ -126,7 +126,8 @@ def offers_from_landing(pending: list[tuple[str, datetime, str]], rates: FxRates
         except Exception as exc:  # noqa: BLE001 - isolate the fetch, report it, keep going
             out.failed.append((source_name, started, raw_path, f"{type(exc).__name__}: {exc}"))
             continue
-        out += [(offer, raw.sha256) for offer in offers]
+        digest = raw.sha256  # hashes the whole payload: once per fetch, not once per offer
+        out += [(offer, digest) for offer in offers]
         out.parsed.append((source_name, started, raw_path))
     return out
 
