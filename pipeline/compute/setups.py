@@ -341,9 +341,9 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
     # the best setup per (provider, instance type, region)
     best: dict[tuple[str, str, str | None], Setup] = {}
     keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
+    limit = math.inf  # the current top-th rank price (+1e-6: rank prices are rounded to 1e-6); it only falls
     for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
-        limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6 if len(best) >= top else math.inf
-        if floors[(gpu_id, per_instance)] > limit:  # (rank prices are rounded to 1e-6)
+        if floors[(gpu_id, per_instance)] > limit:
             break
         group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
@@ -368,6 +368,9 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             rank_key = setup.rank_key
             if key not in best or rank_key < keys[key]:
                 best[key], keys[key] = setup, rank_key
+                if len(best) >= top:  # updated as the top fills, not once per group: a first group of hundreds
+                    # of offers (one GPU kind in every region) no longer builds a Setup for each of them
+                    limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6
     ranked = [best[k] for k in sorted(best, key=keys.__getitem__)[:top]]
     return [s.model_copy(update=costs_from_rates(planner.rates(gpus[s.gpu], s.gpus_per_instance), s.price_per_hour))
             for s in ranked]
