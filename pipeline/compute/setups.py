@@ -144,12 +144,17 @@ class Setup(CamelRecord):
         """One total order for every reader: multi-machine setups ranked at 1.25x their price, then the price,
         fewer machines, and every field that tells two setups apart (so ties never depend on input order).
         ``rank_key[0]`` is the rounded rank price (the pruning in :func:`cheapest_setups` reads it)."""
-        factor = MULTI_MACHINE_RANK_FACTOR if self.nodes > 1 else 1.0
-        return (round(self.price_per_hour * factor, 6), self.price_per_hour, self.nodes, self.provider, self.source,
-                self.instance_type, self.region is not None, self.region or "", self.gpu, self.format,
-                self.allocation, self.instances, self.gpus_per_instance, self.tensor_parallel,
-                self.pipeline_parallel, self.deployment, self.engine, self.price_per_gpu_hour, self.currency_listed,
-                self.fx_date or "", self.verified_at.isoformat())
+        return rank_key_of(vars(self))
+
+
+def rank_key_of(f: dict[str, Any]) -> tuple:
+    """:attr:`Setup.rank_key` from a setup's field values (a Setup's ``vars`` or the keyword arguments it would be
+    built from): :func:`cheapest_setups` ranks candidates before building the few Setups that win."""
+    factor = MULTI_MACHINE_RANK_FACTOR if f["nodes"] > 1 else 1.0
+    return (round(f["price_per_hour"] * factor, 6), f["price_per_hour"], f["nodes"], f["provider"], f["source"],
+            f["instance_type"], f["region"] is not None, f["region"] or "", f["gpu"], f["format"], f["allocation"],
+            f["instances"], f["gpus_per_instance"], f["tensor_parallel"], f["pipeline_parallel"], f["deployment"],
+            f["engine"], f["price_per_gpu_hour"], f["currency_listed"], f["fx_date"] or "", f["verified_at"].isoformat())
 
 
 @lru_cache(maxsize=1)
@@ -300,8 +305,10 @@ class Planner:
 
 
 class OfferGroups:
-    """Usable offers of some allocations grouped by (GPU, GPUs per instance), in their original order, with each
-    group's cheapest price: built once per run and shared by every model and format (perf #14)."""
+    """Usable offers of some allocations grouped by (GPU, GPUs per instance), each group cheapest first (a stable
+    sort: equal prices keep their input order), with each group's cheapest price: built once per run and shared by
+    every model and format (perf #14). Cheapest first lets :func:`cheapest_setups` stop in a group at the first
+    offer priced out of the top, instead of building a Setup for every offer cheaper than the top so far."""
 
     def __init__(self, offers: Iterable[dict[str, Any]], allocations: tuple[str, ...] = ON_DEMAND):
         gpus = catalog()
@@ -310,7 +317,9 @@ class OfferGroups:
         for offer in offers:
             if usable_offer(offer, allocations) and offer["gpu_id"] in gpus:
                 self.groups.setdefault((offer["gpu_id"], int(offer["gpu_count"])), []).append(offer)
-        self.cheapest = {k: min(o["price_per_hour_usd"] for o in g) for k, g in self.groups.items()}
+        for group in self.groups.values():
+            group.sort(key=lambda o: o["price_per_hour_usd"])
+        self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
 
 
 def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]] | OfferGroups, *,
@@ -339,7 +348,7 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             continue  # one instance is too small and the engine cannot span machines: no setup
         floors[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
     # the best setup per (provider, instance type, region)
-    best: dict[tuple[str, str, str | None], Setup] = {}
+    best: dict[tuple[str, str, str | None], dict[str, Any]] = {}  # the fields of a Setup
     keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
     limit = math.inf  # the current top-th rank price (+1e-6: rank prices are rounded to 1e-6); it only falls
     for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
@@ -359,21 +368,22 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             # the same rule per offer: rank_key[0] (the setup's rounded price x factor, rounded) above the current
             # top-th rank price cannot enter the top; skipped before a Setup is built for it (the limit only falls)
             if round(round(count * offer["price_per_hour_usd"], 4) * factor, 6) > limit:
-                continue
+                break  # the group is cheapest first and shares count and factor: every later offer is out too
             how = deployment(engine.id, count, offer)
             if how is None:
                 continue
-            setup = _setup(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how, as_of=as_of)
+            fields = _setup_fields(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how,
+                                   as_of=as_of)  # a Setup is built only for the winners (below)
             key = (offer["provider"], offer["instance_type"], offer.get("region"))
-            rank_key = setup.rank_key
+            rank_key = rank_key_of(fields)
             if key not in best or rank_key < keys[key]:
-                best[key], keys[key] = setup, rank_key
+                best[key], keys[key] = fields, rank_key
                 if len(best) >= top:  # updated as the top fills, not once per group: a first group of hundreds
                     # of offers (one GPU kind in every region) no longer builds a Setup for each of them
                     limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6
     ranked = [best[k] for k in sorted(best, key=keys.__getitem__)[:top]]
-    return [s.model_copy(update=costs_from_rates(planner.rates(gpus[s.gpu], s.gpus_per_instance), s.price_per_hour))
-            for s in ranked]
+    return [Setup(**f, **costs_from_rates(planner.rates(gpus[f["gpu"]], f["gpus_per_instance"]), f["price_per_hour"]))
+            for f in ranked]
 
 
 COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
@@ -440,8 +450,10 @@ def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
     return (as_of.date() - date.fromisoformat(fx_date)).days
 
 
-def _setup(price: float, offer: dict[str, Any], placed: Placed, count: int, gpu: GPU, fmt: str,
-           how: Deployment = "single_machine", fabric: str | None = None, *, as_of: datetime | None = None) -> Setup:
+def _setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: int, gpu: GPU, fmt: str,
+                  how: Deployment = "single_machine", fabric: str | None = None, *,
+                  as_of: datetime | None = None) -> dict[str, Any]:
+    """The keyword arguments of the Setup that runs ``placed`` on ``count`` instances of ``offer``."""
     assert placed.gpus is not None and placed.tensor_parallel is not None and placed.pipeline_parallel is not None
     per_instance = int(offer["gpu_count"])
     flags = []
@@ -454,7 +466,7 @@ def _setup(price: float, offer: dict[str, Any], placed: Placed, count: int, gpu:
         flags.append(RPC_FLAG)
     if not placed.native_support:
         flags.append(f"not native on {gpu.name}: {placed.support_note}")
-    return Setup(
+    return dict(
         provider=offer["provider"], source=offer["source"], instance_type=offer["instance_type"],
         region=offer.get("region"), gpu=gpu.id, gpu_name=gpu.name, instances=count, gpus_per_instance=per_instance,
         gpus=count * per_instance, gpus_needed=placed.gpus, tensor_parallel=placed.tensor_parallel,
