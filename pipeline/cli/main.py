@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pipeline.cli.errors import CliError
+from pipeline.cli.errors import CliError, discard_stdout
 
 PROG = "vramlab"
 
@@ -632,8 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         # the reader went away (`vramlab gpus --json | head`): no traceback, and no second error at exit
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        discard_stdout()
         return 0
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

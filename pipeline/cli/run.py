@@ -14,7 +14,6 @@ import fcntl
 import os
 import shutil
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipeline.cli.errors import CliError
+from pipeline.cli.errors import CliError, discard_stdout
 from pipeline.settings import REPO_ROOT, settings
 
 CLI_TAGS = {"vramlab/trigger": "cli"}
@@ -67,8 +66,7 @@ class RunConsole(Console):
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        discard_stdout()
 
 
 def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bool = False,

@@ -60,6 +60,8 @@ from sizing_core.units import GB, GIB
 
 GRID_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
+TPS = (1, 2, 4, 8)
+_UNQUANTIZED_NATIVE = ("bf16", "fp16", "fp32")
 
 
 @lru_cache(maxsize=1)
@@ -71,8 +73,6 @@ def grid_version() -> str:
 
     return hashlib.sha256((sizing_version() + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()).encode())\
         .hexdigest()[:16]
-TPS = (1, 2, 4, 8)
-_UNQUANTIZED_NATIVE = ("bf16", "fp16", "fp32")
 
 
 def engines_for(gpu: GPU) -> list[str]:

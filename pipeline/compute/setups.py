@@ -366,7 +366,7 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
         factor = MULTI_MACHINE_RANK_FACTOR if count > 1 else 1.0  # a setup's nodes are its instances
         for offer in group:
             # the same rule per offer: rank_key[0] (the setup's rounded price x factor, rounded) above the current
-            # top-th rank price cannot enter the top; skipped before a Setup is built for it (the limit only falls)
+            # top-th rank price cannot enter the top (the limit only falls)
             if round(round(count * offer["price_per_hour_usd"], 4) * factor, 6) > limit:
                 break  # the group is cheapest first and shares count and factor: every later offer is out too
             how = deployment(engine.id, count, offer)
@@ -378,8 +378,7 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
             rank_key = rank_key_of(fields)
             if key not in best or rank_key < keys[key]:
                 best[key], keys[key] = fields, rank_key
-                if len(best) >= top:  # updated as the top fills, not once per group: a first group of hundreds
-                    # of offers (one GPU kind in every region) no longer builds a Setup for each of them
+                if len(best) >= top:  # follows the top as it fills, not once per group
                     limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6
     ranked = [best[k] for k in sorted(best, key=keys.__getitem__)[:top]]
     return [Setup(**f, **costs_from_rates(planner.rates(gpus[f["gpu"]], f["gpus_per_instance"]), f["price_per_hour"]))
