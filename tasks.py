@@ -5,7 +5,7 @@ Used by the README's Quick start and by CI, so a fresh machine with only ``pytho
 other step:
 
     python3 tasks.py run     # install into .venv (first time, or when pyproject.toml changed), run the pipeline
-    python3 tasks.py test    # same set-up, then ruff and the whole pytest suite
+    python3 tasks.py test    # same set-up, then ruff, import-linter and the whole pytest suite
 
 Anything after the verb is passed on (``python3 tasks.py test -k kv``).
 """
@@ -57,8 +57,10 @@ def main(argv: list[str]) -> int:
     if verb == "run":
         return subprocess.call([str(_venv_bin("vramlab")), "run", *rest], cwd=ROOT, env=env)
     lint = subprocess.call([str(_venv_bin("ruff")), "check", "."], cwd=ROOT, env=env)
+    # the layer order README.md states, no import circles, sizing_core pure ([tool.importlinter] in pyproject.toml)
+    layers = subprocess.call([str(_venv_bin("lint-imports")), "--no-cache"], cwd=ROOT, env=env)
     tests = subprocess.call([str(_venv_bin("python")), "-m", "pytest", *rest], cwd=ROOT, env=env)
-    return tests or lint
+    return tests or lint or layers
 
 
 if __name__ == "__main__":

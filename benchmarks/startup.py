@@ -11,7 +11,7 @@ allowed (an installed package has its ``.pyc`` files; with ``PYTHONDONTWRITEBYTE
 every run compiles the project's own modules from source again, ~0.1-0.2 s more). ``fit`` and ``gpus`` need a published
 snapshot: ``--data-dir``, else ``$VRAMLAB_DATA_DIR`` or ``data/`` when they hold one, else one offline replay run
 (``vramlab run --ephemeral``) into a temporary directory first. The CLI keeps a snapshot's offers as JSON in
-``<data dir>/cache/cli/`` (``pipeline/cli/offers.py``): a run writes it for the snapshot it publishes, a command
+``<data dir>/cache/cli/`` (``pipeline/exports/snapshot_offers.py``): a run writes it for the snapshot it publishes, a command
 writes it on first read otherwise. The "no offers cache" rows delete it before every run, i.e. they measure the
 first command on a snapshot that came without it (copied from elsewhere, or a read-only data directory).
 

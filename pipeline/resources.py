@@ -12,6 +12,7 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 
 from pipeline.settings import Settings, settings
+from pipeline.sources.replay import series_step
 from pipeline.storage.db import DatabaseDamaged, is_damage, migrate, open_database
 
 
@@ -31,8 +32,9 @@ class VramlabSettings(dg.ConfigurableResource):
 
     @property
     def settings(self) -> Settings:
+        step_as_of = series_step(self.replay_step).as_of if self.replay_step and not self.live else None
         return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live,
-                        replay_step=self.replay_step)
+                        replay_step=self.replay_step, step_as_of=step_as_of)
 
     def as_of(self) -> datetime:
         return self.settings.as_of()

@@ -27,14 +27,15 @@ class Settings:
     db_path: Path
     replay: bool
     replay_step: str = ""  # a replay series step id; "" = the current recordings
+    step_as_of: datetime | None = None  # that step's time (pipeline/sources/replay.py::series_step), set with it
 
     def as_of(self) -> datetime:
         if not self.replay:
             return datetime.now(UTC)
         if self.replay_step:
-            from pipeline.sources.replay import series_step
-
-            return series_step(self.replay_step).as_of
+            if self.step_as_of is None:
+                raise ValueError(f"replay step {self.replay_step!r} given without its time (step_as_of)")
+            return self.step_as_of
         return REPLAY_SNAPSHOT_AT
 
 

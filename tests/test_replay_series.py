@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import duckdb
 import pytest
 
-from pipeline.ingest.replay_series import backfill_history
+from pipeline.ops.replay_backfill import backfill_history
 from pipeline.settings import REPLAY_SNAPSHOT_AT
 from pipeline.sources.replay import PRICES_MANIFEST, REPLAY_ROOT, ReplayTransport, SeriesError, load_series
 

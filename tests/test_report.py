@@ -30,7 +30,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from dagster_duckdb import DuckDBResource
 
     from pipeline.definitions import ALL_ASSETS
-    from pipeline.ingest.replay_series import backfill_history
+    from pipeline.ops.replay_backfill import backfill_history
     from pipeline.resources import VramlabSettings
 
     tmp = tmp_path_factory.mktemp("report")

@@ -13,7 +13,6 @@ from dagster_duckdb import DuckDBResource
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
-from pipeline.cli.offers import keep_offers
 from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.placement_cache import PlacementCache
 from pipeline.compute.setups import (
@@ -29,6 +28,7 @@ from pipeline.compute.setups import (
 )
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
+from pipeline.exports.snapshot_offers import keep_offers
 from pipeline.resources import VramlabSettings, store
 from pipeline.storage.loaders import insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
@@ -229,7 +229,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,
                        stats=stats, reuse=True)
-    keep_offers(path)  # the CLI's offers cache (pipeline/cli/offers.py): the first `fit`/`gpus` needs no pyarrow
+    keep_offers(path)  # the CLI's offers cache (pipeline/exports/snapshot_offers.py): the first `fit`/`gpus` needs no pyarrow
     sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
                                           "model_files_reused": len(stats["models_reused"]),

@@ -38,7 +38,6 @@ def setup_row(s: Any) -> dict[str, Any]:  # noqa: ANN401 - a Setup
 
 
 def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
-    from pipeline.cli.offers import current_offers, latest_snapshot, providers
     from pipeline.compute.setups import (
         FIDELITY,
         ON_DEMAND,
@@ -47,6 +46,7 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         overall,
         setup_from_row,
     )
+    from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers
 
     snap = latest_snapshot(data_dir)
     if snap is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.cli.offers import Snapshot, current_offers
+from pipeline.exports.snapshot_offers import Snapshot, current_offers
 from sizing_core import Architecture, cost
 from sizing_core.gpus import GPU
 

@@ -1,17 +1,7 @@
-"""The CLI's user error (printed as one line ``vramlab: error: ...``, exit status 2) and what the CLI does when
-its reader goes away."""
+"""The CLI's user error, printed as one line ``vramlab: error: ...`` with exit status 2."""
 
-import os
-import sys
+from pipeline.errors import UserError
 
 
-class CliError(Exception):
-    """A user error (bad input, nothing published yet, another refresh running)."""
-
-
-def discard_stdout() -> None:
-    """Point stdout at /dev/null after its reader went away (``vramlab ... | head``): later writes, and the flush
-    at interpreter exit, then succeed quietly instead of raising ``BrokenPipeError`` again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
+class CliError(UserError):
+    """A user error met by a command (bad input, nothing published yet)."""

@@ -220,7 +220,7 @@ def quality_counts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "quarantined_without_reason": unexplained}
 
 
-#: what ``vramlab gpus`` lists (pipeline/cli/offers.py ``current_offers``, on-demand): a current, eligible,
+#: what ``vramlab gpus`` lists (pipeline/exports/snapshot_offers.py ``current_offers``, on-demand): a current, eligible,
 #: whole-GPU offer the source labels on-demand. The Dagster table ``cheapest_gpu_hour`` uses the same predicate and
 #: order, so the UI and the CLI name the same cheapest offer per GPU.
 _CHEAPEST_ELIGIBLE = """

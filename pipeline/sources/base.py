@@ -7,7 +7,6 @@ network, ``parse(raw, rates) -> list[Offer]`` is pure. A parser that meets a sha
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -18,6 +17,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.sources.fx import FxError, FxRates
+from pipeline.sources.http import get_part
+from pipeline.sources.payload import RawPart, RawPayload
 
 Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics", "monthly"]
 PriceUnit = Literal["instance-hour", "gpu-hour", "instance-month"]
@@ -40,42 +41,6 @@ class RowRejected(ParseError):
 
 class NotConfigured(SourceError):
     """A keyed source whose key is not in the environment."""
-
-
-class RawPart(BaseModel):
-    """One HTTP response as received (body bytes unchanged)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    status: int
-    body: bytes
-    headers: dict[str, str] = Field(default_factory=dict)  # the ones we keep: content-type, etag, last-modified
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.body).hexdigest()
-
-
-class RawPayload(BaseModel):
-    """Everything one fetch of a source received: one part per request (pages, zones, regions)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    source: str
-    fetched_at: datetime
-    parts: tuple[RawPart, ...]
-
-    @property
-    def sha256(self) -> str:
-        digest = hashlib.sha256()
-        for part in self.parts:
-            digest.update(part.sha256.encode())
-        return digest.hexdigest()
-
-    @property
-    def size(self) -> int:
-        return sum(len(p.body) for p in self.parts)
 
 
 class Offer(BaseModel):
@@ -293,6 +258,4 @@ class Source:
 
     # helpers shared by the modules
     def get(self, client: httpx.Client, url: str, **kwargs: Any) -> RawPart:
-        from pipeline.sources.http import get_part
-
         return get_part(client, url, **kwargs)

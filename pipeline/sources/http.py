@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from pipeline.sources.base import RawPart
+from pipeline.sources.payload import RawPart
 
 USER_AGENT = "vramlab/0.1 (+https://github.com/vramlab/vramlab; GPU price and LLM sizing pipeline)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}

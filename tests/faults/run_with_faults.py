@@ -1,4 +1,4 @@
-"""Run vramlab's main job (``pipeline.cli.run.run_main_job``: the code behind ``vramlab run``) in this process
+"""Run vramlab's main job (``pipeline.ops.run.run_main_job``: the code behind ``vramlab run``) in this process
 with faults injected at the network boundary and, optionally, a SIGKILL at a named point. Used by the fault
 tests as a subprocess, so they see exit codes, console output and on-disk state exactly as a user would.
 
@@ -112,15 +112,15 @@ def main() -> int:
     if spec.get("assets") == "core+out":  # the DuckDB half of the graph only (the landing is already there)
         import dagster as dg
 
-        from pipeline.cli.run import cli_run_tags
+        from pipeline.ops.rebuild import derived_assets
+        from pipeline.ops.run import cli_run_tags
         from pipeline.resources import default_resources
-        from pipeline.storage.rebuild import derived_assets
 
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
         result = dg.materialize(derived_assets(), resources=default_resources(), raise_on_error=False,
                                 instance=instance, tags=cli_run_tags())
         return 0 if result.success else 1
-    from pipeline.cli.run import run_main_job
+    from pipeline.ops.run import run_main_job
 
     return run_main_job()
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import dagster as dg
 from harness import ROOT
 
-from pipeline.cli.run import cli_run_tags, ensure_instance_config, release_dead_cli_runs
 from pipeline.definitions import defs
+from pipeline.ops.run import cli_run_tags, ensure_instance_config, release_dead_cli_runs
 
 
 def test_schedule_skips_while_a_ui_run_is_active() -> None:
@@ -55,7 +55,7 @@ def test_dagster_home_without_config_keeps_the_pool_limit(tmp_path: Path) -> Non
 
 KILLED_RUN = textwrap.dedent("""
     import os, signal, dagster as dg
-    from pipeline.cli.run import cli_run_tags
+    from pipeline.ops.run import cli_run_tags
 
     @dg.asset(pool="duckdb")
     def holds_the_slot():

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipeline.cli.errors import CliError, discard_stdout
+from pipeline.errors import UserError, discard_stdout
 from pipeline.settings import REPO_ROOT, settings
 
 CLI_TAGS = {"vramlab/trigger": "cli"}
@@ -100,7 +100,7 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
             release_dead_cli_runs(instance, console)
             active = instance.get_runs(dg.RunsFilter(tags=REFRESH_TAG, statuses=ACTIVE), limit=1)
             if active and not force:
-                raise CliError(f"refresh run {active[0].run_id} is still {active[0].status.value.lower()} in {home}: "
+                raise UserError(f"refresh run {active[0].run_id} is still {active[0].status.value.lower()} in {home}: "
                                "not starting another (if that process is gone: vramlab run --force)")
         job = defs.resolve_job_def(REFRESH_JOB)
         run_id = dg.make_new_run_id() if hasattr(dg, "make_new_run_id") else _new_run_id()
@@ -182,7 +182,7 @@ def _metadata(result: Any, key: str) -> dict[str, Any]:  # noqa: ANN401
 def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console, seconds: float) -> int:  # noqa: ANN401
     import dagster as dg
 
-    from pipeline.cli.offers import latest_snapshot
+    from pipeline.exports.snapshot_offers import latest_snapshot
 
     outcomes: dict[str, dict[str, Any]] = {}
     for event in result.get_asset_materialization_events():

@@ -69,10 +69,10 @@ def rebuild_main(data_dir: Path | None = None) -> int:
     db_path = s.db_path if os.environ.get("VRAMLAB_DB") else data_dir / "vramlab.duckdb"
     console.print(f"vramlab rebuild: re-creating {db_path} from {data_dir / 'raw'} (nothing is fetched)")
     if os.environ.get("DAGSTER_HOME"):
-        from pipeline.cli.run import ensure_instance_config
+        from pipeline.ops.run import ensure_instance_config
 
         ensure_instance_config(Path(os.environ["DAGSTER_HOME"]), console)
-    from pipeline.cli.run import run_lock
+    from pipeline.ops.run import run_lock
 
     # never under a running `vramlab run` (or another rebuild) on this data directory: it would move the database
     # aside mid-run; waits for it, saying so (the same lock as `vramlab run`)

@@ -1,0 +1,82 @@
+"""vramlab gpus: current GPU offers from the latest snapshot, or the GPU catalog."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pipeline.cli.args import PRICE, data_dir_flag, data_dir_of, examples, json_flag, print_json
+from pipeline.cli.errors import CliError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    gpus = sub.add_parser("gpus", help="current GPU offers, cheapest first (like sky show-gpus)",
+                          description="Current GPU offers from the latest snapshot, cheapest $/GPU-hour first. "
+                                      "Without GPU: the cheapest offer per GPU kind.",
+                          epilog=examples("vramlab gpus", "vramlab gpus H100", "vramlab gpus h200:8 --provider lambda",
+                                           "vramlab gpus A100 --region us --max-price 2 --spot",
+                                           "vramlab gpus --catalog"))
+    gpus.add_argument("gpu", nargs="?", default=None, metavar="GPU[:N]",
+                      help="GPU id or alias, optionally with GPUs per instance (H100:8)")
+    gpus.add_argument("--provider", default=None, metavar="P", help="only this provider (any case)")
+    gpus.add_argument("--region", default=None, metavar="R", help="only regions starting with R (us, europe-west4)")
+    gpus.add_argument("--max-price", type=PRICE, default=None, metavar="USD", help="at most this $/GPU-hour")
+    gpus.add_argument("--spot", action="store_true", help="spot and marketplace offers instead of on-demand")
+    gpus.add_argument("--all", action="store_true", help="every matching offer (default: 25 rows)")
+    gpus.add_argument("--catalog", action="store_true", help="the GPU catalog (ids, aliases, memory) instead of offers")
+    data_dir_flag(gpus)
+    json_flag(gpus, "a JSON array")
+    gpus.set_defaults(func=cmd_gpus)
+
+
+def cmd_gpus(args: argparse.Namespace) -> int:
+    from pipeline.cli.resolve import did_you_mean, resolve_gpu_count
+    from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers
+
+    if args.catalog:
+        from pipeline.cli.catalog import gpu_rows
+
+        rows = gpu_rows()
+        if args.json:
+            print_json(rows)
+        else:
+            from pipeline.cli.tables import print_gpu_catalog
+
+            print_gpu_catalog(rows)
+        return 0
+    gpu, count = resolve_gpu_count(args.gpu) if args.gpu else (None, None)
+    snapshot = latest_snapshot(data_dir_of(args))
+    if snapshot is None:
+        raise CliError("no published snapshot yet: run `vramlab run` first")
+    if args.provider:
+        known = providers(snapshot)
+        if args.provider.lower() not in (p.lower() for p in known):
+            raise CliError(f"no provider {args.provider!r} in snapshot {snapshot.id}{did_you_mean(args.provider, known)}")
+    offers = current_offers(snapshot, gpu=gpu, count=count, provider=args.provider, region=args.region,
+                            max_price=args.max_price, spot=args.spot)
+    if gpu is None and not args.all:  # the cheapest offer per GPU kind
+        seen: dict[str, dict[str, Any]] = {}
+        for offer in offers:
+            seen.setdefault(offer["gpu_id"], offer)
+        offers = list(seen.values())
+    rows = [_offer_row(o) for o in offers]
+    if args.json:
+        print_json(rows)
+    else:
+        from pipeline.cli.tables import print_offers_table
+
+        print_offers_table(rows, snapshot.id, per_kind=gpu is None and not args.all,
+                           limit=None if args.all else 25, spot=args.spot)
+    return 0
+
+
+def _offer_row(o: dict[str, Any]) -> dict[str, Any]:
+    from pipeline.cli.resolve import catalog_memory_gb
+
+    return {"gpu_id": o["gpu_id"], "gpu_name": o["gpu_name"], "gpu_count": o["gpu_count"],
+            "gpu_memory_gb": o["gpu_memory_gb"], "catalog_memory_gb": catalog_memory_gb().get(o["gpu_id"]),
+            "vcpus": o["vcpus"], "ram_gb": o["ram_gb"],
+            "price_per_hour_usd": o["price_per_hour_usd"], "price_per_gpu_hour_usd": o["price_per_gpu_hour_usd"],
+            "provider": o["provider"], "source": o["source"], "instance_type": o["instance_type"],
+            "region": o["region"], "allocation": o["allocation"], "currency": o["currency"],
+            "verified_at": o["verified_at"].isoformat() if hasattr(o["verified_at"], "isoformat") else o["verified_at"]}
