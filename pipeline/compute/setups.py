@@ -23,6 +23,7 @@ What a user would really deploy:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import heapq
 import math
 from collections.abc import Iterable
@@ -376,12 +377,6 @@ def costs_from_rates(rates: Rates, price_per_hour: float) -> dict[str, Any]:
             if aggregate else None}
 
 
-def setup_costs(arch: Architecture, gpu: GPU, placed: Placement, price_per_hour: float) -> dict[str, Any]:
-    """Decode rate and $/1M output tokens of a setup: one request, and the most requests of the planned context
-    the plan holds at once (aggregate decode rate at that batch)."""
-    return costs_from_rates(placement_rates(arch, gpu, placed), price_per_hour)
-
-
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
     """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
     if machines == 1:
@@ -392,22 +387,35 @@ def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[De
     return ("cluster", fabric) if fabric else None
 
 
+#: a Setup field whose ``cheapest_setups`` column has another name
+_COLUMN_OF_FIELD = {"gpu": "gpu_id"}
+#: Setup fields that are not columns (the catalog gives the GPU's name back from its id)
+_NOT_COLUMNS = ("gpu_name",)
+
+
+def setup_row(s: Setup) -> dict[str, Any]:
+    """A Setup as its ``cheapest_setups`` table row (sql/ DDL; ``exports/tables.py::CheapestSetups`` publishes it):
+    every field under its column name. The one place the row shape is written; :func:`setup_from_row` reads it."""
+    return {_COLUMN_OF_FIELD.get(f, f): getattr(s, f) for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS}
+
+
 def setup_from_row(row: dict[str, Any]) -> Setup:
-    """A ``cheapest_setups`` table row (DuckDB or the published Parquet) back as a Setup."""
+    """A ``cheapest_setups`` table row (DuckDB or the published Parquet) back as a Setup. A column an older
+    snapshot lacks (or holds null) takes the field's default."""
     gpu = catalog().get(row["gpu_id"])
-    return Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
-                 region=row["region"], gpu=row["gpu_id"], gpu_name=gpu.name if gpu else row["gpu_id"],
-                 instances=row["instances"], gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"],
-                 gpus_needed=row["gpus_needed"], tensor_parallel=row["tensor_parallel"],
-                 pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
-                 price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
-                 currency_listed=row["currency_listed"], fx_date=row["fx_date"], allocation=row["allocation"],
-                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"],
-                 nodes=row.get("nodes") or row["instances"], deployment=row.get("deployment") or "single_machine",
-                 interconnect=row.get("interconnect"),
-                 native_support=True if row.get("native_support") is None else row["native_support"],
-                 support_note=row.get("support_note") or "", flags=list(row.get("flags") or []),
-                 fx_stale=bool(row.get("fx_stale")), **{k: row.get(k) for k in COST_FIELDS})
+    values: dict[str, Any] = {"gpu_name": gpu.name if gpu else row["gpu_id"]}
+    for name, f in Setup.__dataclass_fields__.items():
+        if name in _NOT_COLUMNS:
+            continue
+        value = row.get(_COLUMN_OF_FIELD.get(name, name))
+        if value is None and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING):
+            continue  # the default
+        values[name] = value
+    if not row.get("nodes"):
+        values["nodes"] = row["instances"]
+    if "flags" in values:
+        values["flags"] = list(values["flags"])
+    return Setup(**values)
 
 
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
