@@ -43,6 +43,20 @@ GGUF = {
 # 90,868,376 bytes). Not on the watchlist: tests ingest it as an extra entry to replay the range requests.
 HEADER_MODELS = {"sentence-transformers/all-MiniLM-L6-v2": ["model.safetensors"]}
 
+# Untracked models a user asks about by Hub id (issue #23): replayed through the Hub source's client the way a live
+# look-up fetches them (model info, then config.json at its sha). Their configs live in lookups/ (lookups/SOURCES.md
+# says where each comes from and how exact it is; the manifest entry names it too); the model info is constructed
+# like the watchlist's.
+LOOKUP_MODELS = {
+    "Qwen/Qwen3-235B-A22B": "exact copy: ai-dynamo/aiconfigurator @ 095f58a51c4ca8e61b66ec108d86f223f8d559ce : "
+                            "aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3-235B-A22B_config.json",
+    "openai/gpt-oss-120b": "exact copy: ai-dynamo/aiconfigurator @ 095f58a51c4ca8e61b66ec108d86f223f8d559ce : "
+                           "aic-core/src/aiconfigurator_core/model_configs/openai--gpt-oss-120b_config.json",
+    "meta-llama/Llama-3.3-70B-Instruct": "edited copy, not byte-exact: ai-dynamo/aiconfigurator @ "
+                                         "f577ab8432dfc9970fea27853a24861a6d3076cf : src/aiconfigurator/model_configs/"
+                                         "meta-llama--Llama-3.3-70B-Instruct_config.json (see lookups/SOURCES.md)",
+}
+
 
 def header_recordings() -> list[dict]:
     entries = []
@@ -71,37 +85,43 @@ def header_recordings() -> list[dict]:
 
 def main() -> None:
     entries = []
-    for m in load_watchlist().models:
-        if m.spec:
-            continue
-        stem = m.repo.replace("/", "__")
-        config_path = OUT / "configs" / f"{stem}.json"
+    repos = [m.repo for m in load_watchlist().models if not m.spec]
+    for repo in [*repos, *LOOKUP_MODELS]:
+        stem = repo.replace("/", "__")
+        folder = "lookups" if repo in LOOKUP_MODELS else "configs"
+        config_path = OUT / folder / f"{stem}.json"
         config = config_path.read_bytes()
         sha = hashlib.sha1(config).hexdigest()
         siblings = [{"rfilename": "config.json", "size": len(config)}]
-        quant = OUT / "configs" / f"{stem}.hf_quant_config.json"
+        quant = OUT / folder / f"{stem}.hf_quant_config.json"
         if quant.exists():
             siblings.append({"rfilename": "hf_quant_config.json", "size": quant.stat().st_size})
         cfg = json.loads(config)
         vision = "vision_config" in cfg
-        info = {"_id": sha[:24], "id": m.repo, "modelId": m.repo, "author": m.repo.split("/")[0], "sha": sha,
+        info = {"_id": sha[:24], "id": repo, "modelId": repo, "author": repo.split("/")[0], "sha": sha,
                 "lastModified": "2026-10-01T00:00:00.000Z", "private": False,
-                "gated": "manual" if m.repo.startswith("meta-llama/") else False, "disabled": False,
+                "gated": "manual" if repo.startswith("meta-llama/") else False, "disabled": False,
                 "pipeline_tag": "image-text-to-text" if vision else "text-generation", "library_name": "transformers",
                 "tags": ["transformers", "safetensors", str(cfg.get("model_type")), "conversational"],
                 "siblings": siblings}
-        if m.repo in SAFETENSORS:
-            params, total = SAFETENSORS[m.repo]
+        if repo in SAFETENSORS:
+            params, total = SAFETENSORS[repo]
             info["safetensors"] = {"total": total} if params is None else {"parameters": params, "total": total}
         (OUT / "api").mkdir(parents=True, exist_ok=True)
         (OUT / "api" / f"{stem}.json").write_text(json.dumps(info, indent=1) + "\n")
-        entries.append({"method": "GET", "url": f"{HUB}/api/models/{m.repo}?blobs=true", "file": f"api/{stem}.json",
-                        "recording": "constructed model info (documented shape)"})
-        entries.append({"method": "GET", "url": f"{HUB}/{m.repo}/resolve/{sha}/config.json",
-                        "file": f"configs/{stem}.json", "recording": "real config.json (configs/SOURCES.md)"})
+        lookup = " (untracked: answers a look-up by Hub id)" if repo in LOOKUP_MODELS else ""
+        entries.append({"method": "GET", "url": f"{HUB}/api/models/{repo}?blobs=true", "file": f"api/{stem}.json",
+                        "recording": "constructed model info (documented shape)" + lookup})
+        config_entry = {"method": "GET", "url": f"{HUB}/{repo}/resolve/{sha}/config.json",
+                        "file": f"{folder}/{stem}.json", "recording": f"real config.json ({folder}/SOURCES.md)" + lookup}
+        if not LOOKUP_MODELS.get(repo, "exact").startswith("exact"):
+            config_entry["recording"] = f"config.json, an edited copy ({folder}/SOURCES.md)" + lookup
+        if repo in LOOKUP_MODELS:
+            config_entry["source"] = LOOKUP_MODELS[repo]
+        entries.append(config_entry)
         if quant.exists():
-            entries.append({"method": "GET", "url": f"{HUB}/{m.repo}/resolve/{sha}/hf_quant_config.json",
-                            "file": f"configs/{stem}.hf_quant_config.json", "recording": "real hf_quant_config.json"})
+            entries.append({"method": "GET", "url": f"{HUB}/{repo}/resolve/{sha}/hf_quant_config.json",
+                            "file": f"{folder}/{stem}.hf_quant_config.json", "recording": "real hf_quant_config.json"})
     for repo, files in GGUF.items():
         stem = repo.replace("/", "__")
         tree = [{"type": "file", "path": name, "size": size, "lfs": {"size": size}} for name, size in files]
