@@ -241,7 +241,7 @@ def core__gpus(duckdb: DuckDBResource) -> dg.MaterializeResult:
 def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     s = vramlab.settings
     state = HubState(s.data_dir)
-    watchlist = load_watchlist()
+    watchlist = load_watchlist(data_dir=s.data_dir)
     last_log = {e.source: e for e in read_log(s.data_dir) if e.source.startswith("hub:")}
     results = [(entry, last_log.get(f"hub:{entry.repo}"), None if entry.spec else state.latest(entry.repo))
                for entry in watchlist.models]

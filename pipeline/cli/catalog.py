@@ -14,9 +14,9 @@ from sizing_core.parameters import count_parameters
 def model_rows(data_dir: Path) -> list[dict[str, Any]]:
     """Every tracked model (watchlist order), then bundled registry specs not on the watchlist."""
     rows = []
-    listed = {e.get("spec") for e in watchlist_entries()}
-    refs: list[tuple[str, str | None, str, str]] = [(e["id"], e["repo"], e["name"], e["lab"])
-                                                    for e in watchlist_entries()]
+    entries = watchlist_entries(data_dir)
+    listed = {e.get("spec") for e in entries}
+    refs: list[tuple[str, str | None, str, str]] = [(e["id"], e["repo"], e["name"], e["lab"]) for e in entries]
     refs += [(rid, None, rid, "") for rid in registry_ids() if rid not in listed]
     for model_id, repo, name, lab in refs:
         row: dict[str, Any] = {"id": model_id, "repo": repo, "name": name, "lab": lab, "parameters": None,

@@ -6,7 +6,10 @@ Light on purpose: no Dagster, DuckDB or httpx import (``size``, ``fit`` and ``gp
 
 A model is, in order: a path to a config.json (or its folder) or spec file; a bundled registry id; a watchlist id
 or Hugging Face repo id, read from the local data (``data/hub``: the latest ingested revision) or, before the first
-run, from the replay bundle (``pipeline/replay/hub/configs``).
+run, from the replay bundle (``pipeline/replay/hub/configs``); any other Hub repo id, from the data directory's
+look-up cache or fetched into it through the Hub source (``pipeline/ingest/lookup.py``: live with
+``VRAMLAB_LIVE=1``, else from the replay bundle). The watchlist is the data directory's own copy when ``vramlab
+track`` wrote one.
 """
 
 from __future__ import annotations
@@ -64,11 +67,18 @@ class ModelRef:
     config: dict[str, Any] | None = None  # an ingested revision's config (local data case)
     quant_config: dict[str, Any] | None = None
     origin: str = ""  # "data/hub (sha ...)", "replay bundle", "registry", or the path
+    hub: dict[str, Any] | None = None  # a Hub look-up's stored revision (checkpoint facts: exact bytes, parameters)
 
 
-@lru_cache(maxsize=1)
-def watchlist_entries() -> tuple[dict[str, Any], ...]:
-    return tuple(json.loads(WATCHLIST.read_text())["models"])
+def watchlist_entries(data_dir: Path | None = None) -> tuple[dict[str, Any], ...]:
+    """The watchlist's entries: the data directory's own copy (``vramlab track``) when it has one."""
+    own = data_dir / "watchlist.json" if data_dir is not None else None
+    return _watchlist(own if own is not None and own.is_file() else WATCHLIST)
+
+
+@lru_cache(maxsize=2)
+def _watchlist(path: Path) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(path.read_text())["models"])
 
 
 @lru_cache(maxsize=1)
@@ -76,8 +86,8 @@ def registry_ids() -> tuple[str, ...]:
     return tuple(sorted(p.name.removesuffix(".json") for p in REGISTRY.glob("*.json")))
 
 
-def model_choices() -> list[str]:
-    entries = watchlist_entries()
+def model_choices(data_dir: Path | None = None) -> list[str]:
+    entries = watchlist_entries(data_dir)
     return [*(e["id"] for e in entries), *registry_ids(), *(e["repo"] for e in entries)]
 
 
@@ -99,13 +109,17 @@ def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] 
         return None
 
 
-def resolve_model(ref: str, data_dir: Path | None = None) -> ModelRef:
-    """``ref`` as a path, registry id, watchlist id or repo id (case-insensitive); ResolveError otherwise."""
+def resolve_model(ref: str, data_dir: Path | None = None, *, live: bool | None = None) -> ModelRef:
+    """``ref`` as a path, registry id, watchlist id or repo id (case-insensitive), or any Hub repo id (look-up;
+    ``live`` defaults to ``VRAMLAB_LIVE``); ResolveError otherwise."""
     path = Path(ref)
     if path.exists():
         if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise ResolveError(f"{ref}: a folder without config.json; pass a Hugging Face checkpoint's "
+                                   "config.json or the folder that holds it")
             path = path / "config.json"
-        stem = path.stem if path.name != "config.json" else path.parent.name
+        stem = path.stem if path.name != "config.json" else path.parent.resolve().name
         return ModelRef(id=stem, repo=None, kind="path", path=path, origin=str(path))
     key = norm(ref)
     for rid in registry_ids():
@@ -113,9 +127,10 @@ def resolve_model(ref: str, data_dir: Path | None = None) -> ModelRef:
             spec = json.loads((REGISTRY / f"{rid}.json").read_text())
             return ModelRef(id=rid, repo=spec.get("repo"), kind="registry", path=REGISTRY / f"{rid}.json",
                             origin="bundled registry")
-    entry = next((e for e in watchlist_entries() if key in (norm(e["id"]), norm(e["repo"]))), None)
+    entries = watchlist_entries(data_dir)
+    entry = next((e for e in entries if key in (norm(e["id"]), norm(e["repo"]))), None)
     if entry is None:  # a repo id without its org ("Qwen3-8B")
-        matches = [e for e in watchlist_entries() if norm(e["repo"].split("/")[-1]) == key]
+        matches = [e for e in entries if norm(e["repo"].split("/")[-1]) == key]
         entry = matches[0] if len(matches) == 1 else None
     if entry is not None:
         if entry.get("spec"):
@@ -124,16 +139,48 @@ def resolve_model(ref: str, data_dir: Path | None = None) -> ModelRef:
         if record is not None:
             hub, sha = record
             return ModelRef(id=entry["id"], repo=entry["repo"], kind="watchlist", config=hub["config"],
-                            quant_config=hub.get("hf_quant_config"), origin=f"data/hub revision {sha[:12]}")
+                            quant_config=hub.get("hf_quant_config"), origin=f"data/hub revision {sha[:12]}",
+                            hub=hub)
         bundled = REPLAY_CONFIGS / f"{entry['repo'].replace('/', '__')}.json"
         if bundled.is_file():
             return ModelRef(id=entry["id"], repo=entry["repo"], kind="watchlist", path=bundled,
                             origin="replay bundle")
+        looked_up = _looked_up(entry["repo"], data_dir, live, entry["id"])  # tracked with `vramlab track`, not run
+        if looked_up is not None:
+            return looked_up
         raise ResolveError(f"{entry['id']} ({entry['repo']}) has no config yet: run `vramlab run` first")
-    if "/" in ref or ref.endswith(".json"):
-        raise ResolveError(f"no such file or registry id: {ref!r}, nor a tracked model"
-                           f"{did_you_mean(ref, model_choices())}; `vramlab models` lists them")
-    raise ResolveError(f"unknown model {ref!r}{did_you_mean(ref, model_choices())}; `vramlab models` lists them")
+    from pipeline.ingest.lookup import is_repo_id
+
+    if is_repo_id(ref):
+        looked_up = _looked_up(ref, data_dir, live)
+        assert looked_up is not None
+        return looked_up
+    if ref.endswith(".json") or "/" in ref or "\\" in ref:
+        raise ResolveError(f"no such file: {ref!r}; pass a config.json (or its folder), a spec file, a tracked or "
+                           "registry id, or a Hub repo id like Qwen/Qwen3-8B")
+    raise ResolveError(f"unknown model {ref!r}{did_you_mean(ref, model_choices(data_dir))}; `vramlab models` lists "
+                       "them, and any Hub repo id (org/name) is looked up")
+
+
+def _looked_up(repo: str, data_dir: Path | None, live: bool | None, model_id: str | None = None,
+               *, fetch: bool = True) -> ModelRef | None:
+    """A Hub repo from the look-up cache, fetched into it on first use (``pipeline/ingest/lookup.py``)."""
+    from pipeline.ingest import lookup
+    from pipeline.settings import settings
+
+    if data_dir is None or live is None:
+        current = settings()
+        data_dir = data_dir or current.data_dir
+        live = (not current.replay) if live is None else live
+    hub = lookup.cached(data_dir, repo)
+    if hub is None and not fetch:
+        return None
+    if hub is None:
+        hub = lookup.fetch(data_dir, lookup.canonical_repo(repo, live=live), live=live)
+    fetched = str(hub.get("fetched_at") or "")[:10]
+    return ModelRef(id=model_id or hub["repo"].split("/")[-1].lower(), repo=hub["repo"], kind="hub",
+                    config=hub["config"], quant_config=hub.get("hf_quant_config"),
+                    origin=f"Hub look-up {hub['repo']}@{hub['sha'][:12]} (fetched {fetched})", hub=hub)
 
 
 # ---------------------------------------------------------------------------------------------- formats

@@ -45,7 +45,7 @@ def tracked_models(data_dir: Path) -> list[Tracked]:
     state = HubState(data_dir)
     out = []
     parsed: dict[tuple[str, ...], Architecture] = {}
-    for entry in [*load_watchlist().models, *discovered_entries(data_dir)]:
+    for entry in [*load_watchlist(data_dir=data_dir).models, *discovered_entries(data_dir)]:
         if entry.spec:
             revision = _spec_revision(entry.spec)
             key = (entry.id, "spec", entry.spec, revision)

@@ -57,7 +57,7 @@ def discovery_limits() -> tuple[int, int]:
 
 def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client: SourceClient | None = None,
                watchlist: Watchlist | None = None) -> list[tuple[WatchEntry, FetchLogEntry | None, HubModel | None]]:
-    watchlist = watchlist or load_watchlist()
+    watchlist = watchlist or load_watchlist(data_dir=data_dir)
     client = client or hub_client(replay)
     state = HubState(data_dir)
     entries = list(watchlist.models)
@@ -128,7 +128,7 @@ def discovery_summary(results: list[tuple[WatchEntry, FetchLogEntry | None, HubM
     """What discovery found and how each discovered model sized: the discovery metadata of ``raw_hub__models``.
     ``sized``: by family rule / generic rule, and how many of those exactly from checkpoint headers;
     ``failed``: count per reason."""
-    tracked = {m.repo for m in load_watchlist().models}
+    tracked = {m.repo for m in load_watchlist(data_dir=data_dir).models}
     rows: list[dict[str, Any]] = []
     sized = {"family": 0, "generic": 0, "exact_from_headers": 0}
     failed: dict[str, int] = {}

@@ -66,7 +66,19 @@ class Watchlist(BaseModel):
     models: list[WatchEntry]
 
 
-def load_watchlist(path: Path = WATCHLIST) -> Watchlist:
+def watchlist_path(data_dir: Path | None = None) -> Path:
+    """The watchlist a data directory runs with: its own copy (``<data dir>/watchlist.json``, written by
+    ``vramlab track``) when it has one, else the packaged ``pipeline/data/watchlist.json``."""
+    if data_dir is not None and (data_dir / "watchlist.json").is_file():
+        return data_dir / "watchlist.json"
+    return WATCHLIST
+
+
+def load_watchlist(path: Path = WATCHLIST, *, data_dir: Path | None = None) -> Watchlist:
+    """The packaged watchlist, or with ``data_dir`` that directory's own copy when it has one (an explicit
+    ``path`` other than the packaged file wins)."""
+    if data_dir is not None and path == WATCHLIST:
+        path = watchlist_path(data_dir)
     return Watchlist.model_validate_json(path.read_text())
 
 
