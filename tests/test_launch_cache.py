@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from pipeline.compute.setups import setup_from_row
+from pipeline.compute.answers import setup_from_row
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports import model_json
 from pipeline.exports.static_cache import StaticCache

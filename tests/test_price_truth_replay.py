@@ -16,7 +16,8 @@ import duckdb
 import pytest
 
 from pipeline.cli.main import main as cli
-from pipeline.compute.setups import FIDELITY, MULTI_MACHINE_RANK_FACTOR
+from pipeline.compute.answers import FIDELITY
+from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +140,7 @@ def test_ties_are_broken_by_a_total_order(snap) -> None:  # type: ignore[no-unty
     """Within every published list (model, list, format) the setups follow ``Setup.rank_key`` strictly: no two
     setups share a key, so no order depends on how offers happened to arrive; the overall list of every model
     file follows the rank price, then fidelity."""
-    from pipeline.compute.setups import setup_from_row
+    from pipeline.compute.answers import setup_from_row
 
     rows = q(snap["con"], "SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank")
     lists: dict[tuple, list] = {}

@@ -139,8 +139,13 @@ def test_ties_break_the_same_way_whatever_the_input_order() -> None:
     offers = [offer(provider=p, instance_type=i, region=r, gpu_count=1, price_per_hour_usd=2.0)
               for p, i, r in (("b", "x", "r2"), ("a", "y", "r1"), ("a", "x", "r2"), ("a", "x", "r1"))]
     expected = [("a", "x", "r1"), ("a", "x", "r2"), ("a", "y", "r1"), ("b", "x", "r2")]  # provider, type, region
+    # one setup per provider x instance type x price (#23): a's "x" in r1 and r2 is one row naming both regions
+    distinct = [("a", "x", "r1", ["r1", "r2"]), ("a", "y", "r1", ["r1"]), ("b", "x", "r2", ["r2"])]
     for order in (offers, offers[::-1], offers[1:] + offers[:1]):
-        assert [(s.provider, s.instance_type, s.region) for s in cheapest_setups(a, "bf16", order)] == expected
+        assert [(s.provider, s.instance_type, s.region) for s in cheapest_setups(a, "bf16", order, by_region=True)
+                ] == expected
+        assert [(s.provider, s.instance_type, s.region, s.regions) for s in cheapest_setups(a, "bf16", order)
+                ] == distinct
 
 
 def test_ties_are_total_whatever_field_tells_two_setups_apart() -> None:

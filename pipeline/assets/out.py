@@ -13,6 +13,14 @@ from dagster_duckdb import DuckDBResource
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
+from pipeline.compute.answers import (
+    FIDELITY,
+    PUBLISHED,
+    overall,
+    setup_from_row,
+    setup_row,
+    standard_loads,
+)
 from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.placement_cache import PlacementCache
 from pipeline.compute.setups import (
@@ -22,9 +30,6 @@ from pipeline.compute.setups import (
     Planner,
     cheapest_setups,
     eligible_offers,
-    overall,
-    setup_from_row,
-    setup_row,
 )
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
@@ -142,19 +147,29 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
     rows = []
     with store(duckdb) as con:
         offers = eligible_offers(con)
-        lists = (("on_demand", ON_DEMAND, OfferGroups(offers, ON_DEMAND)),
-                 ("spot", SPOT_LIKE, OfferGroups(offers, SPOT_LIKE)))  # grouped once for every model (perf #14)
+        on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model
         # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs (#14)
         cache = PlacementCache.load(con, {t.entry.id: t.revision for t in tracked}, catalog())
         reused = len(cache.rows)
         for t in tracked:
-            for fmt in SETUP_FORMATS:
-                planner = Planner(t.arch, fmt, 8192, 1, "bf16", cache=cache, model=(t.entry.id, t.revision))
-                for list_name, allocations, grouped in lists:
-                    for rank, s in enumerate(cheapest_setups(t.arch, fmt, grouped, top=TOP, allocations=allocations,
-                                                             planner=planner, as_of=as_of)):
-                        rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1,
-                                     "computed_at": now, **setup_row(s)})
+            model = (t.entry.id, t.revision)
+            for load in standard_loads(t.arch.max_context):
+                planners = {f: Planner(t.arch, f, load.context, load.concurrency, "bf16", cache=cache, model=model)
+                            for f in SETUP_FORMATS}
+                questions: list[tuple[str, Any, str, Any]] = [("on_demand", on_demand, "per_token", FIDELITY)]
+                if load == PUBLISHED:  # the published question: a list per format, on-demand and spot
+                    questions += [(name, grouped, "price", fmt) for fmt in SETUP_FORMATS
+                                  for name, grouped in (("on_demand", on_demand), ("spot", spot))]
+                else:  # every other load: the overall answer (most faithful format per configuration)
+                    questions.append(("on_demand", on_demand, "price", FIDELITY))
+                for list_name, grouped, sort, formats in questions:
+                    found = cheapest_setups(t.arch, formats, grouped, context=load.context,
+                                            concurrency=load.concurrency, top=TOP, allocations=grouped.allocations,
+                                            planner={f: planners[f] for f in planners if f in (
+                                                (formats,) if isinstance(formats, str) else formats)},
+                                            as_of=as_of, sort=sort)
+                    rows += [{"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "computed_at": now,
+                              "sort": sort, **setup_row(s)} for rank, s in enumerate(found)]
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:
@@ -175,11 +190,36 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
         **schema})
 
 
+def published_answers(rows: list[dict], tracked: list) -> dict[str, tuple[list, list, list[dict]]]:
+    """Per model: the overall on-demand and spot lists of the published question (8K x 1, by price) and, per
+    standard load, the overall lists by price and by cost per token (``cheapestSetupsByLoad``)."""
+    lists: dict[tuple, list] = {}
+    for row in rows:
+        key = (row["model_id"], row["list"], row.get("context") or 8192, row.get("concurrency") or 1,
+               row.get("sort") or "price")
+        lists.setdefault(key, []).append(setup_from_row(row))
+    out: dict[str, tuple[list, list, list[dict]]] = {}
+    for t in tracked:
+        if t.arch is None:
+            continue
+        m = t.entry.id
+        first = (PUBLISHED.context, PUBLISHED.concurrency)
+        by_load = [{"context": load.context, "concurrency": load.concurrency, "label": load.label,
+                    "byPrice": overall(lists.get((m, "on_demand", load.context, load.concurrency, "price"), [])),
+                    "byCostPerToken": overall(lists.get((m, "on_demand", load.context, load.concurrency,
+                                                         "per_token"), []), sort="per_token")}
+                   for load in standard_loads(t.arch.max_context)]
+        out[m] = (overall(lists.get((m, "on_demand", *first, "price"), [])),
+                  overall(lists.get((m, "spot", *first, "price"), [])), by_load)
+    return out
+
+
 def top_setups_table(rows: list[dict]) -> dg.TableMetadataValue:
     """Each model's cheapest on-demand setup per format family (the UI's table of answers), as the CLI prints it."""
     best: dict[str, dict] = {}
     for r in rows:
-        if r["list"] != "on_demand":
+        if r["list"] != "on_demand" or r.get("sort", "price") != "price" or (r["context"], r["concurrency"]) != (
+                PUBLISHED.context, PUBLISHED.concurrency):
             continue
         if r["model_id"] not in best or r["price_per_hour"] < best[r["model_id"]]["price_per_hour"]:
             best[r["model_id"]] = r
@@ -206,14 +246,9 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         provenance |= dict(offers_md.asset_materialization.metadata["provenance"].value)
     with store(duckdb) as con:
         cols = [d[0] for d in con.execute("SELECT * FROM cheapest_setups LIMIT 0").description]
-        setups: dict[str, tuple[list, list]] = {}
-        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank").fetchall()
-        for r in rows:
-            row = dict(zip(cols, r, strict=True))
-            model_lists = setups.setdefault(row["model_id"], ([], []))
-            (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup_from_row(row))
-        for key, (od, sp) in setups.items():
-            setups[key] = (overall(od), overall(sp))
+        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, context, concurrency, sort, "
+                           "format, rank").fetchall()
+        setups = published_answers([dict(zip(cols, r, strict=True)) for r in rows], tracked)
         stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,

@@ -255,14 +255,45 @@ def resolve_gpu(value: str) -> str:
     raise ResolveError(f"unknown GPU {value!r}{did_you_mean(value, choices)}; `vramlab gpus --catalog` lists them")
 
 
+def split_count(value: str) -> tuple[str, int | None]:
+    """``H100:8`` -> (``H100``, 8); ``H100`` -> (``H100``, None)."""
+    name, _, count = value.partition(":")
+    if not count:
+        return name, None
+    if not count.isdigit() or int(count) < 1:
+        raise ResolveError(f"GPU count in {value!r} must be a whole number >= 1 (H100:8)")
+    return name, int(count)
+
+
 def resolve_gpu_count(value: str) -> tuple[str, int | None]:
     """``H100:8`` -> (``h100``, 8); ``h100`` -> (``h100``, None)."""
-    name, _, count = value.partition(":")
-    if count:
-        if not count.isdigit() or int(count) < 1:
-            raise ResolveError(f"GPU count in {value!r} must be a whole number >= 1")
-        return resolve_gpu(name), int(count)
-    return resolve_gpu(name), None
+    name, count = split_count(value)
+    return resolve_gpu(name), count
+
+
+def gpu_family(value: str) -> tuple[str, ...]:
+    """The catalog GPUs a name stands for where several may (``gpus``, ``cheapest --gpu``, ``history``): a family
+    name matches every variant (``H100``: h100 SXM, h100-pcie, h100-nvl; ``A100``: the 40 GB and both 80 GB
+    cards), an alias or a variant's own id only itself (``h100-sxm``, ``h100-pcie``). The family of ``x`` is the
+    catalog id ``x`` and every id ``x-...``."""
+    raw = re.sub(r"[\s_]+", "-", value.strip().lower())
+    ids = [g for g, _, _ in gpu_names()]
+    aliases = {norm(a) for _, als, _ in gpu_names() for a in als}
+    if norm(value) in aliases and raw not in ids:
+        return (resolve_gpu(value),)
+    family = [g for g in ids if g == raw or g.startswith(raw + "-")]
+    return tuple(family) if family else (resolve_gpu(value),)
+
+
+def family_note(value: str, family: tuple[str, ...]) -> str | None:
+    """``H100 matches 3 GPUs: h100 (H100 80GB SXM5), h100-pcie (...), h100-nvl (...)`` when a name stands for
+    several, else None."""
+    if len(family) < 2:
+        return None
+    names = {g: name for g, _, name in gpu_names()}
+    alone = {g: next(iter(aliases), g) if g == family[0] and aliases else g for g, aliases, _ in gpu_names()}
+    return (f"{value} matches {len(family)} GPUs: " + ", ".join(f"{g} ({names[g]})" for g in family)
+            + f"; {', '.join(alone[g] for g in family[:-1])} or {alone[family[-1]]} for one alone")
 
 
 # ---------------------------------------------------------------------------------------------- contexts

@@ -58,6 +58,11 @@ def _show(console: _RichConsole, table: Table) -> None:
         console.print(f"[dim]{foot}[/dim]")
 
 
+def say(text: str, console: _RichConsole | None = None) -> None:
+    """A sentence wrapped between words to the table width (no markup read from it)."""
+    (console or Console()).print(text, markup=False, highlight=False)
+
+
 def _money(v: float | None, digits: int = 2) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
@@ -295,35 +300,54 @@ def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _Ri
 
 # ------------------------------------------------------------------------------------------------ cheapest
 
+def _regions(r: dict[str, Any]) -> str:
+    """``CA, CZ +6`` — the regions offering one setup at its price, short enough for the table."""
+    regions = r.get("regions") or ([r["region"]] if r.get("region") else [])
+    if not regions:
+        return "-"
+    for n in range(len(regions), 0, -1):  # as many names as fit 13 characters, the count of the rest
+        text = ", ".join(regions[:n]) + (f" +{len(regions) - n}" if n < len(regions) else "")
+        if len(text) <= 13:
+            return text
+    return regions[0][:9] + "…" + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
+
+
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
-    """One line per rentable setup, cheapest first; the deployment shape in plain sight."""
+    """One line per distinct rentable setup, cheapest first; the deployment shape in plain sight."""
     console = console or Console()
     what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
-    filters = [f"{k} {v}" for k, v in (("provider", result["filters"]["provider"]),
-                                        ("region", result["filters"]["region"]),
-                                        ("max $/h", result["filters"]["maxPrice"])) if v]
-    if result["filters"]["singleMachine"]:
+    f = result["filters"]
+    filters = [f"{k} {v}" for k, v in (("provider", f["provider"]), ("region", f["region"]),
+                                        ("max $/h", f["maxPrice"]), ("engine", f.get("engine"))) if v]
+    if f.get("gpu"):
+        filters.append("on " + "/".join(f["gpu"]) + (f" x{f['gpuCount']} per instance" if f.get("gpuCount") else ""))
+    if f["singleMachine"]:
         filters.append("one machine")
-    title = (f"{result['model']}: cheapest {what} setups"
-             + (f" in {result['format']}" if result["format"] else "")
-             + f", one request of {result['context']:,} tokens" + (f" ({', '.join(filters)})" if filters else ""))
-    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}); setup = instances (nodes) x "
-                                  "GPUs per instance; plan = TP x PP; $/month = 730 h; tok/s and $/1M tok = output "
-                                  "tokens, one request; verified = last seen at the source")
-    for col, just in (("setup", "left"), ("plan", "left"), ("engine", "left"), ("format", "left"),
-                      ("provider region", "left"), ("$/h", "right"), ("$/month", "right"), ("tok/s", "right"),
-                      ("$/1M tok", "right"), ("verified", "left")):
-        table.add_column(col, justify=just, no_wrap=col != "provider region", overflow="fold",
-                         min_width=14 if col == "provider region" else None)
+    load = result.get("concurrency", 1)
+    by = "cost per output token" if result.get("sort") == "per_token" else "price"
+    title = (f"{result['model']}: cheapest {what} setups" + (f" in {result['format']}" if result["format"] else "")
+             + f" for {load} request(s) of {result['context']:,} tokens, by {by}"
+             + (f" ({', '.join(filters)})" if filters else ""))
+    engines = sorted({r["engine"] for r in result["setups"]})
+    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}); setup = instances x GPUs "
+                                  f"per instance; plan = TP x PP with {' or '.join(engines)} (vLLM on data-centre "
+                                  "GPUs, llama.cpp elsewhere, unless --engine); $/1M tok = output tokens at this "
+                                  "load; tok/s = "
+                                  f"decode per request with {load} running; req = requests of {result['context']:,} "
+                                  "tokens the plan holds; verified = last seen at the source")
+    for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
+                      ("regions", "left"), ("$/h", "right"), ("$/1M tok", "right"), ("tok/s", "right"),
+                      ("req", "right"), ("verified", "left")):
+        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",
+                         max_width={"provider": 10, "regions": 13, "setup": 17}.get(col))
     for r in result["setups"]:
         table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
-                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", r["engine"], r["format"],
-                      f"{r['provider']} {r['region'] or ''}".strip(), _money(r["price_per_hour"]),
-                      _money(r["price_per_month"], 0), _num(r.get("decode_tokens_per_s")),
-                      _money(r.get("usd_per_million_tokens")), _day(r["verified_at"]))
-    if not result["setups"]:
-        console.print(f"{title}: no setup matches (snapshot {result['snapshot']})")
-        return
+                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", f"{r['format']}", r["provider"],
+                      _regions(r), _money(r["price_per_hour"]), _money(r.get("usd_per_million_tokens_at_load")),
+                      _num(r.get("tokens_per_s_per_request")), _num(r.get("max_concurrent_requests"), 0),
+                      _day(r["verified_at"]))
+    if result.get("gpuNote"):
+        say(f"note: {result['gpuNote']}", console)
     _show(console, table)
     if any(r["instances"] > 1 for r in result["setups"]):
         console.print("[yellow]note[/yellow]: rows with several nodes span machines (pipeline stages over the "

@@ -19,8 +19,9 @@ from typing import Any
 from sizing_core.gpus import GPU
 
 #: the code a cached row depends on: the sizing library (its data files are keyed separately: GPU rows by hash,
-#: model specs by revision) and the planner that shapes GPUs into instances
-_CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py"]
+#: model specs by revision), the planner that shapes GPUs into instances and the decode rates it keeps
+_CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py",
+         Path(__file__).resolve().parent / "rates.py"]
 
 
 @lru_cache(maxsize=1)
@@ -60,11 +61,13 @@ class Placed:
 
 @dataclass(frozen=True)
 class Rates:
-    """Decode rates of a placement: one request, and ``batch`` requests at once (unrounded)."""
+    """Decode rates of a placement: one request, ``batch`` requests at once, and the placement's own load (its
+    concurrency) at once (unrounded)."""
 
     decode_tokens_per_s: float | None
     batch: int
     aggregate_tokens_per_s: float | None
+    load_tokens_per_s: float | None = None  # all requests of the planned load together (issue #23)
 
 
 #: (model_id, revision, format, context, concurrency, kv dtype, gpu_id, gpu row hash, GPUs per instance)
@@ -78,7 +81,7 @@ _SCHEMA = {"model_id": "String", "revision": "String", "format": "String", "cont
            "gpus_per_instance": "Int32", "sizing_version": "String", "gpus_floor": "Int32", "gpus": "Int32",
            "tensor_parallel": "Int32", "pipeline_parallel": "Int32", "native_support": "Boolean",
            "support_note": "String", "rates_known": "Boolean", "decode_tokens_per_s": "Float64",
-           "max_concurrent_requests": "Int32", "aggregate_tokens_per_s": "Float64"}
+           "max_concurrent_requests": "Int32", "aggregate_tokens_per_s": "Float64", "load_tokens_per_s": "Float64"}
 
 
 def _polars_schema() -> dict[str, Any]:
@@ -193,8 +196,10 @@ class PlacementCache:
             self.misses["rates"] += 1
             return None
         self.hits["rates"] += 1
-        return Rates(row["decode_tokens_per_s"], row["max_concurrent_requests"], row["aggregate_tokens_per_s"])
+        return Rates(row["decode_tokens_per_s"], row["max_concurrent_requests"], row["aggregate_tokens_per_s"],
+                     row.get("load_tokens_per_s"))
 
     def put_rates(self, key: Key, rates: Rates) -> None:
         self._row(key).update(rates_known=True, decode_tokens_per_s=rates.decode_tokens_per_s,
-                              max_concurrent_requests=rates.batch, aggregate_tokens_per_s=rates.aggregate_tokens_per_s)
+                              max_concurrent_requests=rates.batch, aggregate_tokens_per_s=rates.aggregate_tokens_per_s,
+                              load_tokens_per_s=rates.load_tokens_per_s)

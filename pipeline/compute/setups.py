@@ -23,7 +23,6 @@ What a user would really deploy:
 from __future__ import annotations
 
 import csv
-import dataclasses
 import heapq
 import math
 from collections.abc import Iterable
@@ -34,13 +33,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
+from pipeline.compute.rates import costs_from_rates, load_rate, per_token_floor, placement_rates
 from sizing_core import Architecture
-from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
-from sizing_core.engines import default_engine
+from sizing_core.cost import HOURS_PER_MONTH
+from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, PlanSearch, check_load, fewest_gpus
 from sizing_core.record import CamelRecord, described, record
-from sizing_core.throughput import estimate
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
 #: between two rate dates, so an older rate is stale, like a source not fetched for that long
@@ -121,6 +120,19 @@ class Setup(CamelRecord):
     usd_per_million_tokens_batched: float | None = described(
         None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
         unit="USD per 1M output tokens")
+    # the load the setup answers (issue #23): `concurrency` requests of `context` tokens at once; one setup per
+    # provider x instance type x price, the regions offering it listed together
+    regions: list[str] = described(default_factory=list, description="every region offering this very setup at "
+                                   "this price (region is the first); empty when the offer names none")
+    context: int | None = described(None, "tokens per request of the load the setup was planned for",
+                                    unit="tokens")
+    concurrency: int | None = described(None, "requests of `context` tokens served at once (the load)",
+                                        unit="requests")
+    tokens_per_s_per_request: float | None = described(
+        None, "decode speed of each request while `concurrency` requests run together", unit="tokens/s")
+    usd_per_million_tokens_at_load: float | None = described(
+        None, "price_per_hour / (concurrency x tokens_per_s_per_request x 3600) x 1e6: the cost per output token "
+              "at the load", unit="USD per 1M output tokens")
 
     @property
     def layout(self) -> str:
@@ -186,24 +198,44 @@ class Planner:
     and decode rates a price-only run needs are read back instead of re-planned."""
 
     def __init__(self, arch: Architecture, fmt: str, context: int, concurrency: int, kv_cache_dtype: str, *,
-                 cache: PlacementCache | None = None, model: tuple[str, str] | None = None):
+                 cache: PlacementCache | None = None, model: tuple[str, str] | None = None,
+                 engine: str | None = None):
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
+        # one engine for every GPU (`cheapest --engine`), else each GPU's default; the cross-run cache is keyed
+        # without the engine, so it serves only the defaults
+        assert engine is None or cache is None, "the placement cache holds default-engine placements only"
+        self.engine_id = engine
         self._cache: dict[tuple[str, int], Placement] = {}
         self._placed: dict[tuple[str, int], Placed] = {}
         self._rates: dict[tuple[str, int], Rates] = {}
         self._floors: dict[str, int] = {}
+        self._token_floors: dict[str, float | None] = {}
+        self._keys: dict[tuple[str, int], Key | None] = {}
         self._search_state: PlanSearch | None = None  # sizing_core's fewest-GPU search, shared by every GPU kind
         self.store = cache if model is not None else None
         self.model = model
         self._hashes: dict[str, str] = {}
 
+    def engine(self, gpu: GPU) -> Engine:
+        return get_engine(self.engine_id) if self.engine_id else default_engine(gpu)
+
     def _key(self, gpu: GPU, per_instance: int) -> Key | None:
         if self.store is None or self.model is None:
             return None
-        if gpu.id not in self._hashes:
-            self._hashes[gpu.id] = gpu_row_hash(gpu)
-        return (*self.model, self.fmt, self.context, self.concurrency, self.kv, gpu.id, self._hashes[gpu.id],
-                per_instance)
+        key = self._keys.get((gpu.id, per_instance))
+        if key is None:
+            if gpu.id not in self._hashes:
+                self._hashes[gpu.id] = gpu_row_hash(gpu)
+            key = self._keys[(gpu.id, per_instance)] = (*self.model, self.fmt, self.context, self.concurrency,
+                                                         self.kv, gpu.id, self._hashes[gpu.id], per_instance)
+        return key
+
+    def token_floor(self, gpu: GPU) -> float | None:
+        """:func:`~pipeline.compute.rates.per_token_floor` of this model, format and load on ``gpu``."""
+        if gpu.id not in self._token_floors:
+            self._token_floors[gpu.id] = per_token_floor(self.arch, self.fmt, gpu, self.concurrency, self.context,
+                                                         self.kv)
+        return self._token_floors[gpu.id]
 
     def gpus_floor(self, gpu: GPU) -> int:
         """Fewer GPUs than this cannot hold the weights (``sizing_core.placement``'s exact lower bound), whatever
@@ -212,7 +244,7 @@ class Planner:
             key = self._key(gpu, 0)
             floor = self.store.floor(key) if self.store is not None and key is not None else None
             if floor is None:
-                floor = self._planner().lower_bound(gpu, default_engine(gpu))
+                floor = self._planner().lower_bound(gpu, self.engine(gpu))
                 if self.store is not None and key is not None:
                     self.store.put_floor(key, floor)
             self._floors[gpu.id] = floor
@@ -223,7 +255,7 @@ class Planner:
         key = (gpu.id, per_instance)
         if key not in self._cache:
             shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
-            self._cache[key] = fewest_gpus(self.arch, shaped, default_engine(gpu), self.fmt, self.context,
+            self._cache[key] = fewest_gpus(self.arch, shaped, self.engine(gpu), self.fmt, self.context,
                                            self.concurrency, self.kv)
         return self._cache[key]
 
@@ -238,7 +270,7 @@ class Planner:
         ``PlanSearch`` serves every GPU kind and instance shape of this model and load, so whether a (TP, PP) fits
         is computed once per GPU kind (perf #14: about half the placements of a run are the same GPU kind in
         another instance size). ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
-        arch, engine = self.arch, default_engine(gpu)
+        arch, engine = self.arch, self.engine(gpu)
         check_load(arch, self.context, self.concurrency, self.kv)  # the same errors as fewest_gpus, in its order
         support = engine.supports(gpu, self.fmt, arch)
         if not support.runs:
@@ -266,7 +298,7 @@ class Planner:
             key = self._key(gpu, per_instance)
             hit = self.store.rates(key) if self.store is not None and key is not None else None
             if hit is None:
-                hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance))
+                hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance), self.engine(gpu))
                 if self.store is not None and key is not None:
                     self.store.put_rates(key, hit)
             self._rates[(gpu.id, per_instance)] = hit
@@ -291,90 +323,134 @@ class OfferGroups:
         self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
 
 
-def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]] | OfferGroups, *,
-                    context: int = 8192, concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
-                    allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | None = None,
-                    as_of: datetime | None = None) -> list[Setup]:
-    """The ``top`` cheapest setups; pass one ``planner`` to share placements between calls (on-demand, spot), and
-    ``OfferGroups`` (built for ``allocations``) instead of the offers to share the grouping between models.
-    With ``as_of``, a price converted with an ECB rate older than :data:`FX_STALE_AFTER_DAYS` is marked and
-    flagged (the rate's own date travels with the price as ``fx_date``)."""
+Sort = Literal["price", "per_token"]
+
+
+def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iterable[dict[str, Any]] | OfferGroups,
+                    *, context: int = 8192, concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
+                    allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | dict[str, Planner] | None = None,
+                    as_of: datetime | None = None, sort: Sort = "price", by_region: bool = False) -> list[Setup]:
+    """The ``top`` cheapest distinct setups serving ``concurrency`` requests of ``context`` tokens, by price or
+    by cost per output token at that load (``sort="per_token"``). Distinct: one setup per provider x instance
+    type x price, the regions offering it listed together in ``regions`` (``by_region``: one per region, as
+    before #23).
+
+    ``fmt``: one format, or several from most to least faithful: each rented configuration (an offer and its
+    instance count) is then answered in the most faithful it runs, as the overall lists are, in one search.
+    ``planner`` (a dict: one per format) shares placements between calls, ``OfferGroups`` (built for
+    ``allocations``) the grouping between models. With ``as_of``, a price converted with an ECB rate older than
+    :data:`FX_STALE_AFTER_DAYS` is marked and flagged (the rate's date travels with the price as ``fx_date``)."""
     gpus = catalog()
-    planner = planner or Planner(arch, fmt, context, concurrency, kv_cache_dtype)
+    formats = (fmt,) if isinstance(fmt, str) else tuple(fmt)
+    given = planner if isinstance(planner, dict) else {formats[0]: planner} if planner is not None else {}
+    planners = {f: given.get(f) or Planner(arch, f, context, concurrency, kv_cache_dtype) for f in formats}
     grouped = offers if isinstance(offers, OfferGroups) else OfferGroups(offers, allocations)
     assert grouped.allocations == allocations, "OfferGroups built for other allocations"
     groups = grouped.groups
-    # Pruning (perf #14), exact: a group's setups cost at least its cheapest offer times the instances that the
-    # weights alone need (``Planner.gpus_floor``: no placement uses fewer GPUs), and rank at least at that price
-    # (the multi-machine factor is >= 1). Groups are visited by that floor; once it exceeds the current top-th
-    # rank price no later group can enter the top, and the placements (the expensive part) of the remaining
-    # groups are never computed. A (provider, instance type, region) lives in one group, so the visiting order
-    # changes nothing else.
-    floors: dict[tuple[str, int], float] = {}
+    # Pruning (perf #14), exact: every setup of a group ranks at least at its group's bound, so groups are visited
+    # by bound and the search stops at the first bound above the current top-th rank value; the placements (the
+    # expensive part) of the remaining groups are never computed. By price the bound is the cheapest offer times
+    # the instances the weights alone need (``Planner.gpus_floor``; the multi-machine factor is >= 1), by cost
+    # per token the cheapest $/GPU-hour times :func:`per_token_floor`; with several formats, the least of theirs.
+    bounds: dict[tuple[str, int], float] = {}
+    floors: dict[tuple[str, str], float] = {}  # per_token_floor per (format, GPU kind)
     for gpu_id, per_instance in groups:
-        need = planner.gpus_floor(gpus[gpu_id])
-        if need > per_instance and not default_engine(gpus[gpu_id]).splits_layers:
-            continue  # one instance is too small and the engine cannot span machines: no setup
-        floors[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
-    # the best setup per (provider, instance type, region)
-    best: dict[tuple[str, str, str | None], dict[str, Any]] = {}  # the fields of a Setup
-    keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
-    limit = math.inf  # the current top-th rank price (+1e-6: rank prices are rounded to 1e-6); it only falls
-    for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
-        if floors[(gpu_id, per_instance)] > limit:
+        gpu = gpus[gpu_id]
+        cheapest = grouped.cheapest[(gpu_id, per_instance)]
+        for f, plan in planners.items():
+            need = plan.gpus_floor(gpu)
+            if need > per_instance and not plan.engine(gpu).splits_layers:
+                continue  # one instance is too small and the engine cannot span machines: no setup
+            if sort == "price":
+                bound = cheapest * math.ceil(need / per_instance)
+            elif (floor := plan.token_floor(gpu)) is not None:
+                bound = cheapest / per_instance * floors.setdefault((f, gpu_id), floor)
+            else:
+                continue  # no bandwidth figure: no cost per token
+            bounds[(gpu_id, per_instance)] = min(bound, bounds.get((gpu_id, per_instance), math.inf))
+    best: dict[tuple, dict[str, Any]] = {}  # the fields of the best Setup per distinct setup
+    keys: dict[tuple, tuple] = {}  # each best setup's rank key, computed once
+    regions: dict[tuple, set[str]] = {}  # every region offering it at that price
+    leads: dict[tuple, tuple] = {}  # (source, region) of each best setup: what decides between equal prices
+    limit = math.inf  # the current top-th rank value (+1e-6: rank values are rounded to 1e-6); it only falls
+    for gpu_id, per_instance in sorted(bounds, key=lambda k: (bounds[k], k)):
+        if bounds[(gpu_id, per_instance)] > limit:
             break
         group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
-        placed = planner.placed(gpu, per_instance)
+        for count, variant in _variants(planners, gpu, per_instance, concurrency, sort, floors,
+                                        grouped.cheapest[(gpu_id, per_instance)], limit).items():
+            if variant is None:
+                continue
+            f, placed, engine, factor = variant
+            faithful = formats.index(f)  # between equal rank values the more faithful format first (overall)
+            for offer in group:
+                # the same rule per offer: the setup's rounded price x factor (its rank value) above the current
+                # top-th rank value cannot enter the top (the limit only falls)
+                price = round(count * offer["price_per_hour_usd"], 4)
+                value = round(price * factor, 6)
+                if value > limit:
+                    break  # the group is cheapest first and shares count and factor: every later offer is out too
+                how = deployment(engine.id, count, offer)
+                if how is None:
+                    continue
+                region = offer.get("region")
+                key = (offer["provider"], offer["instance_type"], count, price) + ((region,) if by_region else ())
+                regions.setdefault(key, set()).add(region or "")
+                # within one distinct setup the rank key can only differ from the source on (rank_key_of's
+                # order), so an offer that does not come first there cannot represent it: no fields built
+                first = (offer["source"], region is not None, region or "")
+                if key in best and first > leads[key]:
+                    continue
+                fields = setup_fields(count * offer["price_per_hour_usd"], offer, placed, count, gpu, f, *how,
+                                      as_of=as_of, engine_id=engine.id)  # a Setup is built only for the winners
+                rank_key = (value, faithful, *rank_key_of(fields))
+                if key not in best or rank_key < keys[key]:
+                    best[key], keys[key], leads[key] = fields, rank_key, first
+                    if len(best) >= top:  # follows the top as it fills, not once per group
+                        limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6
+    out = []
+    for key in sorted(best, key=keys.__getitem__)[:top]:
+        f = best[key]
+        rates = planners[f["format"]].rates(gpus[f["gpu"]], f["gpus_per_instance"])
+        out.append(Setup(**f, **costs_from_rates(rates, f["price_per_hour"], concurrency),
+                         regions=sorted(r for r in regions[key] if r), context=context, concurrency=concurrency))
+    return out
+
+
+def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurrency: int, sort: Sort,
+              floors: dict[tuple[str, str], float], cheapest: float,
+              limit: float) -> dict[int, tuple[str, Placed, Engine, float] | None]:
+    """Per instance count a group's offers would be rented in: the most faithful format that runs so (formats in
+    the planners' order), its placement, engine and rank factor (multi-machine x, by cost per token, $/1M tokens
+    per $/h), or None when that configuration cannot enter the top (its format's bound is above ``limit``, or it
+    has no decode rate): a less faithful format never stands in for it."""
+    out: dict[int, tuple[str, Placed, Engine, float] | None] = {}
+    for f, plan in planners.items():
+        placed = plan.placed(gpu, per_instance)
         if placed.gpus is None:
             continue
-        engine = default_engine(gpu)
+        engine = plan.engine(gpu)
         count = instances_needed(placed.gpus, per_instance, engine.splits_layers)
-        if count is None:
+        if count is None or count in out:
             continue
         factor = MULTI_MACHINE_RANK_FACTOR if count > 1 else 1.0  # a setup's nodes are its instances
-        for offer in group:
-            # the same rule per offer: rank_key[0] (the setup's rounded price x factor, rounded) above the current
-            # top-th rank price cannot enter the top (the limit only falls)
-            if round(round(count * offer["price_per_hour_usd"], 4) * factor, 6) > limit:
-                break  # the group is cheapest first and shares count and factor: every later offer is out too
-            how = deployment(engine.id, count, offer)
-            if how is None:
+        if sort == "per_token":  # $/1M output tokens per $/h of this placement at the load
+            # the plan known, the bound tightens before its rates are computed: one request passes the stages
+            # one after another, so only TP GPUs read in parallel; several can overlap stages, all GPUs used
+            parallel = placed.tensor_parallel if concurrency == 1 else placed.gpus
+            tight = cheapest * count * factor * floors.get((f, gpu.id), math.inf) / parallel
+            at_load = None if tight * (1 - 1e-3) > limit else load_rate(plan.rates(gpu, per_instance), concurrency)
+            if not at_load:  # above the top already (margin: rank values round the price), or no decode rate
+                out[count] = None
+                if count == 1:
+                    break
                 continue
-            fields = _setup_fields(count * offer["price_per_hour_usd"], offer, placed, count, gpu, fmt, *how,
-                                   as_of=as_of)  # a Setup is built only for the winners (below)
-            key = (offer["provider"], offer["instance_type"], offer.get("region"))
-            rank_key = rank_key_of(fields)
-            if key not in best or rank_key < keys[key]:
-                best[key], keys[key] = fields, rank_key
-                if len(best) >= top:  # follows the top as it fills, not once per group
-                    limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6
-    ranked = [best[k] for k in sorted(best, key=keys.__getitem__)[:top]]
-    return [Setup(**f, **costs_from_rates(planner.rates(gpus[f["gpu"]], f["gpus_per_instance"]), f["price_per_hour"]))
-            for f in ranked]
-
-
-COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
-               "usd_per_million_tokens_batched")
-
-
-def placement_rates(arch: Architecture, gpu: GPU, placed: Placement) -> Rates:
-    """Decode rate of one request and the aggregate rate at the most requests of the planned context the plan
-    holds at once (``sizing_core.throughput``)."""
-    speed = estimate(arch, gpu, default_engine(gpu), placed)
-    batch = max(1, speed.max_concurrent_requests)
-    batched = estimate(arch, gpu, default_engine(gpu), placed, batch=batch) if batch > 1 else speed
-    return Rates(speed.decode_tokens_per_s, batch, batched.aggregate_tokens_per_s)
-
-
-def costs_from_rates(rates: Rates, price_per_hour: float) -> dict[str, Any]:
-    """The cost fields of a setup from its placement's decode rates and its price."""
-    single, aggregate = rates.decode_tokens_per_s, rates.aggregate_tokens_per_s
-    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": rates.batch,
-            "aggregate_tokens_per_s": round(aggregate, 2) if aggregate else None,
-            "usd_per_million_tokens": round(per_million_tokens(price_per_hour, single), 4) if single else None,
-            "usd_per_million_tokens_batched": round(per_million_tokens(price_per_hour, aggregate), 4)
-            if aggregate else None}
+            factor *= 1e6 / (3600 * at_load)
+        out[count] = (f, placed, engine, factor)
+        if count == 1:
+            break  # one instance taken: a less faithful format never needs fewer
+    return out
 
 
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
@@ -387,37 +463,6 @@ def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[De
     return ("cluster", fabric) if fabric else None
 
 
-#: a Setup field whose ``cheapest_setups`` column has another name
-_COLUMN_OF_FIELD = {"gpu": "gpu_id"}
-#: Setup fields that are not columns (the catalog gives the GPU's name back from its id)
-_NOT_COLUMNS = ("gpu_name",)
-
-
-def setup_row(s: Setup) -> dict[str, Any]:
-    """A Setup as its ``cheapest_setups`` table row (sql/ DDL; ``exports/tables.py::CheapestSetups`` publishes it):
-    every field under its column name. The one place the row shape is written; :func:`setup_from_row` reads it."""
-    return {_COLUMN_OF_FIELD.get(f, f): getattr(s, f) for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS}
-
-
-def setup_from_row(row: dict[str, Any]) -> Setup:
-    """A ``cheapest_setups`` table row (DuckDB or the published Parquet) back as a Setup. A column an older
-    snapshot lacks (or holds null) takes the field's default."""
-    gpu = catalog().get(row["gpu_id"])
-    values: dict[str, Any] = {"gpu_name": gpu.name if gpu else row["gpu_id"]}
-    for name, f in Setup.__dataclass_fields__.items():
-        if name in _NOT_COLUMNS:
-            continue
-        value = row.get(_COLUMN_OF_FIELD.get(name, name))
-        if value is None and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING):
-            continue  # the default
-        values[name] = value
-    if not row.get("nodes"):
-        values["nodes"] = row["instances"]
-    if "flags" in values:
-        values["flags"] = list(values["flags"])
-    return Setup(**values)
-
-
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
     """Days between the ECB rate a price was converted with and the as-of time (None: USD, or no as-of)."""
     if not fx_date or as_of is None:
@@ -425,9 +470,9 @@ def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
     return (as_of.date() - date.fromisoformat(fx_date)).days
 
 
-def _setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: int, gpu: GPU, fmt: str,
+def setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: int, gpu: GPU, fmt: str,
                   how: Deployment = "single_machine", fabric: str | None = None, *,
-                  as_of: datetime | None = None) -> dict[str, Any]:
+                  as_of: datetime | None = None, engine_id: str | None = None) -> dict[str, Any]:
     """The keyword arguments of the Setup that runs ``placed`` on ``count`` instances of ``offer``."""
     assert placed.gpus is not None and placed.tensor_parallel is not None and placed.pipeline_parallel is not None
     per_instance = int(offer["gpu_count"])
@@ -441,6 +486,7 @@ def _setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: in
         flags.append(RPC_FLAG)
     if not placed.native_support:
         flags.append(f"not native on {gpu.name}: {placed.support_note}")
+    engine_id = engine_id or default_engine(gpu).id
     return dict(
         provider=offer["provider"], source=offer["source"], instance_type=offer["instance_type"],
         region=offer.get("region"), gpu=gpu.id, gpu_name=gpu.name, instances=count, gpus_per_instance=per_instance,
@@ -449,24 +495,6 @@ def _setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: in
         price_per_month=round(price * HOURS_PER_MONTH, 2), price_per_gpu_hour=round(price / (count * per_instance), 4),
         currency_listed=offer["currency"], fx_date=offer.get("fx_date"),
         allocation=offer.get("allocation_class") or offer["allocation"], format=fmt,
-        engine=default_engine(gpu).id, verified_at=offer["verified_at"], nodes=count, deployment=how,
+        engine=engine_id, verified_at=offer["verified_at"], nodes=count, deployment=how,
         interconnect=fabric, native_support=placed.native_support, support_note=placed.support_note, flags=flags,
         fx_stale=fx_stale)
-
-
-#: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful
-#: format it can run, and leaves out the 2- and 3-bit mixes (they stay in the per-format Parquet table)
-FIDELITY = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "q4_k_m", "mxfp4",
-            "iq4_xs")
-
-
-def overall(setups: list[Setup], top: int = 5) -> list[Setup]:
-    best: dict[tuple, Setup] = {}
-    for s in setups:
-        if s.format not in FIDELITY:
-            continue
-        key = (s.provider, s.instance_type, s.region, s.instances)
-        if key not in best or (FIDELITY.index(s.format), s.rank_key) < (FIDELITY.index(best[key].format),
-                                                                          best[key].rank_key):
-            best[key] = s
-    return sorted(best.values(), key=lambda x: (x.rank_key[0], FIDELITY.index(x.format), x.rank_key))[:top]

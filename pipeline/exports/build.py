@@ -63,7 +63,7 @@ def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], sn
 
 
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],
-            setups: dict[str, tuple[list[Setup], list[Setup]]], *, as_of: datetime, mode: str, now: datetime,
+            setups: dict[str, tuple[list[Setup], ...]], *, as_of: datetime, mode: str, now: datetime,
             provenance: dict[str, Any], between_files: Callable[[str], None] | None = None,
             stats: dict[str, Any] | None = None, reuse: bool = False) -> Path:
     """Write a complete snapshot and switch ``latest`` to it. ``between_files`` is called after each file (a
@@ -90,7 +90,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
                               "parameters": None, "path": None, "reason": t.error})
                 continue
-            on_demand, spot = setups.get(t.entry.id, ([], []))
+            on_demand, spot, *rest = setups.get(t.entry.id, ([], []))
+            by_load = rest[0] if rest else []  # per standard load (issue #23): cheapestSetupsByLoad
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
@@ -102,7 +103,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     static = static_export(t, report)
                     static_cache.put(t.entry.id, key, static)
                 model = assemble_model_export(t, static, on_demand, spot, verified, provenance | static["sized"],
-                                              now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}))
+                                              now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}),
+                                              by_load=by_load)
             except ValidationError as exc:  # one model breaking the contract must not stop the others' files
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
                               "parameters": None, "path": None,

@@ -212,7 +212,7 @@ def best_setup_launch(t: Tracked, static: dict[str, Any], best: Setup) -> dict[s
 
 def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Setup], spot: list[Setup],
                           verified: str | None, provenance: dict[str, Any], updated: str,
-                          single_fit: dict[str, set[str]]) -> ModelExport:
+                          single_fit: dict[str, set[str]], by_load: list[dict[str, Any]] | None = None) -> ModelExport:
     """The model file from its :func:`static_export` part and what this run priced."""
     arch = t.arch
     assert arch is not None
@@ -232,6 +232,10 @@ def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Se
         "ggufFiles": hub.gguf_files if hub else None, "verified": verified, "updated": updated,
         "cheapestSetups": [s.model_dump(mode="json") for s in on_demand],
         "spotSetups": [s.model_dump(mode="json") for s in spot], "launch": launch,
+        "cheapestSetupsByLoad": [{**{k: v for k, v in answer.items() if k not in ("byPrice", "byCostPerToken")},
+                                  "byPrice": [s.model_dump(mode="json") for s in answer["byPrice"]],
+                                  "byCostPerToken": [s.model_dump(mode="json") for s in answer["byCostPerToken"]]}
+                                 for answer in by_load or []],
         "recommendations": recommendations(single_fit, on_demand),
         "derived": {k: v.model_dump() for k, v in hub.derived.items()} if hub else {},
         "provenance": provenance | {"revision": t.revision}})

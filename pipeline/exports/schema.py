@@ -306,6 +306,19 @@ class ModelExport(_Strict):
     provenance: Provenance = d("inputs of this snapshot")
     fx: FxStatus | None = d("the oldest ECB rate behind cheapestSetups' USD prices (null: all listed in USD or no "
                             "setups)", default=None)
+    cheapestSetupsByLoad: list[LoadAnswer] = d("the cheapest on-demand setups at each standard load (8K x 1, 32K x 8, "
+                                               "128K x 1 where the model reaches it, its maximum context x 1): "
+                                               "distinct setups, by price and by cost per output token", default=[])
+
+
+class LoadAnswer(_Strict):
+    context: int = d("tokens per request", unit="tokens")
+    concurrency: int = d("requests served at once", unit="requests")
+    label: str = d("the load as the report shows it (\"32K x 8\")")
+    byPrice: list[SetupItem] = d("the cheapest setups serving the load, most faithful format per rented "
+                                 "configuration, cheapest $/h first (multi-machine setups ranked at 1.25x)")
+    byCostPerToken: list[SetupItem] = d("the same ranked by usdPerMillionTokensAtLoad, lowest first (setups whose "
+                                        "GPU has no bandwidth figure left out)")
 
 
 class GgufFiles(_Strict):

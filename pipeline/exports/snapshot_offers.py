@@ -138,18 +138,20 @@ def keep_offers(snapshot_path: Path) -> None:
 
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
                    provider: str | None = None, region: str | None = None, max_price: float | None = None,
-                   spot: bool = False) -> list[dict[str, Any]]:
-    """Rentable offers (:func:`_rentable`), cheapest GPU-hour first. ``max_price`` caps the $/GPU-hour;
+                   spot: bool = False, gpus: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Rentable offers (:func:`_rentable`), cheapest GPU-hour first. ``gpu`` (one id) or ``gpus`` (a family:
+    any of these ids) keep those GPUs; ``count`` the instances of that many GPUs. ``max_price`` caps the $/GPU-hour;
     ``provider`` and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``).
     Ties: $/h, provider, instance type, region (none last), offer key (one order on every run)."""
     allocations = SPOT_LIKE if spot else ON_DEMAND
+    wanted = set(gpus or ()) | ({gpu} if gpu else set())
     provider_key = provider.lower() if provider else None
     region_key = region.lower() if region else None
     c, _ = _offer_columns(snapshot)  # the filters read single columns; a row becomes a dict only when it passes
     out = []
     for i in range(len(c["offer_key"])):
         gpu_id = c["gpu_id"][i]
-        if c["allocation"][i] not in allocations or (gpu and gpu_id != gpu) or (count and c["gpu_count"][i] != count):
+        if c["allocation"][i] not in allocations or (wanted and gpu_id not in wanted) or (count and c["gpu_count"][i] != count):
             continue
         if provider_key and c["provider"][i].lower() != provider_key:
             continue

@@ -319,12 +319,13 @@ class Sizing(PublishedTable):
 class CheapestSetups(PublishedTable):
     file = "cheapest_setups.parquet"
     db_table = "cheapest_setups"
-    description = ("Per model and format, the cheapest deployments for one request of 8K tokens with a BF16 KV "
-                   "cache, priced on whole instances; on_demand and spot lists apart.")
+    description = ("Per model, format and standard load (8K x 1, 32K x 8, 128K x 1 where reached, max context x 1), "
+                   "the cheapest distinct deployments with a BF16 KV cache, priced on whole instances, by price and "
+                   "by cost per output token; on_demand and spot lists apart (spot: 8K x 1 by price).")
 
     model_id: str = col("model id")
     list: str = col("on_demand, or spot (spot, marketplace and bid statistics)")
-    rank: int = col("1 = cheapest within (model, list, format)")
+    rank: int = col("1 = cheapest within (model, list, format, context, concurrency, sort)")
     format: str = col("weight format served")
     provider: str = col("provider")
     source: str = col("price source")
@@ -365,12 +366,25 @@ class CheapestSetups(PublishedTable):
                                 "snapshot's as-of time")
     decode_tokens_per_s: float | None = col("decode speed of one request on this plan (null: no bandwidth figure)",
                                             unit="tokens/s")
-    max_concurrent_requests: int | None = col("requests of 8K tokens the plan holds at once", unit="requests")
+    max_concurrent_requests: int | None = col("requests of the load's context the plan holds at once",
+                                              unit="requests")
     aggregate_tokens_per_s: float | None = col("decode speed of max_concurrent_requests together", unit="tokens/s")
     usd_per_million_tokens: float | None = col("price_per_hour_usd / (decode_tokens_per_s x 3600) x 1e6: one "
                                                "request at a time", unit="USD per 1M output tokens")
     usd_per_million_tokens_batched: float | None = col("price_per_hour_usd / (aggregate_tokens_per_s x 3600) x 1e6: "
                                                        "the plan kept full", unit="USD per 1M output tokens")
+    # the load and the ranking (issue #23): rows of older snapshots are the 8K x 1 price list (nulls)
+    context: int | None = col("tokens per request of the load the setup serves (8,192 for the published question)",
+                              unit="tokens")
+    concurrency: int | None = col("requests of that context served at once", unit="requests")
+    sort: str | None = col("price (cheapest $/h first; rank price with multi-machine setups at 1.25x) or per_token "
+                           "(lowest usd_per_million_tokens_at_load first, same factor)")
+    regions: builtins.list[str] | None = col("every region offering this very setup at this price (one row per "
+                                             "provider x instance type x price)", sql_type="VARCHAR[]")
+    tokens_per_s_per_request: float | None = col("decode speed of each request while `concurrency` requests run "
+                                                 "together", unit="tokens/s")
+    usd_per_million_tokens_at_load: float | None = col("price_per_hour_usd / (concurrency x tokens_per_s_per_request "
+                                                       "x 3600) x 1e6", unit="USD per 1M output tokens")
     snapshot_id: str = SNAPSHOT_ID
 
 

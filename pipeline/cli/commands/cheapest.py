@@ -17,23 +17,43 @@ from pipeline.cli.args import (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    cheapest = sub.add_parser("cheapest", help="cheapest rentable setups for a model, from the latest snapshot",
-                              description="Cheapest rentable deployments of a model from the latest snapshot: whole "
-                                          "instances, parallelism plan, engine, format, $/h, $/month, $/1M tokens.",
-                              epilog=examples("vramlab cheapest qwen3-8b", "vramlab cheapest llama-3.1-70b --format fp8",
-                                               "vramlab cheapest deepseek-v3 --single-machine --provider lambda",
+    cheapest = sub.add_parser("cheapest", help="cheapest setups serving K requests at context C, for any model",
+                              description="Cheapest rentable deployments of any model (tracked, Hub repo id, "
+                                          "registry id or config path) serving --concurrency requests of --context "
+                                          "tokens, from the latest snapshot's offers: whole instances, parallelism "
+                                          "plan, engine, format, $/h, $/1M output tokens at that load, tok/s per "
+                                          "request, requests the plan holds at that context. One row per provider x "
+                                          "instance type x price, the regions offering it in one cell.",
+                              epilog=examples("vramlab cheapest qwen3-8b",
+                                               "vramlab cheapest meta-llama/Llama-3.3-70B-Instruct --context 32k "
+                                               "--concurrency 8 --single-machine",
+                                               "vramlab cheapest deepseek-v3 --top 3 --sort per-token",
+                                               "vramlab cheapest llama-3.1-70b --format fp8 --gpu H100",
                                                "vramlab cheapest gpt-oss-20b --context 32k --spot --json"))
-    cheapest.add_argument("model", metavar="MODEL", help="tracked model id or Hub repo id (see `vramlab models`)")
+    cheapest.add_argument("model", metavar="MODEL", help="tracked model id, Hub repo id (looked up when untracked), "
+                                                          "registry id or config.json path")
     cheapest.add_argument("--format", default=None, metavar="FMT",
                           help="only this weight format, any case (default: the most faithful per setup)")
     cheapest.add_argument("--context", type=CONTEXT, default=8192, metavar="N",
                           help="tokens per request: 8192, 32k, 1M (default 8192, as published)")
+    cheapest.add_argument("--concurrency", type=POSITIVE, default=1, metavar="K",
+                          help="requests served at once, each of --context tokens (default 1)")
+    cheapest.add_argument("--engine", default=None, metavar="E",
+                          help="vllm, sglang, llama.cpp, ollama, mlx (default: vLLM on data-centre GPUs, llama.cpp "
+                               "elsewhere)")
+    cheapest.add_argument("--gpu", default=None, metavar="GPU[:N]",
+                          help="only this GPU (a family name such as H100 matches every variant) and, with :N, "
+                               "instances of N GPUs")
+    cheapest.add_argument("--sort", default="price", metavar="BY",
+                          help="price ($/h, default) or per-token ($/1M output tokens at the load)")
     cheapest.add_argument("--top", type=POSITIVE, default=10, metavar="K", help="rows to show (default 10)")
     cheapest.add_argument("--provider", default=None, metavar="P", help="only this provider (any case)")
     cheapest.add_argument("--region", default=None, metavar="R", help="only regions starting with R")
     cheapest.add_argument("--max-price", type=PRICE, default=None, metavar="USD", help="at most this $/hour in all")
     cheapest.add_argument("--spot", action="store_true", help="spot and marketplace offers instead of on-demand")
     cheapest.add_argument("--single-machine", action="store_true", help="only setups on one instance")
+    cheapest.add_argument("--by-region", action="store_true",
+                          help="one row per region (default: one per provider x instance type x price)")
     data_dir_flag(cheapest)
     json_flag(cheapest)
     cheapest.set_defaults(func=cmd_cheapest)

@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                            "vramlab gpus A100 --region us --max-price 2 --spot",
                                            "vramlab gpus --catalog"))
     gpus.add_argument("gpu", nargs="?", default=None, metavar="GPU[:N]",
-                      help="GPU id or alias, optionally with GPUs per instance (H100:8)")
+                      help="GPU id, alias or family, optionally with GPUs per instance (H100:8); a family name "
+                           "(H100, A100) matches every variant (SXM, PCIe, NVL), an alias or variant id (h100-sxm, "
+                           "h100-pcie) only itself")
     gpus.add_argument("--provider", default=None, metavar="P", help="only this provider (any case)")
     gpus.add_argument("--region", default=None, metavar="R", help="only regions starting with R (us, europe-west4)")
     gpus.add_argument("--max-price", type=PRICE, default=None, metavar="USD", help="at most this $/GPU-hour")
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    from pipeline.cli.resolve import did_you_mean, resolve_gpu_count
+    from pipeline.cli.resolve import did_you_mean, family_note, gpu_family, split_count
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers
 
     if args.catalog:
@@ -44,7 +46,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
             print_gpu_catalog(rows)
         return 0
-    gpu, count = resolve_gpu_count(args.gpu) if args.gpu else (None, None)
+    name, count = split_count(args.gpu) if args.gpu else (None, None)
+    family = gpu_family(name) if name else None
     snapshot = latest_snapshot(data_dir_of(args))
     if snapshot is None:
         raise CliError("no published snapshot yet: run `vramlab run` first")
@@ -52,9 +55,9 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         known = providers(snapshot)
         if args.provider.lower() not in (p.lower() for p in known):
             raise CliError(f"no provider {args.provider!r} in snapshot {snapshot.id}{did_you_mean(args.provider, known)}")
-    offers = current_offers(snapshot, gpu=gpu, count=count, provider=args.provider, region=args.region,
+    offers = current_offers(snapshot, gpus=family, count=count, provider=args.provider, region=args.region,
                             max_price=args.max_price, spot=args.spot)
-    if gpu is None and not args.all:  # the cheapest offer per GPU kind
+    if family is None and not args.all:  # the cheapest offer per GPU kind
         seen: dict[str, dict[str, Any]] = {}
         for offer in offers:
             seen.setdefault(offer["gpu_id"], offer)
@@ -63,9 +66,20 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        from pipeline.cli.tables import print_offers_table
+        from pipeline.cli.tables import print_offers_table, say
 
-        print_offers_table(rows, snapshot.id, per_kind=gpu is None and not args.all,
+        note = family_note(name, family) if name and family else None
+        if note:
+            say(f"note: {note}")
+        if not rows:
+            asked = [f"GPU {name}{f':{count}' if count else ''}" if name else "",
+                     f"provider {args.provider}" if args.provider else "",
+                     f"region {args.region}*" if args.region else "",
+                     f"at most ${args.max_price:g}/GPU-h" if args.max_price else ""]
+            say(f"no {'spot/marketplace' if args.spot else 'on-demand'} offer matches "
+                f"({', '.join(a for a in asked if a) or 'any GPU'}) in snapshot {snapshot.id}")
+            return 0
+        print_offers_table(rows, snapshot.id, per_kind=family is None and not args.all,
                            limit=None if args.all else 25, spot=args.spot)
     return 0
 
