@@ -254,21 +254,22 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
     path = snapshot.path / "offers_current.parquet"
     con = duckdb.connect()
     try:
-        columns = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall()}
+        source = [str(path)]  # the file as a bound parameter: a path with a quote in it is still just a path
+        columns = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", source).fetchall()}
         live = "NOT stale AND NOT removed"
-        per_alloc = con.execute(f"SELECT allocation, count(*) FROM read_parquet('{path}') WHERE {live} "
-                                "GROUP BY 1 ORDER BY 2 DESC").fetchall()
+        per_alloc = con.execute(f"SELECT allocation, count(*) FROM read_parquet(?) WHERE {live} "
+                                "GROUP BY 1 ORDER BY 2 DESC", source).fetchall()
         if "quarantined" in columns:
-            n = con.execute(f"SELECT count(*) FROM read_parquet('{path}') WHERE quarantined").fetchall()[0][0]
+            n = con.execute("SELECT count(*) FROM read_parquet(?) WHERE quarantined", source).fetchall()[0][0]
             quarantined = f"{n:,} offers"
         else:
             quarantined = "not tracked in this snapshot"
         rows = con.execute(f"""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
-                               FROM read_parquet('{path}') WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
+                               FROM read_parquet(?) WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
                                AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h200', 'b200')
                                {'AND coalesce(eligible, true)' if 'eligible' in columns else
                                 'AND NOT coalesce(quarantined, false)' if 'quarantined' in columns else ''}
-                               GROUP BY 1""").fetchall()
+                               GROUP BY 1""", source).fetchall()
     finally:
         con.close()
     order = {g: i for i, g in enumerate(MAIN_GPUS)}
