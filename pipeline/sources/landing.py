@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -42,7 +43,7 @@ from pipeline.sources.base import (
     SourceError,
 )
 from pipeline.sources.fx import FxError, FxRates
-from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, redact
+from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, http_settings, redact
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
                   "parse_error", "not_configured", "gated", "missing", "error"]
@@ -240,6 +241,9 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         except (OSError, ValueError):
             pass  # a damaged validators file only costs one unconditional request
     client.received = []
+    # one total deadline for the whole fetch of this source (pages, regions, retries): an endless or trickling
+    # answer ends the fetch as a timeout instead of holding the run and its lock
+    client.deadline_at = time.monotonic() + http_settings()["source_deadline"]
 
     def land_received(**extra) -> dict:  # type: ignore[no-untyped-def]
         """Land what the failed fetch did receive (pages before the bad one, the bad body itself)."""
