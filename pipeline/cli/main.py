@@ -23,13 +23,14 @@ from pipeline.cli.commands import (
     rebuild,
     replay,
     run,
+    serve,
     size,
     sources,
     track,
 )
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, models, gpus, cheapest, track, sources, export, run, replay, rebuild)  # the order of --help
+COMMANDS = (size, fit, models, gpus, cheapest, track, sources, export, run, serve, replay, rebuild)  # --help order
 
 
 def build_parser() -> argparse.ArgumentParser:
