@@ -168,3 +168,66 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
         browser.close()
     assert problems == []
     assert external == []
+
+
+def _usd(text: str) -> float:
+    """``$1,234.56`` as the English report writes money, back to a number."""
+    return float(text.strip().lstrip("$").replace(",", ""))
+
+
+def test_model_page_switches_loads_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
+    """A reader picks a load (requests x context) and an order on a model page, without a server: the table shown
+    changes to that load's published answer (#23)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does it)")
+    from playwright.sync_api import sync_playwright
+
+    model = json.loads((replayed / "models" / "deepseek-v3.json").read_text())
+    loads = model["cheapestSetupsByLoad"]
+    # DeepSeek-V3 reaches 163,840 tokens: 8K x 1, 32K x 8, 128K x 1 and its maximum x 1 (config)
+    assert [(a["context"], a["concurrency"]) for a in loads] == [(8192, 1), (32768, 8), (131072, 1), (163840, 1)]
+    second = loads[1]
+    assert second["byPrice"] and second["byCostPerToken"]
+    external, problems = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, viewport={"width": 1280, "height": 900},
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"])
+        browser.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else (
+            external.append(route.request.url), route.abort()))
+        page = browser.new_page()
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.goto((replayed / "report" / "models" / "deepseek-v3.html").as_uri())
+
+        def shown() -> dict:
+            return page.evaluate("""() => {
+                const visible = [...document.querySelectorAll('#loads .load-answer')].filter(el => !el.hidden);
+                const el = visible[0];
+                return {count: visible.length, context: +el.dataset.context, concurrency: +el.dataset.concurrency,
+                        sort: el.dataset.sort,
+                        hour: [...el.querySelectorAll('tbody tr td:nth-of-type(1)')].map(td => td.innerText),
+                        token: [...el.querySelectorAll('tbody tr td.token-cost')].map(td => td.innerText)};
+            }""")
+
+        first = shown()
+        assert (first["count"], first["context"], first["concurrency"], first["sort"]) == (1, 8192, 1, "price")
+        assert [_usd(h) for h in first["hour"]] == [s["pricePerHour"] for s in loads[0]["byPrice"]]
+        page.get_by_role("button", name="8 × 32K").click()
+        after = shown()
+        assert (after["count"], after["context"], after["concurrency"]) == (1, 32768, 8)
+        # the numbers a reader now sees are the 32K x 8 answer's, not the 8K one's
+        assert [_usd(h) for h in after["hour"]] == [s["pricePerHour"] for s in second["byPrice"]]
+        assert [_usd(c) for c in after["token"]] == pytest.approx(
+            [s["usdPerMillionTokensAtLoad"] for s in second["byPrice"]], abs=0.006)
+        assert after["token"] != first["token"]
+        page.get_by_role("button", name="By cost per token").click()
+        ranked = shown()
+        assert (ranked["context"], ranked["sort"]) == (32768, "token")
+        costs = [_usd(c) for c in ranked["token"]]
+        assert costs == pytest.approx([s["usdPerMillionTokensAtLoad"] for s in second["byCostPerToken"]], abs=0.006)
+        # lowest cost per token first (a multi-machine setup ranked at 1.25x its cost, as by price)
+        ranks = [s["usdPerMillionTokensAtLoad"] * (1.25 if s["nodes"] > 1 else 1) for s in second["byCostPerToken"]]
+        assert ranks == sorted(ranks)
+        browser.close()
+    assert problems == [] and external == []

@@ -13,7 +13,7 @@ from pipeline.report.data import board, load_snapshot, price_history
 from pipeline.report.i18n import LOCALES, Texts
 
 HERE = Path(__file__).resolve().parent
-STATIC = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "report.js")
+STATIC = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "report.js", "loads.js")
 COLUMNS = ("native", "bf16", "fp8", "q4_k_m")
 NOTES = {"Multi-GPU required": "rec.multi_gpu_required", "exceeds the largest Mac's GPU share": "rec.exceeds_mac"}
 
