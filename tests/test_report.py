@@ -55,16 +55,22 @@ def expected(snapshot: Path) -> dict:
     obs = f"read_parquet('{snapshot}/price_observations/*/*.parquet')"
     board_gpus = con.execute(f"SELECT count(DISTINCT gpu_id) FROM {offers} WHERE {_where(snapshot, offers)}"
                              ).fetchall()[0][0]
-    series = dict(con.execute(f"""SELECT gpu_id, count(DISTINCT (provider, {CLASSES})) FROM {obs}
-                                  WHERE {_where(snapshot, obs)} GROUP BY gpu_id""").fetchall())
-    # per (GPU, provider, class): the cheapest price at each observation time, in time order
-    runs = con.execute(f"""SELECT gpu_id, provider, cls, list(price ORDER BY observed_at) FROM (
-                               SELECT gpu_id, provider, {CLASSES} AS cls, observed_at,
-                                      round(min(price_per_gpu_hour_usd), 4) AS price FROM {obs}
-                               WHERE {_where(snapshot, obs)} GROUP BY ALL)
+    # observations of offers the quality stage rejects (quarantined, merged duplicates) are not drawn
+    kept = (f"(SELECT * FROM {obs} WHERE offer_key NOT IN (SELECT offer_key FROM {offers} WHERE NOT eligible) "
+            f"AND {_where(snapshot, obs)})")
+    providers = dict(con.execute(f"""SELECT gpu_id, count(DISTINCT provider) FILTER (WHERE {CLASSES} = 'on_demand')
+                                     FROM {kept} GROUP BY gpu_id""").fetchall())
+    spot = {r[0] for r in con.execute(f"SELECT DISTINCT gpu_id FROM {kept} WHERE {CLASSES} <> 'on_demand'"
+                                      ).fetchall()}
+    series = {g: (int(n > 0) * 2 + (g in spot), n) for g, n in providers.items()}  # (shown, providers)
+    # per (GPU, on-demand provider): the cheapest price of each UTC day, in day order
+    runs = con.execute(f"""SELECT gpu_id, provider, list(price ORDER BY day) FROM (
+                               SELECT gpu_id, provider, (observed_at AT TIME ZONE 'UTC')::DATE AS day,
+                                      round(min(price_per_gpu_hour_usd), 4) AS price FROM {kept}
+                               WHERE {CLASSES} = 'on_demand' GROUP BY ALL)
                            GROUP BY ALL HAVING count(*) >= 3 ORDER BY ALL""").fetchall()
-    # a real price history: three or more observations, the price changing at every one of them
-    moving = [r for r in runs if all(a != b for a, b in zip(r[3], r[3][1:], strict=False))]
+    # a real price history: three or more days, the price changing on every one of them
+    moving = [r for r in runs if all(a != b for a, b in zip(r[2], r[2][1:], strict=False))]
     return {"board_gpus": board_gpus, "series": series, "moving": moving}
 
 
@@ -149,20 +155,30 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
             const pixels = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
             let inked = 0;
             for (let i = 3; i < pixels.length; i += 4) if (pixels[i] > 0) inked++;
-            return {gpu: c.dataset.gpu, series: chart.data.datasets.length, inked: inked, width: c.width,
-                    points: chart.data.datasets.map(d => d.data.map(p => p.y))};
+            const sets = chart.data.datasets;
+            return {gpu: c.dataset.gpu, shown: sets.filter(d => d.role !== 'provider' && d.data.length).length,
+                    providers: sets.filter(d => d.role === 'provider').length,
+                    hidden: sets.filter(d => d.role === 'provider' && !d.hidden).length === 0,
+                    inked: inked, width: c.width,
+                    points: sets.filter(d => d.role === 'provider').map(d => d.data.map(p => p.y))};
         })""")
-        assert {d["gpu"]: d["series"] for d in drawn} == want["series"]
+        # one clear chart per GPU (#23): the cheapest line and the spread band (+ spot dashed), providers on demand
+        assert {d["gpu"]: (d["shown"], d["providers"]) for d in drawn} == {
+            g: v for g, v in want["series"].items() if v[1] > 0 or v[0] > 0}
+        assert all(d["shown"] <= 3 and d["hidden"] for d in drawn)
         assert all(d["inked"] > 2000 and d["width"] > 300 for d in drawn), [d["gpu"] for d in drawn if d["inked"] < 2000]
-        # a GPU's chart shows a provider's price moving over three real observations (lambda's H100 PCIe: 3.29 $/h
-        # in its own API on 2026-07-30, 2.49 and 3.29 in the two SkyPilot catalog versions), and that chart holds
-        # at least three observations at three different prices
-        assert want["moving"], "no series with three observations at changing prices in price_observations"
+        # a GPU's chart holds a provider's price moving over three real days (lambda's H100 PCIe: 3.29 $/h in its
+        # own API on 2026-07-30, 2.49 and 3.29 in the two SkyPilot catalog versions), shown on demand
+        assert want["moving"], "no provider with three days of changing prices in price_observations"
         charts = {d["gpu"]: d for d in drawn}
-        shown = [m for m in want["moving"] if m[0] in charts and m[3] in charts[m[0]]["points"]]
+        shown = [m for m in want["moving"] if m[0] in charts and m[2] in charts[m[0]]["points"]]
         assert shown, want["moving"]
-        assert any(len({y for ys in charts[m[0]]["points"] for y in ys}) >= 3 for m in shown)
-        section = page.locator(f"#gpu-{min(shown, key=lambda m: m[0] != 'h100-pcie')[0]}")
+        target = min(shown, key=lambda m: m[0] != "h100-pcie")[0]
+        page.locator(f"button.show-providers[data-gpu='{target}']").click()
+        visible = page.evaluate(f"""() => Chart.getChart(document.querySelector("canvas[data-gpu='{target}']"))
+            .data.datasets.filter(d => d.role === 'provider' && !d.hidden).length""")
+        assert visible == charts[target]["providers"] > 0
+        section = page.locator(f"#gpu-{target}")
         section.evaluate("el => el.scrollIntoView({block: 'start'})")
         page.screenshot(path=str(shots / "report-prices.png"))
         browser.close()

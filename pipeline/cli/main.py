@@ -19,6 +19,7 @@ from pipeline.cli.commands import (
     export,
     fit,
     gpus,
+    history,
     models,
     rebuild,
     replay,
@@ -30,7 +31,7 @@ from pipeline.cli.commands import (
 )
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, models, gpus, cheapest, track, sources, export, run, serve, replay, rebuild)  # --help order
+COMMANDS = (size, fit, models, gpus, cheapest, history, track, sources, export, run, serve, replay, rebuild)  # --help order
 
 
 def build_parser() -> argparse.ArgumentParser:

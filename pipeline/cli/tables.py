@@ -271,6 +271,29 @@ def print_gpu_catalog(rows: list[dict[str, Any]], console: _RichConsole | None =
     _show(console, table)
 
 
+def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[dict[str, Any]], snapshot: str,
+                  console: _RichConsole | None = None) -> None:
+    """One line per day and provider, cheapest first within a day; the day's cheapest starred."""
+    console = console or Console()
+    first, last = days[0], days[-1]
+    change = last["cheapest"] - first["cheapest"]
+    table = _table(f"{gpu}: cheapest {what} $/GPU-hour per day and provider ({len(days)} days, "
+                   f"{len({r['provider'] for r in rows})} providers)",
+                   caption=f"snapshot {snapshot}; * = the day's cheapest; observations = prices seen that day; "
+                           f"quarantined and merged-duplicate offers left out. Cheapest {first['day']}: "
+                           f"${first['cheapest']:,.2f} ({first['provider']}), {last['day']}: ${last['cheapest']:,.2f} "
+                           f"({last['provider']}), {'+' if change >= 0 else '-'}${abs(change):,.2f}")
+    for col, just in (("day", "left"), ("provider", "left"), ("GPU", "left"), ("$/GPU-h", "right"),
+                      ("observations", "right"), ("instance", "left")):
+        table.add_column(col, justify=just, no_wrap=col != "instance", overflow="fold")
+    cheapest = {d["day"]: d["provider"] for d in days}
+    for r in rows:
+        star = "*" if cheapest[r["day"]] == r["provider"] else " "
+        table.add_row(r["day"], r["provider"], r["gpu_id"], f"{star}{r['price']:,.3f}", str(r["observations"]),
+                      r["instance_type"] or "-")
+    _show(console, table)
+
+
 # ------------------------------------------------------------------------------------------------ sources
 
 def print_sources(rows: list[dict[str, Any]], live: bool, console: _RichConsole | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,9 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
     gpus = {r["id"]: r for r in pl.read_parquet(path / "gpus.parquet").to_dicts()}
     native = (pl.scan_parquet(path / "sizing.parquet").filter(pl.col("format") == "native")
               .select("model_id", "stored_format").unique("model_id").collect())
+    if "eligible" in offers.columns and not history.is_empty():  # quarantined and merged duplicates: left out
+        rejected = offers.filter(pl.col("eligible") == False)["offer_key"]  # noqa: E712 - polars expression
+        history = history.filter(~pl.col("offer_key").is_in(rejected))
     return Snapshot(path=path, manifest=manifest, index=index, models=models, offers=priced(offers),
                     history=priced(history), gpus=gpus,
                     native_formats=dict(zip(native["model_id"], native["stored_format"], strict=True)))
@@ -96,21 +99,41 @@ def _gpu_sort(snap: Snapshot, gpu_id: str) -> tuple:
     return (-(gpu.get("memory_gb") or 0), str(gpu.get("name", gpu_id)))
 
 
-def price_history(snap: Snapshot) -> dict[str, list[dict[str, Any]]]:
-    """Per GPU, one series per (provider, class): the cheapest $/GPU-hour at each observation time."""
+def price_history(snap: Snapshot) -> dict[str, dict[str, Any]]:
+    """Per GPU, per UTC day (``pipeline/exports/price_history.py``'s rule: eligible whole-GPU offers): the cheapest
+    on-demand $/GPU-hour across providers with its provider, the highest of the providers' cheapest (the spread),
+    the cheapest spot/marketplace price, and each provider's own cheapest (drawn on demand)."""
     hist = snap.history
     if hist.is_empty():
         return {}
-    points = (hist.group_by(["gpu_id", "provider", "price_class", "observed_at"])
-              .agg(pl.col("price_per_gpu_hour_usd").min().alias("price"))
-              .sort(["gpu_id", "provider", "price_class", "observed_at"]))
-    out: dict[str, list[dict[str, Any]]] = {}
-    for (gpu_id, provider, cls), part in points.group_by(["gpu_id", "provider", "price_class"], maintain_order=True):
-        out.setdefault(gpu_id, []).append({
-            "provider": provider, "class": cls,
-            "points": [{"x": int(_ms(t)), "y": round(p, 4)} for t, p in zip(part["observed_at"], part["price"],
-                                                                              strict=True)]})
+    hist = hist.with_columns(day=pl.col("observed_at").dt.convert_time_zone("UTC").dt.date())
+    per_provider = (hist.group_by(["gpu_id", "price_class", "day", "provider"])
+                    .agg(pl.col("price_per_gpu_hour_usd").min().alias("price"))
+                    .sort(["gpu_id", "price_class", "day", "price", "provider"]))
+    out: dict[str, dict[str, Any]] = {}
+    for (gpu_id,), part in per_provider.group_by(["gpu_id"], maintain_order=True):
+        od = part.filter(pl.col("price_class") == "on_demand")
+        spot = part.filter(pl.col("price_class") != "on_demand")
+        days = od.group_by("day", maintain_order=True).agg(pl.col("price").first().alias("low"),
+                                                           pl.col("provider").first().alias("provider"),
+                                                           pl.col("price").max().alias("high"))
+        spot_days = spot.group_by("day", maintain_order=True).agg(pl.col("price").first().alias("low"),
+                                                                  pl.col("provider").first().alias("provider"))
+        out[gpu_id] = {
+            "cheapest": [{"x": _day_ms(d), "y": round(v, 4), "provider": p}
+                         for d, v, p in zip(days["day"], days["low"], days["provider"], strict=True)],
+            "high": [{"x": _day_ms(d), "y": round(v, 4)} for d, v in zip(days["day"], days["high"], strict=True)],
+            "spot": [{"x": _day_ms(d), "y": round(v, 4), "provider": p}
+                     for d, v, p in zip(spot_days["day"], spot_days["low"], spot_days["provider"], strict=True)],
+            "providers": [{"provider": prov, "points": [{"x": _day_ms(d), "y": round(v, 4)}
+                                                        for d, v in zip(pp["day"], pp["price"], strict=True)]}
+                          for (prov,), pp in od.sort("day").group_by(["provider"], maintain_order=True)],
+            "points": part.height}
     return out
+
+
+def _day_ms(day: Any) -> int:  # noqa: ANN401 - a date
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
 
 def _ms(t: datetime) -> float:

@@ -126,9 +126,13 @@ def _index_rows(t: Texts, snap: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - 
     return sorted(rows, key=lambda r: (r["failed"] is not None, str(r["name"]).lower()))
 
 
-def _chart_data(t: Texts, history: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    return {gpu: [{"label": f"{s['provider']} · {t('class.' + s['class'])}", "dashed": s["class"] != "on_demand",
-                   "points": s["points"]} for s in series] for gpu, series in history.items()}
+def _chart_data(t: Texts, history: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per GPU the chart's series with their labels: the cheapest on-demand price (a line), the spread up to the
+    dearest provider's cheapest (a band), the cheapest spot/marketplace price (dashed), each provider (hidden)."""
+    return {gpu: {"cheapest": h["cheapest"], "high": h["high"], "spot": h["spot"], "providers": h["providers"],
+                  "labels": {"cheapest": t("prices.history.cheapest"), "high": t("prices.history.spread"),
+                             "spot": t("prices.history.spot")}}
+            for gpu, h in history.items()}
 
 
 def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None = None,

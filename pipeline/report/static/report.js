@@ -1,35 +1,41 @@
-/* Price-history charts of the GPU price board: one Chart.js line chart per GPU, one series per provider and price
-   class, drawn from the JSON embedded in the page (no network). Numbers and dates follow the page language. */
+/* Price-history charts of the GPU price board, one Chart.js chart per GPU drawn from the JSON embedded in the page
+   (no network): per day the cheapest on-demand $/GPU-hour across providers as a line, the spread up to the dearest
+   provider's cheapest as a band, the cheapest spot/marketplace price dashed; each provider's own line is drawn
+   only when asked ("Show each provider"). Numbers and dates follow the page language. */
 (function () {
   "use strict";
   var lang = document.documentElement.lang || "en";
   var money = new Intl.NumberFormat(lang, { style: "currency", currency: "USD", minimumFractionDigits: 2 });
   var day = new Intl.DateTimeFormat(lang, { year: "numeric", month: "short", day: "numeric", timeZone: "UTC" });
-  var palette = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d",
-                 "#475569", "#ea580c", "#4f46e5", "#0d9488", "#b91c1c", "#a16207", "#9333ea", "#0284c7"];
+  var palette = ["#7c3aed", "#059669", "#d97706", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c",
+                 "#4f46e5", "#0d9488", "#b91c1c", "#a16207", "#9333ea", "#0284c7", "#dc2626", "#16a34a"];
   var data = JSON.parse(document.getElementById("chart-data").textContent);
-  var providers = {};
-  Object.keys(data).forEach(function (gpu) {
-    data[gpu].forEach(function (s) { providers[s.label.split(" · ")[0]] = true; });
-  });
-  var colourOf = {};
-  Object.keys(providers).sort().forEach(function (p, i) { colourOf[p] = palette[i % palette.length]; });
   window.vramlabCharts = [];
   document.querySelectorAll("canvas[data-gpu]").forEach(function (canvas) {
-    var series = data[canvas.dataset.gpu] || [];
+    var h = data[canvas.dataset.gpu];
+    if (!h) { return; }
     var xs = [];
-    series.forEach(function (s) { s.points.forEach(function (p) { xs.push(p.x); }); });
+    [h.cheapest, h.spot].forEach(function (points) { points.forEach(function (p) { xs.push(p.x); }); });
     var lo = Math.min.apply(null, xs), hi = Math.max.apply(null, xs);
-    var pad = Math.max((hi - lo) * 0.04, 86400000);  // at least a day either side, so single points show
+    var pad = Math.max((hi - lo) * 0.04, 86400000);  // at least a day either side, so single days show
+    var datasets = [
+      { label: h.labels.high, role: "high", data: h.high, borderColor: "rgba(37,99,235,0.25)", borderWidth: 1,
+        backgroundColor: "rgba(37,99,235,0.12)", pointRadius: 0, fill: "+1", tension: 0 },
+      { label: h.labels.cheapest, role: "cheapest", data: h.cheapest, borderColor: "#2563eb",
+        backgroundColor: "#2563eb", borderWidth: 2.5, pointRadius: 3, tension: 0 }
+    ];
+    if (h.spot.length) {
+      datasets.push({ label: h.labels.spot, role: "spot", data: h.spot, borderColor: "#64748b",
+                      backgroundColor: "#64748b", borderDash: [6, 4], borderWidth: 2, pointRadius: 2.5, tension: 0 });
+    }
+    h.providers.forEach(function (p, i) {
+      datasets.push({ label: p.provider, role: "provider", data: p.points, hidden: true, borderWidth: 1.2,
+                      borderColor: palette[i % palette.length], backgroundColor: palette[i % palette.length],
+                      pointRadius: 2, tension: 0 });
+    });
     var chart = new Chart(canvas, {
       type: "line",
-      data: {
-        datasets: series.map(function (s) {
-          var colour = colourOf[s.label.split(" · ")[0]];
-          return { label: s.label, data: s.points, borderColor: colour, backgroundColor: colour,
-                   borderDash: s.dashed ? [6, 4] : [], borderWidth: 2, pointRadius: 3.5, tension: 0 };
-        })
-      },
+      data: { datasets: datasets },
       options: {
         animation: false, responsive: true, maintainAspectRatio: false, parsing: false,
         interaction: { mode: "nearest", intersect: false },
@@ -40,13 +46,30 @@
                title: { display: true, text: "$ / GPU-h" } }
         },
         plugins: {
-          legend: { position: "bottom", labels: { usePointStyle: true, pointStyle: "circle", boxWidth: 8, boxHeight: 8 } },
+          legend: { position: "bottom", labels: {
+            usePointStyle: true, pointStyle: "circle", boxWidth: 8, boxHeight: 8,
+            filter: function (item, chartData) {  // providers appear in the legend only once shown
+              var ds = chartData.datasets[item.datasetIndex];
+              return ds.role !== "provider" || !ds.hidden;
+            } } },
           tooltip: { callbacks: {
             title: function (items) { return items.length ? day.format(new Date(items[0].parsed.x)) : ""; },
-            label: function (item) { return item.dataset.label + ": " + money.format(item.parsed.y); } } }
+            label: function (item) {
+              var p = item.raw && item.raw.provider ? " (" + item.raw.provider + ")" : "";
+              return item.dataset.label + ": " + money.format(item.parsed.y) + p;
+            } } }
         }
       }
     });
     window.vramlabCharts.push(chart);
+  });
+  document.querySelectorAll("button.show-providers").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var chart = window.vramlabCharts.find(function (c) { return c.canvas.dataset.gpu === button.dataset.gpu; });
+      var show = button.getAttribute("aria-pressed") !== "true";
+      chart.data.datasets.forEach(function (ds) { if (ds.role === "provider") { ds.hidden = !show; } });
+      button.setAttribute("aria-pressed", String(show));
+      chart.update();
+    });
   });
 })();

@@ -1,0 +1,68 @@
+"""Price history of a published snapshot, per UTC day: the cheapest $/GPU-hour each provider asked for a GPU, read from
+the snapshot's ``price_observations/`` parts (every observation the pipeline kept) as any consumer would.
+
+An observation counts when its offer is eligible (the quality stage's ``eligible`` column of the snapshot's
+``offers_current.parquet``: not quarantined, not a merged duplicate; a snapshot from before that column: not
+``quarantined``), it rents whole GPUs, and its allocation is in the class asked for (on-demand, or spot and
+marketplace prices). An observation of an offer the snapshot no longer lists has no verdict and counts.
+``vramlab history`` prints it; the report's price board draws the same days (``pipeline/report/data.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ON_DEMAND = ("on_demand",)
+SPOT_LIKE = ("spot", "interruptible", "preemptible", "marketplace", "marketplace_median", "bid_statistics")
+
+
+def history_files(snapshot: Path) -> list[str]:
+    return sorted(str(p) for p in (snapshot / "price_observations").glob("*/*.parquet"))
+
+
+def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | None = None, days: int | None = None,
+                   spot: bool = False) -> list[dict[str, Any]]:
+    """Rows ``{day, provider, gpu_id, price, observations, instance_type}``: per UTC day and provider the cheapest
+    eligible $/GPU-hour of any of ``gpus``, oldest day first then cheapest; ``days``: only the last N days up to
+    the newest observation of these GPUs."""
+    import duckdb
+
+    files = history_files(snapshot)
+    if not files:
+        return []
+    con = duckdb.connect()
+    offers = str(snapshot / "offers_current.parquet")
+    cols = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [offers]).fetchall()}
+    verdict = ("o.eligible" if "eligible" in cols else
+               "NOT coalesce(o.quarantined, false)" if "quarantined" in cols else "true")
+    allocations = list(SPOT_LIKE if spot else ON_DEMAND)
+    rows = con.execute(f"""
+        WITH obs AS (
+            SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.gpu_id, h.instance_type,
+                   h.price_per_gpu_hour_usd AS price
+            FROM read_parquet(?, hive_partitioning = false) h
+            LEFT JOIN read_parquet(?) o USING (offer_key)
+            WHERE h.gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND NOT coalesce(h.fractional, false)
+              AND h.allocation IN (SELECT UNNEST(?::VARCHAR[])) AND h.price_per_gpu_hour_usd > 0
+              AND (o.offer_key IS NULL OR coalesce({verdict}, true))
+              AND (? IS NULL OR lower(h.provider) = lower(?))),
+        kept AS (SELECT * FROM obs WHERE ? IS NULL OR day > (SELECT max(day) FROM obs) - ?::INTEGER)
+        SELECT day, provider, arg_min(gpu_id, price), min(price), count(*), arg_min(instance_type, price)
+        FROM kept GROUP BY day, provider ORDER BY day, min(price), provider""",
+                       [files, offers, list(gpus), allocations, provider, provider, days, days]).fetchall()
+    con.close()
+    return [{"day": d.isoformat(), "provider": p, "gpu_id": g, "price": round(price, 4), "observations": n,
+             "instance_type": it} for d, p, g, price, n, it in rows]
+
+
+def by_day(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per day: the cheapest provider's price and name, the most expensive provider's cheapest price (the
+    spread) and how many providers were seen."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:  # cheapest first within a day
+        day = out.setdefault(r["day"], {"day": r["day"], "cheapest": r["price"], "provider": r["provider"],
+                                        "gpu_id": r["gpu_id"], "highest": r["price"], "providers": 0})
+        day["highest"] = max(day["highest"], r["price"])
+        day["providers"] += 1
+    return list(out.values())
