@@ -17,7 +17,7 @@ from sizing_core import Architecture
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, get_gpu
 from sizing_core.launch import launch_command
-from sizing_core.placement import Placement, fewest_gpus
+from sizing_core.placement import Placement, fewest_gpus, plan_for, valid_tensor_parallel
 from sizing_core.throughput import estimate
 
 #: the formats ``fit`` without ``--format`` answers, most faithful first
@@ -76,6 +76,29 @@ def _warnings(gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or Non
     return []
 
 
+def on_exactly(arch: Architecture, gpu: GPU, engine: Engine, placed: Placement, n: int) -> Placement:
+    """``placed`` (the fewest-GPU answer) redone on exactly ``n`` GPUs, as someone who has ``n`` of them deploys
+    (``fit --gpu H100:2``): the widest tensor parallelism the heads and one machine allow, the rest as pipeline
+    stages; not fitting, the answer says so and how many it needs."""
+    if not placed.native_support and placed.plan is None and placed.reason == placed.support_note:
+        return placed  # the engine does not run the format on this GPU at all
+    if engine.tensor_parallel:
+        tps = [t for t in (64, 32, 16, 8, 4, 2, 1) if n % t == 0 and t <= gpu.node_size
+               and valid_tensor_parallel(arch, t)]
+    else:
+        tps = [1]
+    for tp in tps:
+        if n // tp > arch.num_layers:
+            continue
+        plan = plan_for(arch, gpu, engine, placed.format, tp, n // tp, placed.context, placed.concurrency,
+                        placed.kv_cache_dtype)
+        if plan is not None:
+            return placed.model_copy(update={"fits": True, "gpus": n, "plan": plan, "reason": None})
+    need = f"needs {placed.gpus}" if placed.gpus else (placed.reason or "does not fit at any size")
+    return placed.model_copy(update={"fits": False, "gpus": None, "plan": None,
+                                     "reason": f"does not fit on {n} x {gpu.name} ({need})"})
+
+
 def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int, engine_id: str | None,
           kv_cache_dtype: str, substitute: bool = True) -> tuple[Placement, Engine, dict[str, str] | None]:
     """The placement for ``fmt``; with the default engine, the export's substitute when the engine refuses."""
@@ -96,7 +119,8 @@ def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int
 
 def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
                engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
-               arch: Architecture | None = None, repo: str | None = None, substitute: bool = True) -> dict[str, Any]:
+               arch: Architecture | None = None, repo: str | None = None, substitute: bool = True,
+               count: int | None = None) -> dict[str, Any]:
     """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md)."""
     if arch is None:
         if data_dir is None:
@@ -109,6 +133,9 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     gpu = get_gpu(gpu_id)
     placed, engine, substitute_used = place(arch, gpu, fmt, context, concurrency, engine_id, kv_cache_dtype,
                                             substitute)
+    fewest = placed.gpus
+    if count is not None:  # `--gpu H100:2`: on exactly that many
+        placed = on_exactly(arch, gpu, engine, placed, count)
     plan = placed.plan
     throughput = estimate(arch, gpu, engine, placed) if plan else None
     batched = None
@@ -134,5 +161,6 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
             "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s},
         "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
         "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
+        "gpusAsked": count, "fewestGpus": fewest,
     }
 

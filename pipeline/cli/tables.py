@@ -142,7 +142,10 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                   f"{'native' if result['nativeSupport'] else 'not native'} ({result['supportNote']})")
     if sub:
         console.print(f"[yellow]substitute[/yellow]: {sub['note']}")
-    console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
+    if result.get("gpusAsked"):
+        console.print(f"on {result['gpusAsked']} GPUs as asked; the fewest that hold it: {result['fewestGpus']}")
+    else:
+        console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
     for warning in result.get("warnings") or []:
         console.print(f"[yellow]warning[/yellow]: {warning}")
     table = _table(f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
@@ -196,7 +199,9 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
                   console: _RichConsole | None = None) -> None:
     console = console or Console()
     first = rows[0]
-    table = _table(f"{model} on {gpu.name}: fewest GPUs per format, {first['concurrency']} request(s) of "
+    asked = first.get("gpusAsked")
+    table = _table(f"{model} on {gpu.name}: " + (f"{asked} GPUs per format as asked" if asked else
+                                                 "fewest GPUs per format") + f", {first['concurrency']} request(s) of "
                    f"{first['context']:,} tokens, KV {first['kvCacheDtype']}",
                    caption=(f"$/h: cheapest current on-demand offer running the plan shown (snapshot {snapshot}); "
                             "limit: what sets the count" if snapshot else "no snapshot yet: no prices"))

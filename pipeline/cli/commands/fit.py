@@ -27,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                           "vramlab fit llama-3.1-70b --gpu H100 --format FP8 --context 32k",
                                           "vramlab fit qwen3-8b --gpu h200 --format q4km --hours-per-day 8 --json"))
     fit.add_argument("model", metavar="MODEL", help="model id, Hub repo id, registry id or config path")
-    fit.add_argument("--gpu", required=True, metavar="GPU",
-                     help="GPU id or alias, any case (H100, h100-sxm, rtx-4090, mac-m5-max-128)")
+    fit.add_argument("--gpu", required=True, metavar="GPU[:N]",
+                     help="GPU id or alias, any case (H100, h100-sxm, rtx-4090, mac-m5-max-128); with :N, the answer "
+                          "on exactly N of them (H100:2)")
     fit.add_argument("--format", default=None, metavar="FMT",
                      help="weight format, any case (bf16, FP8, q4km, awq, native; default: every format)")
     fit.add_argument("--context", type=CONTEXT, default=8192, metavar="N", help="tokens per request: 8192, 32k, 1M "
@@ -38,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="vllm, sglang, llama.cpp, ollama, mlx (default: vLLM on data-centre GPUs, llama.cpp "
                           "elsewhere)")
     fit.add_argument("--kv-cache-dtype", default="bf16", metavar="T", help="bf16, fp16, fp8, q8_0, q4_0 (default bf16)")
+    fit.add_argument("--offload", nargs="?", const="auto", default=None, choices=("auto", "experts", "layers"),
+                     metavar="WHAT",
+                     help="with llama.cpp, keep what does not fit in system RAM: experts (--n-cpu-moe, MoE models), "
+                          "layers (-ngl) or auto (experts for MoE): GPU memory, system RAM needed, speed")
     fit.add_argument("--hours-per-day", type=HOURS, default=4.0, metavar="H",
                      help="usage for monthly cost and rent-vs-buy (default 4, as seed 000)")
     fit.add_argument("--usd-per-kwh", type=NONNEG, default=0.15, metavar="X",
@@ -51,11 +56,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
     from pipeline.cli.fit import ALL_FORMATS, fit_result
     from pipeline.cli.models import load_ref, model_repo
-    from pipeline.cli.resolve import resolve_format, resolve_gpu, resolve_model
+    from pipeline.cli.resolve import gpu_family, resolve_format, resolve_gpu, resolve_model, split_count
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
     from sizing_core.gpus import get_gpu
 
-    gpu = get_gpu(resolve_gpu(args.gpu))
+    name, count = split_count(args.gpu)
+    gpu = get_gpu(resolve_gpu(name))
     fmt = resolve_format(args.format) if args.format else None
     data_dir = data_dir_of(args)
     ref = resolve_model(args.model, data_dir)
@@ -66,12 +72,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
         result = fit_result(args.model, gpu.id, f, args.context, args.concurrency, args.engine, args.kv_cache_dtype,
-                            arch=arch, repo=repo, substitute=substitute)
+                            arch=arch, repo=repo, substitute=substitute, count=count)
         if result["fits"] and snapshot is not None and gpu.id not in offers:
             offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
         return result | {"cost": fit_cost(arch, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh,
                                           offers=offers.get(gpu.id))}
 
+    if args.offload:
+        return _offload(args, arch, gpu, count or 1, fmt)
+    family = gpu_family(name)
+    if len(family) > 1 and not args.json:  # `fit` answers for one GPU: say which one a family name meant
+        from pipeline.cli.tables import say
+
+        say(f"note: {name} is answered for {gpu.id} ({gpu.name}); the other {name} variants: "
+            f"{', '.join(g for g in family if g != gpu.id)} (`--gpu` one of them for its answer)")
     if fmt is None:
         rows = [answer(f, substitute=False) for f in ALL_FORMATS]  # every format has its own row
         if args.json:
@@ -88,4 +102,36 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from pipeline.cli.tables import print_fit
 
         print_fit(result)
+    return 0
+
+
+def _offload(args: argparse.Namespace, arch: Any, gpu: Any, count: int, fmt: str | None) -> int:  # noqa: ANN401
+    """``fit --offload``: the least llama.cpp offload to system RAM that fits ``count`` GPUs."""
+    from pipeline.cli.errors import CliError
+    from pipeline.cli.offload import offload_answer
+    from sizing_core.engines import get_engine
+
+    if fmt is None:  # the checkpoint's own format when llama.cpp runs it, else the usual 4-bit GGUF
+        fmt = "native" if get_engine("llama.cpp").supports(gpu, "native", arch).runs else "q4_k_m"
+    try:
+        answer = offload_answer(arch, gpu, count, fmt, args.context, args.kv_cache_dtype, args.offload)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    result = {"model": arch.model, "gpu": gpu.id, "gpuName": gpu.name, "context": args.context,
+              "kvCacheDtype": args.kv_cache_dtype, "offload": answer}
+    if args.json:
+        print_json(result)
+        return 0
+    from pipeline.cli.tables import say
+
+    head = f"{arch.model} on {count} x {gpu.name} with llama.cpp, {fmt}, one request of {args.context:,} tokens"
+    if not answer["fits"]:
+        say(f"{head}: no offload fits ({answer['reason']})")
+        return 0
+    say(f"{head}, offloading {answer['mode']} to system RAM:")
+    say(f"GPU memory {answer['vramGiB']:,.1f} GiB of {answer['budgetGiB']:,.1f} usable; system RAM for the "
+        f"offloaded weights {answer['ramGiB']:,.1f} GiB (have at least {answer['systemRamNeededGiB']} GiB); decode "
+        f"~{answer['decodeTokensPerS'] or 0:,.1f} tok/s")
+    say(answer["note"])
+    print(answer["command"])
     return 0
