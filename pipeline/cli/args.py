@@ -125,6 +125,20 @@ def data_dir_flag(p: argparse.ArgumentParser) -> None:
                    help="data directory (default: $VRAMLAB_DATA_DIR, else data/ in the project)")
 
 
+def rope_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rope-scaling", default=None, metavar="TYPE:F[:ORIG]",
+                   help="rope scaling turned on at load time, as vLLM's --rope-scaling and llama.cpp's --rope-scale "
+                        "do: yarn, dynamic or linear by factor F over ORIG positions (default: max_position_"
+                        "embeddings), e.g. yarn:4:32k, Qwen3's documented way to 131,072 tokens")
+
+
+def context_json(limit: Any) -> dict[str, Any]:  # noqa: ANN401 - a sizing_core.context.ContextLimit
+    """``contextLimit`` of size and fit --json."""
+    return {"maxContext": limit.max_context, "ropeType": limit.rope_type, "factor": limit.factor,
+            "originalMaxContext": limit.original, "extendedMaxContext": limit.extended, "source": limit.source,
+            "method": limit.method}
+
+
 def json_flag(p: argparse.ArgumentParser, what: str = "one JSON object") -> None:
     p.add_argument("--json", action="store_true", help=f"print {what} (keys are stable, see docs/cli.md)")
 

@@ -164,3 +164,35 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         "gpusAsked": count, "fewestGpus": fewest,
     }
 
+
+def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context: int) -> dict[str, Any]:  # noqa: ANN401
+    """``fit``'s answer with the context limit: ``contextLimit`` and ``aboveMaxContext`` (added keys), a warning
+    above the limit (the memory such a context would take, as ``size`` shows it), and the rope-scaling flags in
+    the launch command when the context needs the scaling turned on (``--rope-scaling``)."""
+    from pipeline.cli.args import context_json
+
+    above = not limit.allows(context)
+    result = result | {"contextLimit": context_json(limit), "aboveMaxContext": above}
+    if above:
+        result["warnings"] = [*result["warnings"], f"{context:,} tokens is above {arch.model}'s maximum context "
+                              f"({limit.method}): the memory it would take, not a context the model serves"]
+    launch = result.get("launch")
+    if launch and limit.source == "--rope-scaling" and arch.max_context is not None and context > arch.max_context:
+        launch = dict(launch)
+        launch["command"] += rope_flags(launch["engine"], limit)
+        result["launch"] = launch
+    return result
+
+
+def rope_flags(engine_id: str, limit: Any) -> str:  # noqa: ANN401 - a ContextLimit
+    """Turning the rope scaling on at load time, per engine (Qwen3's model card gives the vLLM and llama.cpp forms)."""
+    import json
+
+    scaling = {"rope_type": limit.rope_type, "factor": limit.factor,
+               "original_max_position_embeddings": limit.original}
+    if engine_id == "llama.cpp":
+        return (f" \\\n  --rope-scaling {limit.rope_type} --rope-scale {limit.factor:g}"
+                + (f" --yarn-orig-ctx {limit.original}" if limit.original else ""))
+    if engine_id == "sglang":
+        return f" \\\n  --json-model-override-args '{json.dumps({'rope_scaling': scaling})}'"
+    return f" \\\n  --rope-scaling '{json.dumps(scaling)}'"

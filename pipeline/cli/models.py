@@ -47,3 +47,20 @@ def load_model(ref: str, quant_config: dict[str, Any] | None = None,
 
         data_dir = settings().data_dir
     return load_ref(resolve_model(ref, data_dir), quant_config)
+
+
+def ref_config(ref: ModelRef) -> dict[str, Any] | None:
+    """The model's config.json as a dict (None for a manual spec): what rope scaling is read from."""
+    if ref.config is not None:
+        return ref.config
+    if ref.path is None or not ref.path.is_file():
+        return None
+    data = load_json(ref.id, ref.path.read_bytes(), ref.path.name)
+    return None if is_spec(data) else data
+
+
+def context_of(ref: ModelRef, arch: Architecture, rope_scaling: str | None) -> Any:  # noqa: ANN401 - ContextLimit
+    """The model's context limit: max_position_embeddings, and rope scaling (its config's, or ``--rope-scaling``)."""
+    from sizing_core.context import context_limit
+
+    return context_limit(ref_config(ref), arch.max_context, rope_scaling)

@@ -156,8 +156,8 @@ def resolve_model(ref: str, data_dir: Path | None = None, *, live: bool | None =
         assert looked_up is not None
         return looked_up
     if ref.endswith(".json") or "/" in ref or "\\" in ref:
-        raise ResolveError(f"no such file: {ref!r}; pass a config.json (or its folder), a spec file, a tracked or "
-                           "registry id, or a Hub repo id like Qwen/Qwen3-8B")
+        raise ResolveError(f"no such file or registry id: {ref!r}; pass a config.json (or its folder), a spec file, "
+                           "a tracked or registry id, or a Hub repo id like Qwen/Qwen3-8B")
     raise ResolveError(f"unknown model {ref!r}{did_you_mean(ref, model_choices(data_dir))}; `vramlab models` lists "
                        "them, and any Hub repo id (org/name) is looked up")
 

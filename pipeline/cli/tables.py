@@ -87,7 +87,8 @@ def _day(value: Any) -> str:  # noqa: ANN401 - datetime or ISO text
 
 # ------------------------------------------------------------------------------------------------ size
 
-def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichConsole | None = None) -> None:  # noqa: ANN401
+def print_size_report(report: Any, totals: list[dict[str, Any]], limit: Any = None,  # noqa: ANN401
+                      console: _RichConsole | None = None) -> None:
     console = console or Console()
     counts = report.parameter_counts
     kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
@@ -99,9 +100,12 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichC
     table = _table("Memory for one copy of the model and one request (GiB): weights + BF16 KV cache + state")
     table.add_column("format")
     table.add_column("weights", justify="right")
+    def over(row: dict[str, Any]) -> bool:
+        return not row.get("withinExtendedMaxContext", row["withinMaxContext"])
+
     for c in contexts:
-        over = not next(r for r in totals if r["context"] == c)["withinMaxContext"]
-        table.add_column(f"total @{_ctx(c)}{'*' if over else ''}", justify="right")
+        table.add_column(f"total @{_ctx(c)}{'*' if over(next(r for r in totals if r['context'] == c)) else ''}",
+                         justify="right")
     for fmt, weights in report.weights_gib.items():
         table.add_row(fmt, f"{weights:,.2f}", *(f"{row['byFormat'][fmt]:,.2f}" for row in totals))
     _show(console, table)
@@ -109,14 +113,16 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichC
     for col in ("context", "bf16", "fp8"):
         kv.add_column(col, justify="right")
     for row in report.kv_cache_gib_per_request:
-        note = "" if row.within_max_context else " (above max context)"
+        note = "" if (limit.allows(row.context) if limit else row.within_max_context) else " (above max context)"
         kv.add_row(f"{row.context:,}{note}", f"{row.bf16:.3f}", f"{row.fp8:.3f}")
     _show(console, kv)
     per_token = ", ".join(f"{k} {v:,}" for k, v in report.kv_cache_bytes_per_token.items())
     console.print(f"KV bytes per token: {per_token}; recurrent state per request: "
                   f"{report.recurrent_state_gib_per_request:.4f} GiB")
-    if any(not r["withinMaxContext"] for r in totals):
-        console.print("* above the model's maximum context")
+    if limit is not None:
+        console.print(f"max context: {limit.method}")
+    if any(over(r) for r in totals):
+        console.print("* above the model's maximum context: the memory it would take, not a context it serves")
 
 
 # ------------------------------------------------------------------------------------------------ fit

@@ -15,6 +15,7 @@ from pipeline.cli.args import (
     examples,
     json_flag,
     print_json,
+    rope_flag,
 )
 
 
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="usage for monthly cost and rent-vs-buy (default 4, as seed 000)")
     fit.add_argument("--usd-per-kwh", type=NONNEG, default=0.15, metavar="X",
                      help="electricity price for rent-vs-buy (default 0.15)")
+    rope_flag(fit)
     data_dir_flag(fit)
     json_flag(fit, "one JSON object (a list of them without --format)")
     fit.set_defaults(func=cmd_fit)
@@ -54,8 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
-    from pipeline.cli.fit import ALL_FORMATS, fit_result
-    from pipeline.cli.models import load_ref, model_repo
+    from pipeline.cli.fit import ALL_FORMATS, fit_result, with_context
+    from pipeline.cli.models import context_of, load_ref, model_repo
     from pipeline.cli.resolve import gpu_family, resolve_format, resolve_gpu, resolve_model, split_count
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
     from sizing_core.gpus import get_gpu
@@ -69,13 +71,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
     repo = model_repo(ref, arch)
     snapshot = latest_snapshot(data_dir)
     offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
+    limit = context_of(ref, arch, args.rope_scaling)
+    planned = arch  # above max_position_embeddings: answered as size answers it, and said (#23)
+    if arch.max_context is not None and args.context > arch.max_context:
+        planned = arch.model_copy(update={"max_context": None})
 
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
         result = fit_result(args.model, gpu.id, f, args.context, args.concurrency, args.engine, args.kv_cache_dtype,
-                            arch=arch, repo=repo, substitute=substitute, count=count)
+                            arch=planned, repo=repo, substitute=substitute, count=count)
         if result["fits"] and snapshot is not None and gpu.id not in offers:
             offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
-        return result | {"cost": fit_cost(arch, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh,
+        result = with_context(result, arch, limit, args.context)
+        return result | {"cost": fit_cost(planned, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh,
                                           offers=offers.get(gpu.id))}
 
     if args.offload:

@@ -9,12 +9,14 @@ from typing import Any
 from pipeline.cli.args import (
     CONTEXTS,
     POSITIVE,
+    context_json,
     data_dir_flag,
     data_dir_of,
     examples,
     json_flag,
     print_json,
     read_json,
+    rope_flag,
 )
 from pipeline.cli.errors import CliError
 
@@ -34,20 +36,30 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="GPUs splitting the heads; KV cache figures are per GPU (default 1)")
     size.add_argument("--contexts", type=CONTEXTS, default=None, metavar="N,N,...",
                       help="contexts in tokens: 8192, 32k, 128k, 1M (default 8k,32k,128k,1M)")
+    rope_flag(size)
     data_dir_flag(size)
     json_flag(size)
     size.set_defaults(func=cmd_size)
 
 
 def cmd_size(args: argparse.Namespace) -> int:
-    from pipeline.cli.models import load_ref
+    from pipeline.cli.models import context_of, load_ref
     from pipeline.cli.resolve import resolve_model
     from sizing_core import size_model
     from sizing_core.parameters import checkpoint_facts
     from sizing_core.report import DEFAULT_CONTEXTS
 
     quant = read_json(args.quant_config, "quant config") if args.quant_config else None
-    arch = load_ref(resolve_model(args.model, data_dir_of(args)), quant_config=quant)
+    ref = resolve_model(args.model, data_dir_of(args))
+    arch = load_ref(ref, quant_config=quant)
+    if args.tensor_parallel > 1:
+        from sizing_core.placement import valid_tensor_parallel
+
+        if not valid_tensor_parallel(arch, args.tensor_parallel):
+            raise CliError(f"--tensor-parallel {args.tensor_parallel}: {arch.model} cannot be split that way (its "
+                           "attention heads, KV heads or experts do not divide by it); try "
+                           + ", ".join(str(t) for t in (2, 4, 8) if valid_tensor_parallel(arch, t)))
+    limit = context_of(ref, arch, args.rope_scaling)
     checkpoint = None
     if args.safetensors:
         try:
@@ -60,12 +72,15 @@ def cmd_size(args: argparse.Namespace) -> int:
     totals = size_totals(one_copy)
     for note in report.notes:  # generic rule / family defaults / unknown quantization: warnings, not errors
         print(f"warning: {report.model}: {note}", file=sys.stderr)
+    data = report.model_dump(mode="json")
+    for row in [*data["kvCacheGiBPerRequest"], *totals]:  # added keys: within the rope-scaled maximum too
+        row["withinExtendedMaxContext"] = limit.allows(row["context"])
     if args.json:
-        print_json(report.model_dump(mode="json") | {"totalsGiB": totals})
+        print_json(data | {"totalsGiB": totals, "contextLimit": context_json(limit)})
     else:
         from pipeline.cli.tables import print_size_report  # rich only for tables
 
-        print_size_report(report, totals)
+        print_size_report(report, totals, limit)
     return 0
 
 
