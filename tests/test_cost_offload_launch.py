@@ -9,7 +9,7 @@ from sizing_core import cost
 from sizing_core.engines import get_engine
 from sizing_core.errors import SizingError
 from sizing_core.gpus import get_gpu
-from sizing_core.launch import launch_command
+from sizing_core.launch import known_sources, launch_command
 from sizing_core.offload import offload
 from sizing_core.placement import fewest_gpus
 from sizing_core.registry import load_registered
@@ -97,3 +97,24 @@ def test_fp8_on_ampere_is_weight_only_and_fp8_moe_impossible() -> None:
     assert dense.runs and not dense.native and "Marlin" in dense.note
     moe = vllm.supports(a100, "fp8", arch("Qwen__Qwen3-30B-A3B"))
     assert not moe.runs and "8.9" in moe.note
+
+
+def test_a_quantized_repo_is_named_only_when_known_to_exist() -> None:
+    """#23: `<repo>-GGUF` was guessed (meta-llama/Llama-3.1-70B-GGUF does not exist); now a command names a quantized
+    repo only when one is known, and otherwise says how to make the file."""
+    a = arch("meta-llama__Llama-3.1-8B")
+    placed = fewest_gpus(a, get_gpu("rtx-4090"), get_engine("llama.cpp"), "q4_k_m")
+    guessed = launch_command(placed, "meta-llama/Llama-3.1-8B")
+    assert "-GGUF" not in guessed.command and "-m Llama-3.1-8B-Q4_K_M.gguf" in guessed.command
+    assert "convert_hf_to_gguf.py" in guessed.note and "llama-quantize model-BF16.gguf Llama-3.1-8B-Q4_K_M.gguf Q4_K_M" \
+        in guessed.note
+    known = known_sources(placed, "meta-llama/Llama-3.1-8B", "bf16",
+                          {"Q4_K_M": {"repo": "bartowski/Meta-Llama-3.1-8B-GGUF", "files": [], "bytes": 1}})
+    assert known == {"gguf_repo": "bartowski/Meta-Llama-3.1-8B-GGUF", "quantized_repo": None}
+    assert "-hf bartowski/Meta-Llama-3.1-8B-GGUF:Q4_K_M" in launch_command(placed, "meta-llama/Llama-3.1-8B",
+                                                                            **known).command
+    awq = fewest_gpus(a, get_gpu("h100"), get_engine("vllm"), "awq_int4")
+    made = launch_command(awq, "meta-llama/Llama-3.1-8B")
+    assert made.command.startswith("vllm serve ./Llama-3.1-8B-AWQ") and "llm-compressor" in made.note
+    fp8 = fewest_gpus(a, get_gpu("h100"), get_engine("vllm"), "fp8")  # vLLM quantizes FP8 at load time
+    assert launch_command(fp8, "meta-llama/Llama-3.1-8B").command.startswith("vllm serve meta-llama/Llama-3.1-8B")

@@ -16,7 +16,7 @@ from pipeline.cli.resolve import resolve_model
 from sizing_core import Architecture
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, get_gpu
-from sizing_core.launch import launch_command
+from sizing_core.launch import known_sources, launch_command
 from sizing_core.placement import Placement, fewest_gpus, plan_for, valid_tensor_parallel
 from sizing_core.throughput import estimate
 
@@ -120,7 +120,7 @@ def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int
 def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
                engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
                arch: Architecture | None = None, repo: str | None = None, substitute: bool = True,
-               count: int | None = None) -> dict[str, Any]:
+               count: int | None = None, gguf_files: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md)."""
     if arch is None:
         if data_dir is None:
@@ -141,7 +141,10 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     batched = None
     if throughput is not None and throughput.max_concurrent_requests > 1:
         batched = estimate(arch, gpu, engine, placed, batch=throughput.max_concurrent_requests)
-    launch = launch_command(placed, repo or arch.model) if plan else None
+    launch = launch_command(placed, repo or arch.model, **known_sources(placed, repo or arch.model,
+                                                                        arch.native.weight_format, gguf_files))
+    if plan is None:
+        launch = None
     memory = None
     if plan is not None:
         largest = plan.largest_stage

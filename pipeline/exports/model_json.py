@@ -26,7 +26,7 @@ from sizing_core import Architecture, SizingReport
 from sizing_core.engines import default_engine, get_engine
 from sizing_core.finetune import finetune_memory
 from sizing_core.gpus import GPU, catalog, get_gpu
-from sizing_core.launch import launch_command
+from sizing_core.launch import known_sources, launch_command
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.throughput import estimate
 
@@ -177,7 +177,8 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
     fine = {m: finetune_memory(arch, m, seq_len=2048, batch=1).model_dump(mode="json") for m in ("qlora", "lora", "full")}
     fallback = None
     if h100.plan is not None:
-        cmd = launch_command(h100, entry.repo)
+        cmd = launch_command(h100, entry.repo, **known_sources(h100, entry.repo, arch.native.weight_format,
+                                                               t.hub.gguf_files if t.hub else None))
         fallback = cmd.model_dump(mode="json") if cmd else None
     kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
           if r.context in KV_CONTEXTS and r.within_max_context]
@@ -205,7 +206,8 @@ def best_setup_launch(t: Tracked, static: dict[str, Any], best: Setup) -> dict[s
         assert t.arch is not None
         placed = fewest_gpus(t.arch, get_gpu(best.gpu).model_copy(update={"max_gpus_per_node": best.gpus_per_instance}),
                              get_engine(best.engine), best.format)
-        cmd = launch_command(placed, t.entry.repo)
+        cmd = launch_command(placed, t.entry.repo, **known_sources(placed, t.entry.repo, t.arch.native.weight_format,
+                                                                   t.hub.gguf_files if t.hub else None))
         launches[key] = cmd.model_dump(mode="json") if cmd else None
     return launches[key]
 

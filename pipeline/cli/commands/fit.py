@@ -78,7 +78,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
         result = fit_result(args.model, gpu.id, f, args.context, args.concurrency, args.engine, args.kv_cache_dtype,
-                            arch=planned, repo=repo, substitute=substitute, count=count)
+                            arch=planned, repo=repo, substitute=substitute, count=count,
+                            gguf_files=(ref.hub or {}).get("gguf_files"))
         if result["fits"] and snapshot is not None and gpu.id not in offers:
             offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
         result = with_context(result, arch, limit, args.context)
