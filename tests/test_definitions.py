@@ -113,6 +113,10 @@ def test_full_graph_materializes_on_replay(full_run: dict) -> None:
            if datetime.fromisoformat(e["captured_at"]) < REPLAY_SNAPSHOT_AT - timedelta(hours=2)}
     assert old and not staleness.passed
     assert set(staleness.metadata["stale_sources"].value) == old
+    # a warning in replay, naming each old recording's capture date (lambda's API: 2026-07-30), not a failure (#23)
+    assert staleness.severity == dg.AssetCheckSeverity.WARN
+    assert "replayed recordings keep their capture dates" in staleness.description
+    assert "lambda 2026-07-30" in staleness.description
 
 
 def test_second_run_of_the_same_hour_adds_no_duplicates(full_run: dict) -> None:

@@ -236,8 +236,6 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
         if e.passed:
             continue
         text = f"{e.asset_key.to_user_string()}:{e.check_name}" + (f" ({e.description})" if e.description else "")
-        if e.check_name == "source_staleness" and s.replay:
-            text += "; replay keeps each recording's real capture date"
         (warned_checks if e.severity == dg.AssetCheckSeverity.WARN else failed_checks).append(text)
     failed_steps = [e.step_key for e in result.all_node_events if e.is_step_failure]
     exports = _metadata(result, "out__exports")
@@ -268,12 +266,33 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     for n, w in enumerate(warned_checks):  # checks of WARN severity: worth a look, not a failure
         table.add_row("warnings" if n == 0 else "", f"check {w}")
     console.print(table)
-    console.print("next: vramlab models | vramlab gpus H100 | vramlab cheapest qwen3-8b | "
-                  "vramlab fit gpt-oss-20b --gpu rtx-4090")
+    cli = command_name()
+    console.print(f"next: {cli} models | {cli} gpus H100 | {cli} cheapest qwen3-8b | {cli} fit gpt-oss-20b "
+                  "--gpu rtx-4090")
     if os.environ.get("DAGSTER_HOME"):
-        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} dagster-webserver -w workspace.yaml "
-                      "(runs, metadata, plots)")
+        webserver = command_name("dagster-webserver")
+        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} {webserver} -w workspace.yaml (runs, asset "
+                      "metadata and checks, the hourly schedule)")
     return 0 if result.success else 1
+
+
+def command_name(name: str = "vramlab") -> str:
+    """How to type a console script so the hint runs as printed: its bare name when the shell finds this very
+    environment's copy, else its path (``.venv/bin/vramlab`` after ``python3 tasks.py run``, which does not put the
+    virtual environment on PATH), relative to the working directory when it lies below it."""
+    import shutil
+    import sys
+
+    script = Path(sys.executable).parent / name
+    found = shutil.which(name)
+    if found and Path(found).resolve() == script.resolve():
+        return name
+    if not script.exists():
+        return name
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def _models_line(snapshot: Any) -> str:  # noqa: ANN401
