@@ -26,40 +26,55 @@ def load_rate(rates: Rates, concurrency: int) -> float | None:
     return rates.decode_tokens_per_s if concurrency == 1 else None
 
 
-#: (id(arch), format, context, concurrency, kv dtype) -> (arch, bytes every decode step reads at least):
-#: memoised per model object, like sizing_core's own per-model caches
-_STEP_FLOOR: dict[tuple[int, str, int, int, str], tuple[Architecture, float]] = {}
+#: (id(arch), format) -> (arch, (all weight bytes, bytes a decode step reads at least)): memoised per model object,
+#: like sizing_core's own per-model caches
+_WEIGHTS: dict[tuple[int, str], tuple[Architecture, tuple[float, float]]] = {}
+
+
+def weight_bytes(arch: Architecture, fmt: str) -> tuple[float, float]:
+    """(every weight, the active weights: every non-expert weight and the routed experts' top-k share, the embedding
+    rows aside) in bytes, in format ``fmt``."""
+    hit = _WEIGHTS.get((id(arch), fmt))
+    if hit is None or hit[0] is not arch:
+        if len(_WEIGHTS) > 4096:
+            _WEIGHTS.clear()
+        total = active = 0.0
+        for t, bits in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
+            nbytes = t.numel * bits / 8
+            total += nbytes
+            if t.role == "token_embd":
+                continue
+            if t.is_routed_expert and t.layer is not None:
+                mlp = arch.layers[t.layer].mlp
+                assert isinstance(mlp, MoE)
+                nbytes *= mlp.top_k / mlp.num_experts
+            active += nbytes
+        hit = _WEIGHTS[(id(arch), fmt)] = (arch, (total, active))
+    return hit[1]
 
 
 def per_token_floor(arch: Architecture, fmt: str, gpu: GPU, concurrency: int, context: int = 8192,
                     kv_cache_dtype: str = "bf16") -> float | None:
     """A lower bound of any setup's USD per 1M output tokens per USD per GPU-hour rented, at ``concurrency``
-    requests of ``context`` tokens: a decode step reads at least the active weights (every non-expert weight, the
-    routed experts' top-k share, the embedding rows aside) and each request's KV cache and state, and ``t`` GPUs
-    read them at most ``t`` times faster than one at peak bandwidth, while a setup rents at least ``t`` GPUs. So
-    tokens/s <= concurrency x GPUs x bandwidth / bytes, whatever the engine's efficiencies (the bound assumes
-    decoding reads the whole cache each step, as ``sizing_core.throughput`` does; ``tests/test_setups_loads.py``
-    compares the pruned search with the exhaustive one). None when the GPU has no bandwidth figure (no $/token)."""
+    requests of ``context`` tokens: a decode step reads at least the active weights (:func:`weight_bytes`) and each
+    request's KV cache and state, and ``t`` GPUs read them at most ``t`` times faster than one at peak bandwidth,
+    while a setup rents at least ``t`` GPUs. So tokens/s <= concurrency x GPUs x bandwidth / bytes, whatever the
+    engine's efficiencies (the bound assumes decoding reads the whole cache each step, as
+    ``sizing_core.throughput`` does; ``tests/test_setups_loads.py`` compares the pruned search with the exhaustive
+    one). None when the GPU has no bandwidth figure (no $/token)."""
     if not gpu.bandwidth_gbs:
         return None
-    key = (id(arch), fmt, context, concurrency, kv_cache_dtype)
-    hit = _STEP_FLOOR.get(key)
+    hit = _CACHE.get((id(arch), context, kv_cache_dtype))
     if hit is None or hit[0] is not arch:
-        if len(_STEP_FLOOR) > 4096:
-            _STEP_FLOOR.clear()
-        weights = 0.0
-        for t, bits in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
-            if t.role == "token_embd":
-                continue
-            nbytes = t.numel * bits / 8
-            if t.is_routed_expert and t.layer is not None:
-                mlp = arch.layers[t.layer].mlp
-                assert isinstance(mlp, MoE)
-                nbytes *= mlp.top_k / mlp.num_experts
-            weights += nbytes
-        cache = kv_bytes_per_request(arch, context, kv_cache_dtype) + state_bytes_per_request(arch)
-        hit = _STEP_FLOOR[key] = (arch, weights + concurrency * cache)
-    return 1e6 * hit[1] / (3600 * concurrency * gpu.bandwidth_gbs * GB)
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        hit = _CACHE[(id(arch), context, kv_cache_dtype)] = (
+            arch, kv_bytes_per_request(arch, context, kv_cache_dtype) + state_bytes_per_request(arch))
+    return 1e6 * (weight_bytes(arch, fmt)[1] + concurrency * hit[1]) / (3600 * concurrency * gpu.bandwidth_gbs * GB)
+
+
+#: (id(arch), context, kv dtype) -> (arch, KV cache and state bytes of one request)
+_CACHE: dict[tuple[int, int, str], tuple[Architecture, float]] = {}
 
 
 COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",

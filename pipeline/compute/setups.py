@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
-from pipeline.compute.rates import costs_from_rates, load_rate, per_token_floor, placement_rates
+from pipeline.compute.rates import costs_from_rates, load_rate, per_token_floor, placement_rates, weight_bytes
 from sizing_core import Architecture
 from sizing_core.cost import HOURS_PER_MONTH
 from sizing_core.engines import Engine, default_engine, get_engine
@@ -353,21 +353,18 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     # the instances the weights alone need (``Planner.gpus_floor``; the multi-machine factor is >= 1), by cost
     # per token the cheapest $/GPU-hour times :func:`per_token_floor`; with several formats, the least of theirs.
     bounds: dict[tuple[str, int], float] = {}
-    floors: dict[tuple[str, str], float] = {}  # per_token_floor per (format, GPU kind)
+    # the formats with the fewest weight bytes in all and per decode step: their floors bound every format's
+    held = min(planners.values(), key=lambda p: (weight_bytes(arch, p.fmt)[0], p.fmt))
+    read = min(planners.values(), key=lambda p: (weight_bytes(arch, p.fmt)[1], p.fmt))
     for gpu_id, per_instance in groups:
         gpu = gpus[gpu_id]
-        cheapest = grouped.cheapest[(gpu_id, per_instance)]
-        for f, plan in planners.items():
-            need = plan.gpus_floor(gpu)
-            if need > per_instance and not plan.engine(gpu).splits_layers:
-                continue  # one instance is too small and the engine cannot span machines: no setup
-            if sort == "price":
-                bound = cheapest * math.ceil(need / per_instance)
-            elif (floor := plan.token_floor(gpu)) is not None:
-                bound = cheapest / per_instance * floors.setdefault((f, gpu_id), floor)
-            else:
-                continue  # no bandwidth figure: no cost per token
-            bounds[(gpu_id, per_instance)] = min(bound, bounds.get((gpu_id, per_instance), math.inf))
+        need = held.gpus_floor(gpu)
+        if need > per_instance and not held.engine(gpu).splits_layers:
+            continue  # one instance is too small and the engine cannot span machines: no setup
+        if sort == "price":
+            bounds[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
+        elif (floor := read.token_floor(gpu)) is not None:  # no bandwidth figure: no cost per token
+            bounds[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] / per_instance * floor
     best: dict[tuple, dict[str, Any]] = {}  # the fields of the best Setup per distinct setup
     keys: dict[tuple, tuple] = {}  # each best setup's rank key, computed once
     regions: dict[tuple, set[str]] = {}  # every region offering it at that price
@@ -378,7 +375,7 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
             break
         group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
-        for count, variant in _variants(planners, gpu, per_instance, concurrency, sort, floors,
+        for count, variant in _variants(planners, gpu, per_instance, concurrency, sort,
                                         grouped.cheapest[(gpu_id, per_instance)], limit).items():
             if variant is None:
                 continue
@@ -419,8 +416,7 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
 
 
 def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurrency: int, sort: Sort,
-              floors: dict[tuple[str, str], float], cheapest: float,
-              limit: float) -> dict[int, tuple[str, Placed, Engine, float] | None]:
+              cheapest: float, limit: float) -> dict[int, tuple[str, Placed, Engine, float] | None]:
     """Per instance count a group's offers would be rented in: the most faithful format that runs so (formats in
     the planners' order), its placement, engine and rank factor (multi-machine x, by cost per token, $/1M tokens
     per $/h), or None when that configuration cannot enter the top (its format's bound is above ``limit``, or it
@@ -439,7 +435,7 @@ def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurr
             # the plan known, the bound tightens before its rates are computed: one request passes the stages
             # one after another, so only TP GPUs read in parallel; several can overlap stages, all GPUs used
             parallel = placed.tensor_parallel if concurrency == 1 else placed.gpus
-            tight = cheapest * count * factor * floors.get((f, gpu.id), math.inf) / parallel
+            tight = cheapest * count * factor * (plan.token_floor(gpu) or math.inf) / parallel
             at_load = None if tight * (1 - 1e-3) > limit else load_rate(plan.rates(gpu, per_instance), concurrency)
             if not at_load:  # above the top already (margin: rank values round the price), or no decode rate
                 out[count] = None
