@@ -423,6 +423,12 @@ def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurr
     has no decode rate): a less faithful format never stands in for it."""
     out: dict[int, tuple[str, Placed, Engine, float] | None] = {}
     for f, plan in planners.items():
+        if sort == "price" and len(planners) > 1:
+            # by price a configuration's rank value depends on its instance count only, not on the format: a
+            # format whose fewest instances already price above the top cannot answer, nor mask, one that enters
+            low = math.ceil(plan.gpus_floor(gpu) / per_instance)
+            if cheapest * low * (MULTI_MACHINE_RANK_FACTOR if low > 1 else 1.0) * (1 - 1e-3) > limit:
+                continue
         placed = plan.placed(gpu, per_instance)
         if placed.gpus is None:
             continue
