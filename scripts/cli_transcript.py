@@ -32,6 +32,16 @@ COMMANDS = (
     "vramlab cheapest llama-3.1-70b",
     "vramlab cheapest deepseek-v3 --single-machine --top 5",
     "vramlab cheapest qwen3-8b --json | head -12",
+    # issue #23: a new user's seven questions
+    "vramlab size Qwen/Qwen3-235B-A22B --contexts 8k,32k",
+    "vramlab cheapest meta-llama/Llama-3.3-70B-Instruct --context 32k --concurrency 8 --single-machine --top 5",
+    "vramlab cheapest deepseek-v3 --top 3 --sort per-token",
+    "vramlab history H100 | head -14",
+    "vramlab gpus H100 | head -10",
+    "vramlab fit qwen3-8b --gpu H100:2 --format bf16 | head -3",
+    "vramlab fit openai/gpt-oss-120b --gpu rtx-4090 --offload",
+    "vramlab fit qwen3-8b --gpu h100 --format bf16 --context 128k --rope-scaling yarn:4:32k | tail -9",
+    "vramlab size Qwen/Qwen9-1T",
 )
 
 
@@ -50,6 +60,7 @@ def main(argv: list[str]) -> None:
     blocks += [f"$ {command}\n{run(command)}" for command in COMMANDS]
     body = "\n\n".join(blocks)
     body = "\n".join(line.rstrip() for line in body.splitlines())
+    body = body.replace(str(ROOT), "~/vramlab")  # no machine paths in the docs
     text = DOC.read_text()
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)

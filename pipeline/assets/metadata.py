@@ -1,5 +1,5 @@
 """Metadata that makes the Dagster UI worth opening: column schemas read from DuckDB/Parquet, tables instead of
-Markdown blobs, and plain floats for the figures the Plots tab should chart across runs."""
+Markdown blobs, and plain floats for figures a reader compares across runs (each materialization keeps its own)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import duckdb
 _TYPES = {"VARCHAR": "string", "DOUBLE": "float", "FLOAT": "float", "INTEGER": "int", "BIGINT": "int",
           "BOOLEAN": "bool", "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMP": "timestamp", "DATE": "date",
           "JSON": "json", "HUGEINT": "int", "SMALLINT": "int"}
-#: GPUs whose cheapest on-demand $/GPU-hour is numeric metadata (charted by the asset's Plots tab)
+#: GPUs whose cheapest on-demand $/GPU-hour is numeric metadata (one value per materialization, compared across runs)
 PLOTTED_GPUS = ("h100", "h200", "b200", "a100-80gb", "l40s", "rtx-4090")
 
 

@@ -125,7 +125,7 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         setups = cheapest_setups(arch, formats, grouped, context=args.context, concurrency=args.concurrency,
                                  top=10_000 if whole else args.top, allocations=allocations, planner=planners,
                                  sort=sort, by_region=args.by_region)
-        origin = "planned from the snapshot's offers" + ("" if entry else f"; model from {ref.origin}")
+        origin = "planned from the snapshot's offers"
     if args.single_machine:
         setups = [s for s in setups if s.instances == 1]
     if args.max_price:

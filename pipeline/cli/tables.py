@@ -363,7 +363,8 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
              + f" for {load} request(s) of {result['context']:,} tokens, by {by}"
              + (f" ({', '.join(filters)})" if filters else ""))
     engines = sorted({r["engine"] for r in result["setups"]})
-    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}); setup = instances x GPUs "
+    source = f"; model from {result['modelSource']}" if result.get("modelSource", "").startswith("Hub look-up") else ""
+    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}{source}); setup = instances x GPUs "
                                   f"per instance; plan = TP x PP with {' or '.join(engines)} (vLLM on data-centre "
                                   "GPUs, llama.cpp elsewhere, unless --engine); $/1M tok = output tokens at this "
                                   "load; tok/s = "
