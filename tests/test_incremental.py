@@ -143,7 +143,7 @@ def _snapshot_tables(snapshot: Path) -> dict[str, object]:
     return out
 
 
-PLACEMENT_KEY = "model_id, gpu_id, gpus_per_instance, format"
+PLACEMENT_KEY = "model_id, gpu_id, gpus_per_instance, format, context, concurrency"  # a placement per load (#23)
 
 
 def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publishes(world: dict) -> None:
@@ -227,13 +227,16 @@ def test_a_new_hub_revision_replans_that_model_only(world: dict) -> None:
 
 def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     dg.materialize([out__cheapest_setups], resources=world["resources"])
-    rate_sql = ("SELECT model_id, list, format, rank, decode_tokens_per_s FROM cheapest_setups "
-                "WHERE gpu_id = '{}' AND decode_tokens_per_s IS NOT NULL ORDER BY ALL")
+    # the lists by price: a GPU's bandwidth moves no placement and no price there. (By cost per token it does: a
+    # GPU twice as fast is half the cost per token and takes others' places in those lists, #23.)
+    by_price = "sort = 'price' AND"
+    rate_sql = ("SELECT model_id, list, format, context, concurrency, rank, decode_tokens_per_s FROM cheapest_setups "
+                f"WHERE {by_price} gpu_id = '{{}}' AND decode_tokens_per_s IS NOT NULL ORDER BY ALL")
     gpu_id = _query(world["db"], "SELECT gpu_id FROM cheapest_setups WHERE decode_tokens_per_s IS NOT NULL "
                                  "GROUP BY gpu_id ORDER BY count(*) DESC, gpu_id LIMIT 1")[0][0]
     before = _query(world["db"], rate_sql.format(gpu_id))
-    others = _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE gpu_id <> '{gpu_id}' "
-                                 "ORDER BY ALL")
+    others = _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE {by_price} "
+                                 f"gpu_id <> '{gpu_id}' ORDER BY ALL")
     real = catalog()
     gpu = real[gpu_id]
     changed = {**real, gpu_id: gpu.model_copy(update={"bandwidth_gbs": gpu.bandwidth_gbs * 2})}
@@ -245,10 +248,10 @@ def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytes
     after = _query(world["db"], rate_sql.format(gpu_id))
     # bandwidth does not change placements or prices, so the same setups rank; decode speed is bandwidth-bound:
     # twice the bandwidth, twice the tokens per second (rounded to 0.01 in the table)
-    assert [a[:4] for a in after] == [b[:4] for b in before] and len(after) > 10
-    assert all(a[4] == pytest.approx(2 * b[4], abs=0.02) for a, b in zip(after, before, strict=True))
-    assert _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE gpu_id <> '{gpu_id}' "
-                               "ORDER BY ALL") == others
+    assert [a[:6] for a in after] == [b[:6] for b in before] and len(after) > 10
+    assert all(a[6] == pytest.approx(2 * b[6], abs=0.02) for a, b in zip(after, before, strict=True))
+    assert _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE {by_price} "
+                               f"gpu_id <> '{gpu_id}' ORDER BY ALL") == others
 
 
 def test_a_new_hub_revision_resizes_that_model_file_only(world: dict) -> None:

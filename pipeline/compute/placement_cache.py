@@ -84,6 +84,10 @@ _SCHEMA = {"model_id": "String", "revision": "String", "format": "String", "cont
            "max_concurrent_requests": "Int32", "aggregate_tokens_per_s": "Float64", "load_tokens_per_s": "Float64"}
 
 
+#: the columns a row keeps besides its key
+_VALUES = tuple(c for c in _SCHEMA if c not in _KEY_COLUMNS and c != "sizing_version")
+
+
 def _polars_schema() -> dict[str, Any]:
     import polars as pl
 
@@ -124,18 +128,16 @@ class PlacementCache:
         con.register("placement_cache_gpus", valid_gpus)
         try:
             frame = pl.from_arrow(con.sql(
-                f"SELECT {', '.join(_SCHEMA)} FROM placement_cache JOIN placement_cache_models USING (model_id, "
+                f"SELECT {', '.join((*_KEY_COLUMNS, *_VALUES))} FROM placement_cache JOIN placement_cache_models USING (model_id, "
                 "revision) JOIN placement_cache_gpus USING (gpu_id, gpu_row_hash) WHERE sizing_version = ?",
                 params=[sizing_version()]).to_arrow_table())
         finally:
             con.unregister("placement_cache_models")
             con.unregister("placement_cache_gpus")
         total = con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0]
-        names = list(_SCHEMA)
-        width = len(_KEY_COLUMNS)  # the key columns come first in _SCHEMA
-        assert tuple(names[:width]) == _KEY_COLUMNS
+        width = len(_KEY_COLUMNS)  # a row keeps its values only: the key holds the rest (memory: ~270k rows)
         rows: dict[Key, dict[str, Any]] = {
-            values[:width]: dict(zip(names, values, strict=True)) for values in frame.rows()}  # type: ignore[misc]
+            values[:width]: dict(zip(_VALUES, values[width:], strict=True)) for values in frame.rows()}  # type: ignore[misc]
         cache = cls(rows)
         cache.stale = cache.dirty = len(rows) != total
         cache.valid_models, cache.valid_gpus = dict(models), hashes
@@ -163,8 +165,8 @@ class PlacementCache:
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
         if self.touched:
-            frame = pl.DataFrame([self.rows[k] | {"sizing_version": sizing_version()} for k in self.touched],
-                                 schema=_polars_schema())
+            frame = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) | self.rows[k]
+                                  | {"sizing_version": sizing_version()} for k in self.touched], schema=_polars_schema())
             insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
         self.dirty = self.stale = False
         written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
@@ -183,7 +185,12 @@ class PlacementCache:
         self.touched.add(key)
         self.computed_models.add(key[0])
         self.computed_gpus.add(key[6])
-        return self.rows.setdefault(key, dict(zip(_KEY_COLUMNS, key, strict=True)) | {"rates_known": False})
+        return self.rows.setdefault(key, {"rates_known": False})
+
+    def known_floor(self, key: Key) -> int | None:
+        """The floor when a row holds it, else None; counted neither as a hit nor a miss (a peek)."""
+        row = self.rows.get(key)
+        return None if row is None else row.get("gpus_floor")
 
     def floor(self, key: Key) -> int | None:
         row = self._get(key, "gpus_floor", "floor")

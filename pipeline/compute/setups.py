@@ -120,19 +120,15 @@ class Setup(CamelRecord):
     usd_per_million_tokens_batched: float | None = described(
         None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
         unit="USD per 1M output tokens")
-    # the load the setup answers (issue #23): `concurrency` requests of `context` tokens at once; one setup per
-    # provider x instance type x price, the regions offering it listed together
+    # issue #23: the load answered (`concurrency` requests of `context` tokens), every region of this setup
     regions: list[str] = described(default_factory=list, description="every region offering this very setup at "
                                    "this price (region is the first); empty when the offer names none")
-    context: int | None = described(None, "tokens per request of the load the setup was planned for",
-                                    unit="tokens")
-    concurrency: int | None = described(None, "requests of `context` tokens served at once (the load)",
-                                        unit="requests")
+    context: int | None = described(None, "tokens per request of the load the setup serves", unit="tokens")
+    concurrency: int | None = described(None, "requests of `context` tokens served at once", unit="requests")
     tokens_per_s_per_request: float | None = described(
         None, "decode speed of each request while `concurrency` requests run together", unit="tokens/s")
-    usd_per_million_tokens_at_load: float | None = described(
-        None, "price_per_hour / (concurrency x tokens_per_s_per_request x 3600) x 1e6: the cost per output token "
-              "at the load", unit="USD per 1M output tokens")
+    usd_per_million_tokens_at_load: float | None = described(None, "price_per_hour / (concurrency x "
+                                                             "tokens_per_s_per_request x 3600) x 1e6", unit="USD per 1M output tokens")
 
     @property
     def layout(self) -> str:
@@ -229,6 +225,12 @@ class Planner:
             key = self._keys[(gpu.id, per_instance)] = (*self.model, self.fmt, self.context, self.concurrency,
                                                          self.kv, gpu.id, self._hashes[gpu.id], per_instance)
         return key
+
+    def known_floor(self, gpu: GPU) -> int | None:  # :meth:`gpus_floor` if known (here or cached), never computed
+        if gpu.id in self._floors:
+            return self._floors[gpu.id]
+        key = self._key(gpu, 0)
+        return self.store.known_floor(key) if self.store is not None and key is not None else None
 
     def token_floor(self, gpu: GPU) -> float | None:
         """:func:`~pipeline.compute.rates.per_token_floor` of this model, format and load on ``gpu``."""
@@ -330,13 +332,10 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
                     *, context: int = 8192, concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
                     allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | dict[str, Planner] | None = None,
                     as_of: datetime | None = None, sort: Sort = "price", by_region: bool = False) -> list[Setup]:
-    """The ``top`` cheapest distinct setups serving ``concurrency`` requests of ``context`` tokens, by price or
-    by cost per output token at that load (``sort="per_token"``). Distinct: one setup per provider x instance
-    type x price, the regions offering it listed together in ``regions`` (``by_region``: one per region, as
-    before #23).
-
-    ``fmt``: one format, or several from most to least faithful: each rented configuration (an offer and its
-    instance count) is then answered in the most faithful it runs, as the overall lists are, in one search.
+    """The ``top`` cheapest distinct setups (one per provider x instance type x price, the regions in ``regions``;
+    ``by_region``: one per region) serving ``concurrency`` requests of ``context`` tokens, by price or by cost per
+    output token at that load. ``fmt``: one format, or several from most to least faithful: each rented
+    configuration (offer and instance count) is then answered in the most faithful it runs, in one search.
     ``planner`` (a dict: one per format) shares placements between calls, ``OfferGroups`` (built for
     ``allocations``) the grouping between models. With ``as_of``, a price converted with an ECB rate older than
     :data:`FX_STALE_AFTER_DAYS` is marked and flagged (the rate's date travels with the price as ``fx_date``)."""
@@ -417,16 +416,15 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
 
 def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurrency: int, sort: Sort,
               cheapest: float, limit: float) -> dict[int, tuple[str, Placed, Engine, float] | None]:
-    """Per instance count a group's offers would be rented in: the most faithful format that runs so (formats in
-    the planners' order), its placement, engine and rank factor (multi-machine x, by cost per token, $/1M tokens
-    per $/h), or None when that configuration cannot enter the top (its format's bound is above ``limit``, or it
-    has no decode rate): a less faithful format never stands in for it."""
+    """Per instance count a group's offers would be rented in: the most faithful format that runs so, its
+    placement, engine and rank factor (multi-machine x, by cost per token, $/1M tokens per $/h), or None when
+    that configuration cannot enter the top or has no decode rate (a less faithful format never stands in)."""
     out: dict[int, tuple[str, Placed, Engine, float] | None] = {}
     for f, plan in planners.items():
-        if sort == "price" and len(planners) > 1:
+        if sort == "price" and len(planners) > 1 and (floor := plan.known_floor(gpu)) is not None:
             # by price a configuration's rank value depends on its instance count only, not on the format: a
             # format whose fewest instances already price above the top cannot answer, nor mask, one that enters
-            low = math.ceil(plan.gpus_floor(gpu) / per_instance)
+            low = math.ceil(floor / per_instance)
             if cheapest * low * (MULTI_MACHINE_RANK_FACTOR if low > 1 else 1.0) * (1 - 1e-3) > limit:
                 continue
         placed = plan.placed(gpu, per_instance)
@@ -438,8 +436,8 @@ def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurr
             continue
         factor = MULTI_MACHINE_RANK_FACTOR if count > 1 else 1.0  # a setup's nodes are its instances
         if sort == "per_token":  # $/1M output tokens per $/h of this placement at the load
-            # the plan known, the bound tightens before its rates are computed: one request passes the stages
-            # one after another, so only TP GPUs read in parallel; several can overlap stages, all GPUs used
+            # the plan known, the bound tightens before rates are computed: one request passes the stages in turn
+            # (only TP GPUs read in parallel); several can overlap stages (all GPUs used)
             parallel = placed.tensor_parallel if concurrency == 1 else placed.gpus
             tight = cheapest * count * factor * (plan.token_floor(gpu) or math.inf) / parallel
             at_load = None if tight * (1 - 1e-3) > limit else load_rate(plan.rates(gpu, per_instance), concurrency)
