@@ -9,10 +9,10 @@ What a user would really deploy:
 
 - **One machine first.** A setup spans several instances (always of one offer: same provider, instance type and
   region) only in two cases: the instance family is rented with a cluster interconnect (InfiniBand, RoCE, EFA or an
-  NVLink domain, named per family in ``data/interconnect.csv``) and the engine splits layers across nodes (vLLM
-  pipeline stages: TP inside a node, PP across nodes); or llama.cpp's RPC backend over up to
-  :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls it
-  a fragile, insecure proof of concept that must never run on an open network).
+  NVLink domain, named per family in ``pipeline/sources/data/interconnect.csv``) and the engine splits layers
+  across nodes (vLLM pipeline stages: TP inside a node, PP across nodes); or llama.cpp's RPC backend over up to
+  :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls
+  it a fragile, insecure proof of concept that must never run on an open network).
 - **Ranking.** Any setup of more than one machine is ranked as if it cost :data:`MULTI_MACHINE_RANK_FACTOR` times
   its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, fewer
   machines, then provider, source, instance type, region, GPU, format and every other field of the setup
@@ -157,11 +157,17 @@ def rank_key_of(f: dict[str, Any]) -> tuple:
             f["engine"], f["price_per_gpu_hour"], f["currency_listed"], f["fx_date"] or "", f["verified_at"].isoformat())
 
 
+#: the instance-family interconnect table (one table for offers and setups: ``pipeline/sources/offer_facts.py``
+#: joins it onto every offer); read by path, not by importing the sources package (``fit``'s start-up)
+INTERCONNECT_TABLE = Path(__file__).resolve().parents[1] / "sources" / "data" / "interconnect.csv"
+
+
 @lru_cache(maxsize=1)
 def interconnects() -> tuple[tuple[str, str, str], ...]:
-    """``data/interconnect.csv``: (provider, instance pattern, fabric) of families rented with a cluster fabric."""
-    text = (Path(__file__).parent / "data" / "interconnect.csv").read_text()  # not importlib.resources: start-up
-    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines()))
+    """(provider, instance pattern, fabric) of the families rented with a cluster fabric."""
+    text = INTERCONNECT_TABLE.read_text()  # not importlib.resources: start-up
+    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines())
+                 if r["cluster_fabric"])
 
 
 def cluster_fabric(provider: str, instance_type: str) -> str | None:
