@@ -165,6 +165,7 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                                      "computed_at": now, "nodes": s.nodes, "deployment": s.deployment,
                                      "interconnect": s.interconnect, "native_support": s.native_support,
                                      "support_note": s.support_note, "flags": s.flags, "fx_stale": s.fx_stale,
+                                     "availability": s.availability,
                                      **{k: getattr(s, k) for k in COST_FIELDS}})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")

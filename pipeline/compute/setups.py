@@ -65,18 +65,18 @@ Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
 
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
+#: what a setup says about capacity, from its offer's ``availability_status`` (stated by the source's API at fetch)
+AVAILABILITY_NOTES = {"available": "available at fetch time", "low": "available at fetch time (low stock)",
+                      "unavailable": "unavailable at fetch time"}
+CAPACITY_UNKNOWN = "listed, capacity unknown"
 
 
 def eligible_offers(con: Any) -> list[dict[str, Any]]:
-    """Current offers the quality stage keeps for setups (``offer_quality.eligible``: not a losing duplicate, not
-    quarantined, rentable by the hour), with the canonical provider and the allocation class in place of the
-    source's own labels; stale, removed, unconfirmed-jump and fractional offers left out as before."""
+    """Current offers a setup may use: the ``offers_judged`` view's ``eligible`` (sql/020, the one definition),
+    with the canonical provider and the allocation class in place of the source's own labels."""
     cursor = con.execute("""
-        SELECT c.* REPLACE (q.canonical_provider AS provider, q.allocation_class AS allocation)
-        FROM offers_current c JOIN offer_quality q USING (offer_key)
-        WHERE q.eligible AND NOT c.stale AND NOT c.removed AND NOT c.jump_unconfirmed AND NOT c.fractional
-          AND c.gpu_id IS NOT NULL
-        ORDER BY c.offer_key""")
+        SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
+        FROM offers_judged WHERE eligible ORDER BY offer_key""")
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
@@ -118,6 +118,8 @@ class Setup(CamelRecord):
     flags: list[str] = described(default_factory=list, description="what a user should know before renting this")
     fx_stale: bool = described(False, "the price was converted with an ECB rate more than 4 days older than the "
                                       "snapshot's as-of time (fx_date says which)")
+    availability: str = described(CAPACITY_UNKNOWN, "available at fetch time (low stock), unavailable at fetch "
+                                  "time, or listed, capacity unknown (the source's API states none)")
     # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
     # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
     decode_tokens_per_s: float | None = described(None, "decode speed of one request on this plan", unit="tokens/s")
@@ -157,8 +159,7 @@ def rank_key_of(f: dict[str, Any]) -> tuple:
             f["engine"], f["price_per_gpu_hour"], f["currency_listed"], f["fx_date"] or "", f["verified_at"].isoformat())
 
 
-#: the instance-family interconnect table (one table for offers and setups: ``pipeline/sources/offer_facts.py``
-#: joins it onto every offer); read by path, not by importing the sources package (``fit``'s start-up)
+#: the instance-family table (``pipeline/sources/offer_facts.py`` joins it onto offers); by path: ``fit``'s start-up
 INTERCONNECT_TABLE = Path(__file__).resolve().parents[1] / "sources" / "data" / "interconnect.csv"
 
 
@@ -187,13 +188,9 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
 
 
 def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
-    """An offer a setup may use; rows that carry the quality stage's columns (``eligible``, ``allocation_class``,
-    e.g. a published ``offers_current`` table) are judged by them, so no reader bypasses the quarantine."""
-    allocation = offer.get("allocation_class") or offer["allocation"]
-    return (allocation in allocations and offer.get("eligible") is not False and offer.get("duplicate_of") is None
-            and offer.get("gpu_id") is not None and not offer.get("stale")
-            and not offer.get("removed") and not offer.get("jump_unconfirmed") and not offer.get("fractional")
-            and offer["gpu_count"] >= 1)
+    """Eligible (the ``offers_judged`` view's verdict, which offers from DuckDB and the published table carry;
+    never re-derived here) and of one of ``allocations``."""
+    return (offer.get("allocation_class") or offer["allocation"]) in allocations and offer.get("eligible") is True
 
 
 class Planner:
@@ -445,7 +442,8 @@ def setup_from_row(row: dict[str, Any]) -> Setup:
                  interconnect=row.get("interconnect"),
                  native_support=True if row.get("native_support") is None else row["native_support"],
                  support_note=row.get("support_note") or "", flags=list(row.get("flags") or []),
-                 fx_stale=bool(row.get("fx_stale")), **{k: row.get(k) for k in COST_FIELDS})
+                 fx_stale=bool(row.get("fx_stale")), availability=row.get("availability") or CAPACITY_UNKNOWN,
+                 **{k: row.get(k) for k in COST_FIELDS})
 
 
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:
@@ -481,7 +479,7 @@ def _setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: in
         allocation=offer.get("allocation_class") or offer["allocation"], format=fmt,
         engine=default_engine(gpu).id, verified_at=offer["verified_at"], nodes=count, deployment=how,
         interconnect=fabric, native_support=placed.native_support, support_note=placed.support_note, flags=flags,
-        fx_stale=fx_stale)
+        fx_stale=fx_stale, availability=AVAILABILITY_NOTES.get(offer.get("availability_status") or "", CAPACITY_UNKNOWN))
 
 
 #: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful

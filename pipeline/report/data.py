@@ -29,17 +29,13 @@ class Snapshot:
     native_formats: dict[str, str] = field(default_factory=dict)  # model id -> the checkpoint's stored format
 
 
-def _flag(frame: pl.DataFrame, name: str) -> pl.Expr:
-    """A boolean column if the snapshot has it, else false (older or newer snapshots may lack it)."""
-    return pl.col(name).fill_null(False) if name in frame.columns else pl.lit(False)
-
-
 def priced(frame: pl.DataFrame) -> pl.DataFrame:
-    """Whole-GPU hourly prices on known GPUs, with their board class; quarantined offers are left out."""
-    if frame.is_empty():
-        return frame.with_columns(price_class=pl.lit(None, dtype=pl.String))
-    out = frame.filter(pl.col("gpu_id").is_not_null() & ~_flag(frame, "fractional") & ~_flag(frame, "removed")
-                       & ~_flag(frame, "quarantined"))
+    """Eligible hourly prices (the published ``eligible`` column: the ``offers_judged`` view's verdict, sql/020; in
+    the history, the verdict each observation got when it was current), with their board class. Rows without a
+    verdict (history observed before issue #24) are left out: they may be quarantined placeholders."""
+    if frame.is_empty() or "eligible" not in frame.columns:
+        return frame.head(0).with_columns(price_class=pl.lit(None, dtype=pl.String))
+    out = frame.filter(pl.col("eligible").fill_null(False))
     return out.with_columns(price_class=pl.col("allocation").replace_strict(PRICE_CLASS, default=None)) \
         .filter(pl.col("price_class").is_not_null())
 

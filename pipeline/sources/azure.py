@@ -77,6 +77,11 @@ class Azure(Source):
     name = provider = "azure"
     endpoint = BASE
     unit = "USD per VM-hour"
+    known_enums = {"type": ("Consumption", "DevTestConsumption", "Reservation")}
+
+    def enum_values(self, raw: RawPayload) -> dict[str, set[str]]:
+        items = [i for p in raw.parts if p.status == 200 for i in json_body(self.name, p).get("Items") or []]
+        return {"type": {str(i["type"]) for i in items if i.get("armSkuName") in GPU_SKUS and i.get("type")}}
 
     def fetch(self, client: httpx.Client) -> RawPayload:
         url: str | None = f"{BASE}?$filter={quote(_filter())}"

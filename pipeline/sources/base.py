@@ -289,6 +289,8 @@ class Source:
     unit: str = ""
     conditional: bool = False  # the endpoint honours ETag / Last-Modified
     yields_offers: bool = True  # False for the currency source
+    #: values the parser branches on, per field, that it knows (drift canary: anything else is a new enum value)
+    known_enums: dict[str, tuple[str, ...]] = {}
 
     def configured(self, env: dict[str, str] | None = None) -> bool:
         env = os.environ if env is None else env
@@ -312,6 +314,10 @@ class Source:
 
     def parse_payload(self, raw: RawPayload, rates: FxRates | None) -> ParseResult:  # pragma: no cover
         raise NotImplementedError
+
+    def enum_values(self, raw: RawPayload) -> dict[str, set[str]]:
+        """The values of :attr:`known_enums`' fields the payload carries (drift canary); none by default."""
+        return {}
 
     # helpers shared by the modules
     def get(self, client: httpx.Client, url: str, **kwargs: Any) -> RawPart:

@@ -48,6 +48,11 @@ class RunPod(Source):
     key_env = ("RUNPOD_API_KEY",)
     endpoint = URL
     unit = "USD per GPU-hour"
+    known_enums = {"stockStatus": tuple(STOCK)}
+
+    def enum_values(self, raw: RawPayload) -> dict[str, set[str]]:
+        types = (json_body(self.name, raw.parts[0]).get("data") or {}).get("gpuTypes") or []
+        return {"stockStatus": {str(s) for t in types if (s := (t.get("lowestPrice") or {}).get("stockStatus"))}}
 
     def fetch(self, client: httpx.Client) -> RawPayload:
         part = self.get(client, URL, method="POST", json={"query": QUERY}, headers=self.bearer_headers())
