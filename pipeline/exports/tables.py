@@ -109,7 +109,9 @@ class Gpus(PublishedTable):
     name: str = col("display name")
     vendor: str = col("NVIDIA, AMD, Apple, Intel, ...")
     kind: str = col("datacenter, workstation, consumer, apple or unified")
-    memory_gb: float = col("marketed memory", unit="GB (10^9 bytes)")
+    memory_gb: float = col("memory as the vendor markets it (80 for an H100 80GB): a label, not a byte count (NVIDIA's "
+                           "80 GB of HBM3 are 80 GiB; AMD's 192 GB are 10^9-byte GB); memory_gib_visible is the "
+                           "byte-exact figure", unit="GB (as marketed)")
     memory_gib_visible: float = col("memory the driver reports (H100 80GB: 81,559 MiB = 79.65 GiB), or the GPU's "
                                     "default share of unified memory; before any engine reservation (compare "
                                     "sizing.engine_usable_gib)", unit="GiB (2^30 bytes)", sql="memory_gib_usable")
@@ -145,6 +147,8 @@ _OFFER_DOC = {
     "gpu_memory_gb_marketed": "the vendor's memory figure per GPU device (gpus.memory_gb: 80 for an H100 80GB), "
                               "times gpu_share for a slice; null: unmapped GPU",
     "vcpus": "vCPUs of the instance (null: not stated, or not a whole number)",
+    "ram_gb": "RAM of the instance (the name is kept for existing readers; the figure is GiB: SkyPilot's MemoryGiB, "
+              "MiB / 1024 from DigitalOcean, Vultr and Vast, bytes / 2^30 from Scaleway; Verda's GB taken as listed)",
     "form_factor": "SXM, PCIe, NVL (bridged PCIe pairs: H100/H200 NVL), OAM or Superchip (GB200, GH200): the GPU-map "
                    "row that named the card, else the GPU catalog's; null: unmapped GPU or a chip that is no card",
     "gpu_link": "how the GPUs of one instance talk: NVSwitch, NVLink, NVLink bridge, xGMI, PCIe, or none (one GPU or "
@@ -199,7 +203,7 @@ class OffersCurrent(PublishedTable):
     cluster_gbps: float | None = col(_OFFER_DOC["cluster_gbps"], unit="Gb/s")
     interconnect_source: str | None = col(_OFFER_DOC["interconnect_source"])
     vcpus: int | None = col(_OFFER_DOC["vcpus"], unit="vCPUs", sql="CASE WHEN vcpus = floor(vcpus) THEN vcpus END")
-    ram_gb: float | None = col("RAM of the instance as listed", unit="GB")
+    ram_gb: float | None = col(_OFFER_DOC["ram_gb"], unit="GiB")
     currency: str = col("ISO 4217 currency of the listed_* price columns (kept under this name: `vramlab cheapest` "
                         "reads it)")
     listed_price_per_hour: float = col(_OFFER_DOC["listed_price_per_hour"], unit="currency/instance-hour",
@@ -298,7 +302,7 @@ class PriceObservations(PublishedTable):
     cluster_gbps: float | None = col(_OFFER_DOC["cluster_gbps"], unit="Gb/s")
     interconnect_source: str | None = col(_OFFER_DOC["interconnect_source"])
     vcpus: int | None = col(_OFFER_DOC["vcpus"], unit="vCPUs", sql="CASE WHEN vcpus = floor(vcpus) THEN vcpus END")
-    ram_gb: float | None = col("RAM as listed", unit="GB")
+    ram_gb: float | None = col(_OFFER_DOC["ram_gb"], unit="GiB")
     currency: str = col("ISO 4217 currency of the listed_* price columns")
     listed_price_per_hour: float = col(_OFFER_DOC["listed_price_per_hour"], unit="currency/instance-hour",
                                        sql="price_per_hour")

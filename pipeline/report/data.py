@@ -15,6 +15,8 @@ import polars as pl
 PRICE_CLASS = {"on_demand": "on_demand", "spot": "spot", "interruptible": "spot", "preemptible": "spot",
                "marketplace": "marketplace", "marketplace_median": "marketplace"}
 CLASSES = ("on_demand", "spot", "marketplace")
+#: offer facts shown beside each provider's price (issue #24): form factor, links, capacity at fetch time
+MACHINE_FACTS = ("form_factor", "gpu_link", "cluster_fabric", "cluster_gbps", "availability_status")
 
 
 @dataclass
@@ -65,7 +67,8 @@ def board(snap: Snapshot) -> list[dict[str, Any]]:
             .group_by(["gpu_id", "provider", "price_class"], maintain_order=True)
             .agg(pl.col("price_per_gpu_hour_usd").first().alias("price"),
                  pl.col("instance_type").first().alias("instance_type"),
-                 pl.col("verified_at").first().alias("verified_at"), _first_flag(offers, "stale")))
+                 pl.col("verified_at").first().alias("verified_at"), _first_flag(offers, "stale"),
+                 *[pl.col(c).first().alias(c) for c in MACHINE_FACTS if c in offers.columns]))
     rows = []
     for gpu_id in sorted(best["gpu_id"].unique().to_list(), key=lambda g: _gpu_sort(snap, g)):
         per = best.filter(pl.col("gpu_id") == gpu_id)
