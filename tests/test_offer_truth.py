@@ -317,3 +317,30 @@ def test_documented_example_queries_run_and_say_what_they_claim(snap, capsys) ->
     assert {r["source"] for r in available} >= set(STATES_AVAILABILITY)
     assert {r["key"]: r["value"] for r in meta}["vramlab:mode"] == "replay"
 
+
+
+def test_history_parts_from_before_schema_3_still_read(snap, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A data directory keeps its old history parts (schema 2: no quality columns). The documented history query
+    (union_by_name) still runs across both, the old rows read as not judged (null) and stay out of the minima, and
+    the report loads both kinds of parts."""
+    from pipeline.report.data import load_snapshot
+
+    root = tmp_path / "snap"
+    root.mkdir()
+    for item in snap["latest"].iterdir():  # the snapshot's files, linked, plus one old part sorting first
+        (root / item.name).symlink_to(item)
+    history = root / "price_observations"
+    history.unlink()
+    history.mkdir()
+    for day in (snap["latest"] / "price_observations").iterdir():
+        (history / day.name).symlink_to(day)
+    old = history / "date=2000-01-01"
+    old.mkdir()
+    part = next((snap["latest"] / "price_observations").glob("*/*.parquet"))
+    snap["con"].execute(f"""COPY (SELECT * EXCLUDE (quarantined, quality_reasons, eligible)
+                                  FROM read_parquet('{part}') LIMIT 50)
+                            TO '{old / "part-old.parquet"}' (FORMAT parquet)""")
+    query = documented_queries()[1].replace("data/exports/latest", str(root)).rstrip(";")
+    per_day = rows(snap["con"], query)
+    assert per_day and str(min(r["date"] for r in per_day)) > "2000-01-01"  # old rows: eligible null, left out
+    assert load_snapshot(root).history.height > 0

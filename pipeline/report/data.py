@@ -49,7 +49,9 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
     models = [json.loads((path / m["path"]).read_text()) for m in index["models"] if m.get("status") == "ok"]
     offers = pl.read_parquet(path / "offers_current.parquet")
     obs_files = sorted((path / "price_observations").glob("*/*.parquet"))
-    history = pl.read_parquet(obs_files, hive_partitioning=False) if obs_files else offers.head(0)
+    # parts written before schema 3 lack the quality columns: read each, align by name (missing = null)
+    history = (pl.concat([pl.read_parquet(f, hive_partitioning=False) for f in obs_files], how="diagonal_relaxed")
+               if obs_files else offers.head(0))
     gpus = {r["id"]: r for r in pl.read_parquet(path / "gpus.parquet").to_dicts()}
     native = (pl.scan_parquet(path / "sizing.parquet").filter(pl.col("format") == "native")
               .select("model_id", "stored_format").unique("model_id").collect())

@@ -98,6 +98,8 @@ class RunPod(Source):
                         if price is not None:  # negative: rejected and counted
                             offers.add(lambda a=allocation, p=price, c=common: make_offer(
                                 self.name, self.provider, allocation=a, price=p, **c))
+                        elif t.get(key) is not None:
+                            offers.not_offered += 1  # an explicit 0: counted as ignored, never rejected
             return offers if offers.offers or offers.rejected else NO_PRICE
 
         return collect(types, build)
