@@ -263,40 +263,86 @@ def _per_gpu_layers(arch: Architecture, loads: _Loads, tp: int, context: int, co
     return hit[2], hit[3]
 
 
-def _plan(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads, tp: int, pp: int, context: int,
-          concurrency: int, kv_dtype: str) -> Plan | None:
-    kv, state = _cache_per_layer(arch, context, concurrency, kv_dtype, tp)
-    layer_bytes, balanced = _per_gpu_layers(arch, loads, tp, context, concurrency, kv_dtype)
-    first = loads.first_extra / tp
-    last = (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
-    activations = engine.activation_bytes(arch, tp)
-    usable = engine.usable_bytes(gpu)
-    budget = usable - activations
-    if budget <= 0:
+class PlanSearch:
+    """The fewest-GPU search of one model in one format at one load (context, concurrency, KV dtype), on any GPU
+    kind and instance shape: the one definition :func:`fewest_gpus`, :func:`plan_for` and the cheapest-setup
+    search (``pipeline/compute/setups.py``) share.
+
+    What does not depend on the GPU (per-layer weight bytes, per-layer bytes per TP size) is computed once. Whether
+    a (TP, PP) plan fits reads the GPU's memory and the engine, not the instance shape, so :meth:`fits` is memoised
+    per (GPU id, engine, TP, PP): a caller trying one GPU kind in several instance sizes asks it once. The shape
+    only decides which (TP, PP) pairs are candidates (:meth:`fewest` reads ``gpu.node_size``).
+    Inputs are not validated here (:func:`check_load` does that, as :func:`fewest_gpus` does first)."""
+
+    def __init__(self, arch: Architecture, fmt: str, context: int = 8192, concurrency: int = 1,
+                 kv_cache_dtype: str = "bf16") -> None:
+        self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
+        self.loads = _weight_loads(arch, fmt)
+        self._fits: dict[tuple[str, str, int, int], bool] = {}
+
+    def lower_bound(self, gpu: GPU, engine: Engine) -> int:
+        """Fewer GPUs than this cannot hold the weights, whatever the instance shape (exact: see _lower_bound)."""
+        return _lower_bound(self.arch, gpu, engine, self.loads)
+
+    def _stages(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, list[int]] | None:
+        """The fit test: a positive budget after the engine's working memory, and a greedy split of the per-GPU
+        layer bytes into at most PP stages under it. Returns (layer bytes, first extra, last extra, stage sizes)."""
+        layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
+        first = self.loads.first_extra / tp
+        last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
+        budget = engine.usable_bytes(gpu) - engine.activation_bytes(self.arch, tp)
+        if budget <= 0:
+            return None
+        sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
+        return None if sizes is None else (layer_bytes, first, last, sizes)
+
+    def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
+        key = (gpu.id, engine.id, tp, pp)
+        hit = self._fits.get(key)
+        if hit is None:
+            hit = self._fits[key] = self._stages(gpu, engine, tp, pp) is not None
+        return hit
+
+    def fewest(self, gpu: GPU, engine: Engine, max_gpus: int = MAX_GPUS) -> tuple[int, int, int] | None:
+        """(GPUs, TP, PP) of the smallest plan that fits, largest TP first among equal counts; None past max_gpus."""
+        for n in range(self.lower_bound(gpu, engine), max_gpus + 1):
+            for tp, pp in _candidate_plans(self.arch, gpu, engine, n):
+                if self.fits(gpu, engine, tp, pp):
+                    return n, tp, pp
         return None
-    sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
-    if sizes is None:
-        return None
-    if pp > 1:
-        if pp not in balanced:
-            balanced[pp] = _balanced(layer_bytes, first, last, pp)
-        sizes = balanced[pp] or sizes
-    stages, start = [], 0
-    overhead = engine.fixed_overhead_gib * GIB
-    for k, size in enumerate(sizes):
-        idx = range(start, start + size)
-        w = sum(loads.layer_weights[i] for i in idx) / tp + (first if k == 0 else 0.0) + (last if k == pp - 1 else 0.0)
-        kvb, st = sum(kv[i] for i in idx), sum(state[i] for i in idx)
-        total = w + kvb + st + activations + overhead
-        stages.append(StageMemory(stage=k, layers=(start, start + size - 1), weights=w / GIB, kv_cache=kvb / GIB,
-                                  recurrent_state=st / GIB, activations=activations / GIB,
-                                  engine_overhead=overhead / GIB, total=total / GIB))
-        start += size
-    largest = max(s.total for s in stages)
-    per_node = max(1, gpu.node_size // tp) * tp
-    return Plan(gpus=tp * pp, tensor_parallel=tp, pipeline_parallel=pp, nodes=math.ceil(tp * pp / per_node),
-                gpus_per_node=gpu.node_size, layers_per_stage=tuple(sizes), stages=tuple(stages),
-                usable_gib=(usable + overhead) / GIB, headroom_gib=(usable + overhead) / GIB - largest)
+
+    def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> Plan | None:
+        """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit."""
+        found = self._stages(gpu, engine, tp, pp)
+        if found is None:
+            return None
+        layer_bytes, first, last, sizes = found
+        arch, loads = self.arch, self.loads
+        kv, state = _cache_per_layer(arch, self.context, self.concurrency, self.kv, tp)
+        _, balanced = _per_gpu_layers(arch, loads, tp, self.context, self.concurrency, self.kv)
+        if pp > 1:
+            if pp not in balanced:
+                balanced[pp] = _balanced(layer_bytes, first, last, pp)
+            sizes = balanced[pp] or sizes
+        activations = engine.activation_bytes(arch, tp)
+        usable = engine.usable_bytes(gpu)
+        stages, start = [], 0
+        overhead = engine.fixed_overhead_gib * GIB
+        for k, size in enumerate(sizes):
+            idx = range(start, start + size)
+            w = sum(loads.layer_weights[i] for i in idx) / tp + (first if k == 0 else 0.0) + \
+                (last if k == pp - 1 else 0.0)
+            kvb, st = sum(kv[i] for i in idx), sum(state[i] for i in idx)
+            total = w + kvb + st + activations + overhead
+            stages.append(StageMemory(stage=k, layers=(start, start + size - 1), weights=w / GIB, kv_cache=kvb / GIB,
+                                      recurrent_state=st / GIB, activations=activations / GIB,
+                                      engine_overhead=overhead / GIB, total=total / GIB))
+            start += size
+        largest = max(s.total for s in stages)
+        per_node = max(1, gpu.node_size // tp) * tp
+        return Plan(gpus=tp * pp, tensor_parallel=tp, pipeline_parallel=pp, nodes=math.ceil(tp * pp / per_node),
+                    gpus_per_node=gpu.node_size, layers_per_stage=tuple(sizes), stages=tuple(stages),
+                    usable_gib=(usable + overhead) / GIB, headroom_gib=(usable + overhead) / GIB - largest)
 
 
 def check_context(arch: Architecture, context: int) -> None:
@@ -315,14 +361,19 @@ def _lower_bound(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads) ->
     return max(1, math.ceil(total / budget)) if budget > 0 else 1
 
 
-def fewest_gpus(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
-                kv_cache_dtype: str = "bf16", max_gpus: int = MAX_GPUS) -> Placement:
-    """The smallest GPU count (and its plan) that holds the weights, the cache of ``concurrency`` requests of
-    ``context`` tokens, the recurrent state and the engine's working memory, or ``gpus=None`` with the reason."""
+def check_load(arch: Architecture, context: int, concurrency: int, kv_cache_dtype: str) -> None:
+    """The errors a placement question raises before any search, in this order: context, concurrency, KV dtype."""
     check_context(arch, context)
     if concurrency < 1:
         raise SizingError(f"concurrency must be >= 1, got {concurrency}")
     cache_bytes(kv_cache_dtype)  # validates the name
+
+
+def fewest_gpus(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
+                kv_cache_dtype: str = "bf16", max_gpus: int = MAX_GPUS) -> Placement:
+    """The smallest GPU count (and its plan) that holds the weights, the cache of ``concurrency`` requests of
+    ``context`` tokens, the recurrent state and the engine's working memory, or ``gpus=None`` with the reason."""
+    check_load(arch, context, concurrency, kv_cache_dtype)
     support: Support = engine.supports(gpu, fmt, arch)
     stored = effective_format(arch, fmt) if fmt == "native" else fmt
     common = dict(gpu=gpu.id, engine=engine.id, format=fmt, weight_format=stored, context=context,
@@ -330,12 +381,11 @@ def fewest_gpus(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context:
                   support_note=support.note)
     if not support.runs:
         return Placement(fits=False, gpus=None, plan=None, reason=support.note, **common)
-    loads = _weight_loads(arch, fmt)
-    for n in range(_lower_bound(arch, gpu, engine, loads), max_gpus + 1):
-        for tp, pp in _candidate_plans(arch, gpu, engine, n):
-            plan = _plan(arch, gpu, engine, loads, tp, pp, context, concurrency, kv_cache_dtype)
-            if plan is not None:
-                return Placement(fits=True, gpus=n, plan=plan, **common)
+    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
+    found = search.fewest(gpu, engine, max_gpus)
+    if found is not None:
+        n, tp, pp = found
+        return Placement(fits=True, gpus=n, plan=search.plan(gpu, engine, tp, pp), **common)
     return Placement(fits=False, gpus=None, plan=None,
                      reason=f"needs more than {max_gpus} GPUs under {engine.name}'s parallelism rules", **common)
 
@@ -347,4 +397,4 @@ def plan_for(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp
         raise SizingError(f"{arch.model}: tensor-parallel size {tp} does not divide the attention heads")
     if not engine.tensor_parallel and tp != 1:
         raise SizingError(f"{engine.name} splits layers, not heads: tensor-parallel size must be 1")
-    return _plan(arch, gpu, engine, _weight_loads(arch, fmt), tp, pp, context, concurrency, kv_cache_dtype)
+    return PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype).plan(gpu, engine, tp, pp)

@@ -10,7 +10,8 @@ from helpers import all_config_names, arch
 from polars.testing import assert_frame_equal
 
 from pipeline.assets.out import out__sizing
-from pipeline.compute.grid import GRID_FORMATS, compute_grid, tensor_bits_frame
+from pipeline.compute.grid import compute_grid
+from pipeline.compute.grid_bytes import GRID_FORMATS, tensor_bits_frame
 from sizing_core.engines import ENGINES
 from sizing_core.formats import tensor_bits
 from sizing_core.gpus import catalog

@@ -16,7 +16,8 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import core__gpus
 from pipeline.assets.out import out__cheapest_setups, out__exports, out__sizing
-from pipeline.compute.grid import GRID_CONTEXTS, GRID_FORMATS, engines_for
+from pipeline.compute.grid import GRID_CONTEXTS, engines_for
+from pipeline.compute.grid_bytes import GRID_FORMATS
 from pipeline.resources import VramlabSettings
 from pipeline.sources.huggingface import HubState
 from sizing_core.gpus import catalog

@@ -16,7 +16,6 @@ from pipeline.assets.quality import core__offer_quality
 from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.placement_cache import PlacementCache
 from pipeline.compute.setups import (
-    COST_FIELDS,
     ON_DEMAND,
     SPOT_LIKE,
     OfferGroups,
@@ -25,6 +24,7 @@ from pipeline.compute.setups import (
     eligible_offers,
     overall,
     setup_from_row,
+    setup_row,
 )
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
@@ -153,20 +153,8 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
                 for list_name, allocations, grouped in lists:
                     for rank, s in enumerate(cheapest_setups(t.arch, fmt, grouped, top=TOP, allocations=allocations,
                                                              planner=planner, as_of=as_of)):
-                        rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "format": fmt,
-                                     "provider": s.provider, "source": s.source, "instance_type": s.instance_type,
-                                     "region": s.region, "gpu_id": s.gpu, "instances": s.instances,
-                                     "gpus_per_instance": s.gpus_per_instance, "gpus": s.gpus,
-                                     "gpus_needed": s.gpus_needed, "tensor_parallel": s.tensor_parallel,
-                                     "pipeline_parallel": s.pipeline_parallel, "price_per_hour": s.price_per_hour,
-                                     "price_per_month": s.price_per_month, "price_per_gpu_hour": s.price_per_gpu_hour,
-                                     "currency_listed": s.currency_listed, "fx_date": s.fx_date,
-                                     "allocation": s.allocation, "engine": s.engine, "verified_at": s.verified_at,
-                                     "computed_at": now, "nodes": s.nodes, "deployment": s.deployment,
-                                     "interconnect": s.interconnect, "native_support": s.native_support,
-                                     "support_note": s.support_note, "flags": s.flags, "fx_stale": s.fx_stale,
-                                     "availability": s.availability,
-                                     **{k: getattr(s, k) for k in COST_FIELDS}})
+                        rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1,
+                                     "computed_at": now, **setup_row(s)})
         with transaction(con):
             con.execute("DELETE FROM cheapest_setups")
             if rows:

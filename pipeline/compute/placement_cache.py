@@ -27,8 +27,8 @@ _CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).res
 def sizing_version() -> str:
     digest = hashlib.sha256()
     for root in _CODE:
-        for path in sorted(root.glob("*.py")) if root.is_dir() else [root]:
-            digest.update(path.name.encode())
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:  # sub-packages too (sizing_core/layers/)
+            digest.update(str(path.relative_to(root) if root.is_dir() else path.name).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

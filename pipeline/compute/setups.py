@@ -23,6 +23,7 @@ What a user would really deploy:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import heapq
 import math
 from collections.abc import Iterable
@@ -33,22 +34,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
-from sizing_core import Architecture, SizingError
+from sizing_core import Architecture
 from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
-from sizing_core.engines import Engine, default_engine
+from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
-from sizing_core.kv_cache import cache_bytes
-from sizing_core.placement import (
-    MAX_GPUS,
-    Placement,
-    _candidate_plans,
-    _lower_bound,
-    _per_gpu_layers,
-    _stage_bounds,
-    _weight_loads,
-    check_context,
-    fewest_gpus,
-)
+from sizing_core.placement import Placement, PlanSearch, check_load, fewest_gpus
 from sizing_core.record import CamelRecord, described, record
 from sizing_core.throughput import estimate
 
@@ -205,8 +195,7 @@ class Planner:
         self._placed: dict[tuple[str, int], Placed] = {}
         self._rates: dict[tuple[str, int], Rates] = {}
         self._floors: dict[str, int] = {}
-        self._fits: dict[tuple[str, int, int], bool] = {}  # (GPU id, TP, PP) -> a plan fits (see _search)
-        self._loads = None
+        self._search_state: PlanSearch | None = None  # sizing_core's fewest-GPU search, shared by every GPU kind
         self.store = cache if model is not None else None
         self.model = model
         self._hashes: dict[str, str] = {}
@@ -226,9 +215,7 @@ class Planner:
             key = self._key(gpu, 0)
             floor = self.store.floor(key) if self.store is not None and key is not None else None
             if floor is None:
-                if self._loads is None:
-                    self._loads = _weight_loads(self.arch, self.fmt)
-                floor = _lower_bound(self.arch, gpu, default_engine(gpu), self._loads)
+                floor = self._planner().lower_bound(gpu, default_engine(gpu))
                 if self.store is not None and key is not None:
                     self.store.put_floor(key, floor)
             self._floors[gpu.id] = floor
@@ -243,44 +230,26 @@ class Planner:
                                            self.concurrency, self.kv)
         return self._cache[key]
 
+    def _planner(self) -> PlanSearch:
+        if self._search_state is None:
+            self._search_state = PlanSearch(self.arch, self.fmt, self.context, self.concurrency, self.kv)
+        return self._search_state
+
     def _search(self, gpu: GPU, per_instance: int) -> Placed:
         """:func:`sizing_core.placement.fewest_gpus`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances
-        of ``per_instance`` GPUs, by the same search in the same order, sharing between instance shapes what
-        does not depend on the shape (perf #14: about half the placements of a run are the same GPU kind in
-        another instance size). The shape only decides which (TP, PP) pairs are candidates
-        (``_candidate_plans`` reads ``node_size``); whether a pair's plan fits reads the GPU's memory, not its
-        shape, so it is computed once per (GPU, TP, PP), and only that (:meth:`_fits`), not the plan itself.
-        ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
+        of ``per_instance`` GPUs, by the same search (``PlanSearch.fewest``) without building the plan. One
+        ``PlanSearch`` serves every GPU kind and instance shape of this model and load, so whether a (TP, PP) fits
+        is computed once per GPU kind (perf #14: about half the placements of a run are the same GPU kind in
+        another instance size). ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
         arch, engine = self.arch, default_engine(gpu)
-        check_context(arch, self.context)  # the same errors as fewest_gpus, in its order
-        if self.concurrency < 1:
-            raise SizingError(f"concurrency must be >= 1, got {self.concurrency}")
-        cache_bytes(self.kv)
+        check_load(arch, self.context, self.concurrency, self.kv)  # the same errors as fewest_gpus, in its order
         support = engine.supports(gpu, self.fmt, arch)
         if not support.runs:
             return Placed(None, None, None, support.native, support.note)
-        if self._loads is None:
-            self._loads = _weight_loads(arch, self.fmt)
-        shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
-        for n in range(_lower_bound(arch, gpu, engine, self._loads), MAX_GPUS + 1):
-            for tp, pp in _candidate_plans(arch, shaped, engine, n):
-                fits = self._fits.get((gpu.id, tp, pp))
-                if fits is None:
-                    fits = self._fits[(gpu.id, tp, pp)] = self._plan_fits(gpu, engine, tp, pp)
-                if fits:
-                    return Placed(n, tp, pp, support.native, support.note)
-        return Placed(None, None, None, support.native, support.note)
-
-    def _plan_fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
-        """Whether ``sizing_core.placement._plan`` returns a plan for (TP, PP) on ``gpu``: its own test (a positive
-        budget after activations, and a greedy split of the per-GPU layer bytes into at most PP stages under it),
-        without building the plan (its balanced PP split and per-stage memory are what a fitting plan costs, and
-        the search needs only yes or no)."""
-        layer_bytes, _ = _per_gpu_layers(self.arch, self._loads, tp, self.context, self.concurrency, self.kv)
-        first = self._loads.first_extra / tp
-        last = (self._loads.last_extra + (self._loads.tied_copy if pp > 1 else 0.0)) / tp
-        budget = engine.usable_bytes(gpu) - engine.activation_bytes(self.arch, tp)
-        return budget > 0 and _stage_bounds(layer_bytes, first, last, pp, budget) is not None
+        found = self._planner().fewest(gpu.model_copy(update={"max_gpus_per_node": per_instance}), engine)
+        if found is None:
+            return Placed(None, None, None, support.native, support.note)
+        return Placed(*found, support.native, support.note)
 
     def placed(self, gpu: GPU, per_instance: int) -> Placed:
         """What a setup needs of the placement: read from the cross-run cache when it has it."""
@@ -411,12 +380,6 @@ def costs_from_rates(rates: Rates, price_per_hour: float) -> dict[str, Any]:
             if aggregate else None}
 
 
-def setup_costs(arch: Architecture, gpu: GPU, placed: Placement, price_per_hour: float) -> dict[str, Any]:
-    """Decode rate and $/1M output tokens of a setup: one request, and the most requests of the planned context
-    the plan holds at once (aggregate decode rate at that batch)."""
-    return costs_from_rates(placement_rates(arch, gpu, placed), price_per_hour)
-
-
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
     """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
     if machines == 1:
@@ -427,23 +390,35 @@ def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[De
     return ("cluster", fabric) if fabric else None
 
 
+#: a Setup field whose ``cheapest_setups`` column has another name
+_COLUMN_OF_FIELD = {"gpu": "gpu_id"}
+#: Setup fields that are not columns (the catalog gives the GPU's name back from its id)
+_NOT_COLUMNS = ("gpu_name",)
+
+
+def setup_row(s: Setup) -> dict[str, Any]:
+    """A Setup as its ``cheapest_setups`` table row (sql/ DDL; ``exports/tables.py::CheapestSetups`` publishes it):
+    every field under its column name. The one place the row shape is written; :func:`setup_from_row` reads it."""
+    return {_COLUMN_OF_FIELD.get(f, f): getattr(s, f) for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS}
+
+
 def setup_from_row(row: dict[str, Any]) -> Setup:
-    """A ``cheapest_setups`` table row (DuckDB or the published Parquet) back as a Setup."""
+    """A ``cheapest_setups`` table row (DuckDB or the published Parquet) back as a Setup. A column an older
+    snapshot lacks (or holds null) takes the field's default."""
     gpu = catalog().get(row["gpu_id"])
-    return Setup(provider=row["provider"], source=row["source"], instance_type=row["instance_type"],
-                 region=row["region"], gpu=row["gpu_id"], gpu_name=gpu.name if gpu else row["gpu_id"],
-                 instances=row["instances"], gpus_per_instance=row["gpus_per_instance"], gpus=row["gpus"],
-                 gpus_needed=row["gpus_needed"], tensor_parallel=row["tensor_parallel"],
-                 pipeline_parallel=row["pipeline_parallel"], price_per_hour=row["price_per_hour"],
-                 price_per_month=row["price_per_month"], price_per_gpu_hour=row["price_per_gpu_hour"],
-                 currency_listed=row["currency_listed"], fx_date=row["fx_date"], allocation=row["allocation"],
-                 format=row["format"], engine=row["engine"], verified_at=row["verified_at"],
-                 nodes=row.get("nodes") or row["instances"], deployment=row.get("deployment") or "single_machine",
-                 interconnect=row.get("interconnect"),
-                 native_support=True if row.get("native_support") is None else row["native_support"],
-                 support_note=row.get("support_note") or "", flags=list(row.get("flags") or []),
-                 fx_stale=bool(row.get("fx_stale")), availability=row.get("availability") or CAPACITY_UNKNOWN,
-                 **{k: row.get(k) for k in COST_FIELDS})
+    values: dict[str, Any] = {"gpu_name": gpu.name if gpu else row["gpu_id"]}
+    for name, f in Setup.__dataclass_fields__.items():
+        if name in _NOT_COLUMNS:
+            continue
+        value = row.get(_COLUMN_OF_FIELD.get(name, name))
+        if value is None and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING):
+            continue  # the default
+        values[name] = value
+    if not row.get("nodes"):
+        values["nodes"] = row["instances"]
+    if "flags" in values:
+        values["flags"] = list(values["flags"])
+    return Setup(**values)
 
 
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:

@@ -139,7 +139,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     counts[table.file] = sum(p.rows for p in parts)
                 else:
                     counts[table.file.removesuffix(".parquet")] = write_parquet(
-                        cur, _table_query(cur, table, snap), table, writer.path(table.file), run)
+                        cur, _table_query(cur, table, snap), table, writer.path(table.file), run=run)
                 hook(table.file)
         finally:
             cur.close()

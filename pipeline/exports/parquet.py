@@ -68,10 +68,11 @@ def _table(batches: list[pa.RecordBatch], raw: pa.Schema, schema: pa.Schema) -> 
 
 
 def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[PublishedTable], target: Path,
-                  run: dict[str, str] | None = None) -> int:
-    """Run ``query`` (already in published names/types) and write it to ``target`` atomically; return the rows.
-    ``run``: the publishing run's ``mode`` and ``as_of``, written into the file's key-value metadata."""
-    reader = cur.sql(query).to_arrow_reader(122_880)
+                  params: list | None = None, run: dict[str, str] | None = None) -> int:
+    """Run ``query`` (already in published names/types; values bound from ``params``) and write it to ``target``
+    atomically; return the rows. ``run``: the publishing run's ``mode`` and ``as_of``, written into the file's
+    key-value metadata."""
+    reader = cur.sql(query, params=params).to_arrow_reader(122_880)
     schema = dictionary_schema(reader.schema, table, run)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
