@@ -250,7 +250,7 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
         table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r), _num(r["vcpus"], 0),
                       _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
                       r["provider"] + (f" ({r['allocation']})" if spot else ""), r["region"] or "-",
-                      str(r["verified_at"])[:10])
+                      _day(r["verified_at"]))
     _show(console, table)
 
 
