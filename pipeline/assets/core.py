@@ -70,9 +70,9 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     report = read_log_report(vramlab.settings.data_dir)
     for number, text in report.torn:
         context.log.warning(f"raw/fetch_log.jsonl line {number} is torn (a crash or a full disk?), skipped: {text!r}")
-    entries = [e for e in report.entries if not e.source.startswith("hub:")]
+    kept = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if not e.source.startswith("hub:")]
     with store(duckdb) as con:
-        new = load_fetch_log(con, entries)
+        new = load_fetch_log(con, [e for e, _ in kept], [n for _, n in kept])
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
         schema = column_schema(con, "fetch_log")
         # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason (#16)

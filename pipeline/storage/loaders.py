@@ -61,16 +61,23 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
                     f"SELECT {select} FROM {name}")
 
 
-def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry]) -> list[FetchLogEntry]:
-    """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
+def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry],
+                   lines: list[int] | None = None) -> list[FetchLogEntry]:
+    """Insert fetch attempts not seen before; return the new ones (what the observation loader parses).
+    ``lines`` are the entries' line numbers in ``fetch_log.jsonl``: stored as ``fetch_seq``, the clock-independent
+    order of fetches (migration 021), and filled in for rows loaded before it."""
     if not entries:
         return []
+    seqs = lines if lines is not None else [None] * len(entries)
     rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {
         "rejected_reasons": e.rejected_reasons, "unmapped": e.unmapped, "ignored": sum(e.ignored.values()),
-        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())]} for e in entries]
-    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS, "drift": pl.List(pl.Utf8)}).select(
+        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())], "fetch_seq": seq}
+        for e, seq in zip(entries, seqs, strict=True)]
+    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS, "drift": pl.List(pl.Utf8),
+                                                 "fetch_seq": pl.Int64}).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",
         "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons", "drift",
+        "fetch_seq",
     ).unique(["source", "started_at"]).with_columns(loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
     with transaction(con):
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
@@ -80,6 +87,9 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
             con.execute("""UPDATE fetch_log SET ignored = i.ignored, ignored_reasons = map_from_entries(i.ignored_reasons)
                            FROM incoming_ignored i WHERE fetch_log.source = i.source
                            AND fetch_log.started_at = i.started_at AND fetch_log.ignored IS NULL""")
+            con.execute("""UPDATE fetch_log SET fetch_seq = i.fetch_seq FROM incoming_ignored i
+                           WHERE fetch_log.source = i.source AND fetch_log.started_at = i.started_at
+                           AND fetch_log.fetch_seq IS NULL AND i.fetch_seq IS NOT NULL""")
     return [e for e in entries if (e.source, e.started_at) not in before]
 
 
@@ -88,7 +98,7 @@ IGNORED_REASONS = pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Int32}))
 FETCH_LOG_COLUMNS = ("source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers",
                      "rejected", "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "loaded_at", "ignored",
                      "map_from_entries(ignored_reasons) AS ignored_reasons",
-                     "CASE WHEN len(drift) > 0 THEN drift END AS drift")
+                     "CASE WHEN len(drift) > 0 THEN drift END AS drift", "fetch_seq")
 
 
 def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime, str]]:
@@ -244,9 +254,11 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
         con.execute("""
             INSERT OR IGNORE INTO price_changes
             SELECT offer_key, prev, price_per_hour_usd, observed_at FROM (
-                SELECT offer_key, observed_at, price_per_hour_usd,
-                       lag(price_per_hour_usd) OVER (PARTITION BY offer_key ORDER BY observed_at) AS prev
-                FROM price_observations)
+                SELECT o.offer_key, o.observed_at, o.price_per_hour_usd,
+                       lag(o.price_per_hour_usd) OVER (PARTITION BY o.offer_key
+                                                       ORDER BY f.fetch_seq NULLS FIRST, o.observed_at) AS prev
+                FROM price_observations o
+                LEFT JOIN fetch_log f ON f.source = o.source AND f.started_at = o.observed_at)
             WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""")
         con.execute("DELETE FROM offers_current")
         facts = ", ".join(f"r.{c}" for c in FACT_COLUMNS)
@@ -256,13 +268,18 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                    price_per_hour_usd, price_per_gpu_hour_usd, unit, fx_date, allocation, availability, first_seen,
                    last_seen, verified_at, removed, stale, previous_price_usd, jump_unconfirmed,
                    {", ".join(FACT_COLUMNS)})
-            WITH ranked AS (
+            WITH sequenced AS (  -- each observation with its fetch's place in fetch_log.jsonl (migration 021)
+                SELECT o.*, f.fetch_seq FROM price_observations o
+                LEFT JOIN fetch_log f ON f.source = o.source AND f.started_at = o.observed_at),
+            ranked AS (
                 SELECT *, row_number() OVER w AS rn, lag(price_per_hour_usd) OVER (PARTITION BY offer_key
-                       ORDER BY observed_at) AS prev_price,
+                       ORDER BY fetch_seq NULLS FIRST, observed_at) AS prev_price,
                        min(observed_at) OVER (PARTITION BY offer_key) AS first_seen,
                        max(observed_at) OVER (PARTITION BY offer_key) AS last_seen
-                FROM price_observations
-                WINDOW w AS (PARTITION BY offer_key ORDER BY observed_at DESC)),
+                FROM sequenced
+                -- the latest fetch first, whatever its clock said; observed_at within one fetch and for rows
+                -- without a number
+                WINDOW w AS (PARTITION BY offer_key ORDER BY fetch_seq DESC NULLS LAST, observed_at DESC)),
             fetches AS (
                 SELECT source,
                        max(started_at) FILTER (WHERE outcome IN ('ok', 'partial')) AS last_ok,
