@@ -101,11 +101,17 @@ FETCH_LOG_COLUMNS = ("source", "provider", "started_at", "finished_at", "outcome
                      "CASE WHEN len(drift) > 0 THEN drift END AS drift", "fetch_seq")
 
 
+#: Hub attempts are in fetch_log too (source ``hub:<repo>``), but are not price sources: no observations, no
+#: per-source freshness (their outcome per model is ``models.last_outcome``)
+HUB_PREFIX = "hub:"
+
+
 def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime, str]]:
     """Successful price fetches whose observations are not loaded yet: (source, started_at, raw_path)."""
     return [tuple(r) for r in con.execute(  # type: ignore[misc]
         "SELECT source, started_at, raw_path FROM fetch_log WHERE loaded_at IS NULL AND raw_path IS NOT NULL "
-        f"AND outcome IN {SUCCESS} ORDER BY started_at").fetchall()]
+        "AND NOT starts_with(source, ?) "
+        f"AND outcome IN {SUCCESS} ORDER BY started_at", [HUB_PREFIX]).fetchall()]
 
 
 class LandingParse(list):
@@ -313,7 +319,7 @@ def source_freshness(con: duckdb.DuckDBPyConnection, as_of: datetime) -> list[di
                max(started_at) FILTER (WHERE outcome IN ('ok', 'partial', 'unchanged')) AS verified_at,
                arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt,
                arg_max(coalesce(drift, []), started_at) AS drift
-        FROM fetch_log GROUP BY source ORDER BY source""").fetchall()
+        FROM fetch_log WHERE NOT starts_with(source, ?) GROUP BY source ORDER BY source""", [HUB_PREFIX]).fetchall()
     out = []
     for source, verified, outcome, attempt, drift in rows:
         age = (as_of - verified).total_seconds() / 3600 if verified else None
