@@ -40,6 +40,7 @@ CREATE TABLE cheapest_setups (
     support_note                    VARCHAR,
     flags                           VARCHAR[],
     fx_stale                        BOOLEAN,            -- converted with an ECB rate > 4 days old
+    availability                    VARCHAR,            -- capacity as the offer's source states it (sql/020)
     decode_tokens_per_s             DOUBLE,
     max_concurrent_requests         INTEGER,
     aggregate_tokens_per_s          DOUBLE,
