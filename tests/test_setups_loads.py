@@ -20,7 +20,7 @@ MODELS = {"llama8": arch("meta-llama__Llama-3.1-8B"), "llama70": arch("meta-llam
 def offer(**kw: object) -> dict:
     base = {"provider": "p", "source": "s", "instance_type": "t", "region": "r1", "gpu_id": "h100", "gpu_count": 1,
             "price_per_hour_usd": 2.0, "allocation": "on_demand", "currency": "USD", "fx_date": None,
-            "verified_at": NOW}
+            "verified_at": NOW, "eligible": True}
     return base | kw
 
 

@@ -60,7 +60,8 @@ def test_two_entries_of_one_repo_never_share_an_object(data: Path, monkeypatch: 
     wl = load_watchlist()
     first = next(e for e in wl.models if not e.spec)
     twin = first.model_copy(update={"id": first.id + "-twin"})
-    monkeypatch.setattr(tracked_module, "load_watchlist", lambda: wl.model_copy(update={"models": [*wl.models, twin]}))
+    monkeypatch.setattr(tracked_module, "load_watchlist",
+                        lambda data_dir=None: wl.model_copy(update={"models": [*wl.models, twin]}))
     found = _by_id(data)
     assert found[twin.id].arch is not None and found[first.id].arch is not None
     assert found[twin.id].arch is not found[first.id].arch

@@ -1,10 +1,11 @@
 """Price history of a published snapshot, per UTC day: the cheapest $/GPU-hour each provider asked for a GPU, read from
 the snapshot's ``price_observations/`` parts (every observation the pipeline kept) as any consumer would.
 
-An observation counts when its offer is eligible (the quality stage's ``eligible`` column of the snapshot's
-``offers_current.parquet``: not quarantined, not a merged duplicate; a snapshot from before that column: not
-``quarantined``), it rents whole GPUs, and its allocation is in the class asked for (on-demand, or spot and
-marketplace prices). An observation of an offer the snapshot no longer lists has no verdict and counts.
+An observation counts when it was eligible when observed (the history's own ``eligible``, stamped by the quality
+stage since issue #24: not quarantined, not a merged duplicate, hourly, whole GPUs; staleness does not apply to the
+past), it rents whole GPUs and its allocation is in the class asked for (on-demand, or spot and marketplace
+prices). An older observation without that stamp is judged by the snapshot's current verdict on its offer (not
+quarantined, not a merged duplicate); one of an offer the snapshot no longer lists counts.
 ``vramlab history`` prints it; the report's price board draws the same days (``pipeline/report/data.py``).
 """
 
@@ -34,8 +35,12 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
     con = duckdb.connect()
     offers = str(snapshot / "offers_current.parquet")
     cols = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [offers]).fetchall()}
-    verdict = ("o.eligible" if "eligible" in cols else
-               "NOT coalesce(o.quarantined, false)" if "quarantined" in cols else "true")
+    stamped = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning = false)",
+                                         [files]).fetchall()}
+    current = " AND ".join([*(["NOT coalesce(o.quarantined, false)"] if "quarantined" in cols else []),
+                            *(["o.duplicate_of IS NULL"] if "duplicate_of" in cols else [])]) or "true"
+    verdict = f"coalesce(h.eligible, o.offer_key IS NULL OR ({current}))" if "eligible" in stamped else \
+        f"(o.offer_key IS NULL OR ({current}))"
     allocations = list(SPOT_LIKE if spot else ON_DEMAND)
     rows = con.execute(f"""
         WITH obs AS (
@@ -45,7 +50,7 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
             LEFT JOIN read_parquet(?) o USING (offer_key)
             WHERE h.gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND NOT coalesce(h.fractional, false)
               AND h.allocation IN (SELECT UNNEST(?::VARCHAR[])) AND h.price_per_gpu_hour_usd > 0
-              AND (o.offer_key IS NULL OR coalesce({verdict}, true))
+              AND {verdict}
               AND (? IS NULL OR lower(h.provider) = lower(?))),
         kept AS (SELECT * FROM obs WHERE ? IS NULL OR day > (SELECT max(day) FROM obs) - ?::INTEGER)
         SELECT day, provider, arg_min(gpu_id, price), min(price), count(*), arg_min(instance_type, price)

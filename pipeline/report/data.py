@@ -55,9 +55,17 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
     gpus = {r["id"]: r for r in pl.read_parquet(path / "gpus.parquet").to_dicts()}
     native = (pl.scan_parquet(path / "sizing.parquet").filter(pl.col("format") == "native")
               .select("model_id", "stored_format").unique("model_id").collect())
-    if "eligible" in offers.columns and not history.is_empty():  # quarantined and merged duplicates: left out
-        rejected = offers.filter(pl.col("eligible") == False)["offer_key"]  # noqa: E712 - polars expression
-        history = history.filter(~pl.col("offer_key").is_in(rejected))
+    if not history.is_empty():  # observations the quality stage rejected (pipeline/exports/price_history.py's rule)
+        verdict = pl.lit(True)
+        if "quarantined" in offers.columns:
+            verdict = verdict & ~pl.col("quarantined").fill_null(False)
+        if "duplicate_of" in offers.columns:
+            verdict = verdict & pl.col("duplicate_of").is_null()
+        rejected = offers.filter(~verdict)["offer_key"]
+        kept = ~pl.col("offer_key").is_in(rejected)
+        if "eligible" in history.columns:  # stamped when observed (issue #24): that verdict, else the current one
+            kept = pl.when(pl.col("eligible").is_null()).then(kept).otherwise(pl.col("eligible"))
+        history = history.filter(kept)
     return Snapshot(path=path, manifest=manifest, index=index, models=models, offers=priced(offers),
                     history=priced(history), gpus=gpus,
                     native_formats=dict(zip(native["model_id"], native["stored_format"], strict=True)))
