@@ -97,8 +97,8 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichC
     for c in contexts:
         over = not next(r for r in totals if r["context"] == c)["withinMaxContext"]
         table.add_column(f"total @{_ctx(c)}{'*' if over else ''}", justify="right")
-    for fmt, weights in report.weights_gib.items():
-        table.add_row(fmt, f"{weights:,.2f}", *(f"{row['byFormat'][fmt]:,.2f}" for row in totals))
+    for fmt, weights in report.weights_gib.items():  # null: a native format we cannot read (warned on stderr)
+        table.add_row(fmt, *("-" if v is None else f"{v:,.2f}" for v in (weights, *(r["byFormat"][fmt] for r in totals))))
     _show(console, table)
     kv = _table(f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
     for col in ("context", "bf16", "fp8"):
