@@ -109,7 +109,7 @@ def gguf_type(mix: str, t: Tensor, ctx: _MixContext) -> str:
     base = GGUF_MIXES[mix]
     if t.role in (Role.NORM, Role.SSM_CONV, Role.ROUTER):
         return "F32"
-    if t.role == Role.VISION:
+    if t.is_tower or t.role == Role.POSITION:  # mmproj file; llama.cpp never quantizes position_embd
         return "F16"
     if ctx.mxfp4_experts and t.is_routed_expert:
         return "MXFP4"

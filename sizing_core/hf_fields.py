@@ -214,6 +214,8 @@ def is_moe_layer(c: Fields, i: int, n: int) -> bool:
         return False
     if c.has("mlp_layer_types"):
         return c.list("mlp_layer_types", n)[i] == "sparse"
+    if c.has("is_moe_layer"):  # EXAONE MoE: one boolean per layer
+        return bool(c.list("is_moe_layer", n)[i])
     if i < c.first_int(*_FIRST_DENSE, default=0, minimum=0):
         return False
     if c.has("moe_layer_end_index") and i > c.int("moe_layer_end_index", minimum=0):
@@ -267,7 +269,7 @@ def read_num_layers(c: Fields) -> int:
 Layers = tuple[list[DecoderLayer], list[DecoderLayer]]  # (decoder layers, MTP layers)
 
 
-def _decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = False, attn_bias: bool | None = None,
+def decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = False, attn_bias: bool | None = None,
              o_bias: bool | None = None, fused_qkv: bool = False, gated: bool = True, mlp_bias: bool | None = None,
              router_bias: bool | None = None, shared_gate: bool = False, norms: int | None = None) -> Layers:
     """The standard decoder: GQA attention (full, sliding or windowed per layer) and a dense or MoE MLP.
@@ -299,8 +301,8 @@ def _decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = Fal
 
 def standard(**switches: Any) -> Callable[[Fields], Layers]:
     """A family that is the standard decoder with some switches fixed by its modelling code."""
-    return lambda c: _decoder(c, **switches)
+    return lambda c: decoder(c, **switches)
 
 
 def generic_layers(c: Fields) -> Layers:
-    return _decoder(c)
+    return decoder(c)

@@ -23,7 +23,7 @@ from sizing_core.formats import (
     mix_context,
 )
 from sizing_core.layers import MoE
-from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, Role
+from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, TOWER_ROLES, Role
 
 GRID_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 _UNQUANTIZED_NATIVE = ("bf16", "fp16", "fp32")
@@ -151,6 +151,7 @@ def _role_in(*roles: Role) -> pl.Expr:
 
 
 _LINEAR = _role_in(*LINEAR_ROLES)
+_F16_ROLES = (*TOWER_ROLES, Role.POSITION)  # towers (mmproj) and position tables: F16 in every GGUF mix
 _ROUTED = _role_in(*EXPERT_ROLES)
 
 
@@ -209,7 +210,7 @@ def _gguf_type(mix: str) -> pl.Expr:
     mxfp4 = pl.col("mx4") & _ROUTED  # experts kept in MXFP4 (formats.GGUF_KEEPS_MXFP4_EXPERTS)
     if mix == "q8_0":
         return pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))\
-            .when(role == Role.VISION.value).then(lit("F16")).when(mxfp4).then(lit("MXFP4")).otherwise(lit("Q8_0"))
+            .when(_role_in(*_F16_ROLES)).then(lit("F16")).when(mxfp4).then(lit("MXFP4")).otherwise(lit("Q8_0"))
     if mix == "q2_k":
         attn_v = pl.when(g4).then(lit("Q4_K")).otherwise(lit("Q3_K"))
     elif mix == "q3_k_m":
@@ -236,7 +237,7 @@ def _gguf_type(mix: str) -> pl.Expr:
     out_not8 = {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(mix, base)
     out_8 = "Q5_K" if mix in ("q2_k", "q3_k_m", "q4_k_m", "iq4_xs") else base
     return (pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))
-            .when(role == Role.VISION.value).then(lit("F16"))
+            .when(_role_in(*_F16_ROLES)).then(lit("F16"))
             .when(mxfp4).then(lit("MXFP4"))
             .when((role == Role.OUTPUT.value) | ((role == Role.TOKEN_EMBD.value) & pl.col("tied"))).then(lit("Q6_K"))
             .when(role == Role.TOKEN_EMBD.value).then(lit(base))

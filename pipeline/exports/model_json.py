@@ -144,8 +144,9 @@ def recommendations(single_fit: dict[str, set[str]], cheapest: list[Setup]) -> d
 
 #: the model file's fields that depend only on the model (revision, Hub facts), the GPU catalog and the code, not
 #: on prices or the run: computed once per model revision and cached across runs (``export_cache``, perf #14)
-STATIC_FIELDS = ("parameters", "activeParameters", "maxContext", "architecture", "weightsGiB", "kvCacheGiBPerRequest",
-                 "recurrentStateGiBPerRequest", "gpusNeeded", "runsWith", "throughput", "fineTuning", "parameterCounts")
+STATIC_FIELDS = ("parameters", "activeParameters", "activeParametersModelCard", "maxContext", "architecture",
+                 "weightsGiB", "kvCacheGiBPerRequest", "recurrentStateGiBPerRequest", "gpusNeeded", "runsWith",
+                 "throughput", "fineTuning", "parameterCounts")
 
 
 def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
@@ -182,6 +183,7 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
     kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
           if r.context in KV_CONTEXTS and r.within_max_context]
     fields = {"parameters": report.parameters, "activeParameters": report.active_parameters,
+              "activeParametersModelCard": report.active_parameters_model_card,
               "maxContext": report.max_context, "architecture": architecture_text(arch),
               "weightsGiB": report.weights_gib, "kvCacheGiBPerRequest": kv,
               "recurrentStateGiBPerRequest": report.recurrent_state_gib_per_request,
