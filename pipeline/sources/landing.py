@@ -214,6 +214,29 @@ def read_log(data_dir: Path) -> list[FetchLogEntry]:
     return read_log_report(data_dir).entries
 
 
+#: how far the newest recorded fetch may lie ahead of this run's clock before the run refuses to go on
+CLOCK_TOLERANCE_SECONDS = 300
+
+
+class ClockBehind(Exception):
+    """This machine's clock is behind what was already recorded: observations would be stored out of order."""
+
+
+def check_clock(data_dir: Path, now: datetime | None = None) -> None:
+    """Refuse a live run whose clock is behind the newest fetch already in the fetch log (by more than
+    :data:`CLOCK_TOLERANCE_SECONDS`): its observations would be stored as older than prices they replace, and
+    its snapshot would become ``latest`` dated in the past. ``VRAMLAB_ALLOW_CLOCK_BEHIND=1`` (``vramlab run
+    --allow-clock-behind``) lets such a run go on."""
+    if os.environ.get("VRAMLAB_ALLOW_CLOCK_BEHIND", "").lower() in ("1", "true", "yes"):
+        return
+    now = now or datetime.now(UTC)
+    newest = max((e.started_at for e in read_log(data_dir)), default=None)
+    if newest is not None and (newest - now).total_seconds() > CLOCK_TOLERANCE_SECONDS:
+        raise ClockBehind(f"this machine's clock ({now:%Y-%m-%d %H:%M:%S} UTC) is behind the newest recorded fetch "
+                          f"({newest:%Y-%m-%d %H:%M:%S} UTC): fix the clock, or run with --allow-clock-behind "
+                          "(VRAMLAB_ALLOW_CLOCK_BEHIND=1)")
+
+
 def _validators_path(data_dir: Path, source: str) -> Path:
     return data_dir / "raw" / source / "validators.json"
 
