@@ -29,7 +29,14 @@ class QuantScheme(Record):
     #: per-module formats (ModelOpt MIXED_PRECISION ``quantized_layers``): (module path, format, group size);
     #: linear weights under none of them stay in the checkpoint dtype.
     per_module: tuple[tuple[str, str, int | None], ...] = ()
+    #: compressed-tensors config_groups: (targets, format, group size) per group; a target is "Linear" (every linear
+    #: layer), a "re:" regular expression or a module name; the first group whose targets match decides
+    targeted: tuple[tuple[tuple[str, ...], str, int | None], ...] = ()
     unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
+    #: the scheme converts every linear layer, the vision/audio towers' too, unless its exclusions name a tower
+    #: (bitsandbytes, compressed-tensors, ModelOpt, FP8); GPTQ/AWQ/MLX quantize the language model only
+    towers: bool = False
+    embeddings: bool = False  # token embeddings and LM head quantized too (MLX's nn.quantize)
 
 
 @record

@@ -131,7 +131,14 @@ def effective_format(arch: Architecture, fmt: str) -> str:
     if fmt != "native":
         return fmt
     native = arch.native.weight_format
-    return {"fp8_block": "fp8", "int4": "awq_int4", "fp32": "bf16"}.get(native, native)
+    return NATIVE_AS_FORMAT.get(native, native)
+
+
+#: A checkpoint's own storage format as the serving format whose kernels run it (#25 added GPTQ of any width,
+#: bitsandbytes, channel-wise FP8 and compressed-tensors' other int layouts).
+NATIVE_AS_FORMAT = {"fp8_block": "fp8", "fp8_channel": "fp8", "int4": "awq_int4", "int4_channel": "awq_int4",
+                    "gptq_int4": "awq_int4", "gptq_int8": "int8", "bnb_int8": "int8", "int8_group": "int8",
+                    "fp32": "bf16"}
 
 
 def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> Support:

@@ -137,8 +137,10 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     dtype = str(text.raw("dtype", text.raw("torch_dtype", top.raw("torch_dtype", top.raw("dtype", "bfloat16")))))
     if dtype.lower() not in DTYPE_BYTES:
         raise ConfigError(model, "torch_dtype", f"unknown dtype {dtype!r}")
-    quant_source = config if "quantization_config" in config else text.data
+    quant_source = config if ("quantization_config" in config or "quantization" in config) else text.data
     scheme = native or _native(model, quant_source, hf_quant, dtype, text.raw("expert_dtype"))
+    if scheme.towers and quant_source is not config and hf_quant is None:
+        scheme = scheme.model_copy(update={"towers": False})  # a text_config's scheme covers the language model
     if scheme.unsupported:
         notes.append(f"native format unknown: {scheme.unsupported}")
     tie = text.raw("tie_word_embeddings", top.raw("tie_word_embeddings", False)) \
