@@ -100,8 +100,8 @@ def cogvlm_layers(c: Fields) -> Layers:
     to every layer: its own fused qkv and dense for image tokens and its own MLP (modelled as a second attention
     copy and two token-routed MLPs, one active per token); the video/caption model (``CogVLMVideoForCausalLM``) has
     none."""
-    archs = c.raw("architectures") or []
-    if "CogVLMForCausalLM" not in archs:
+    archs = c.raw("architectures")
+    if not isinstance(archs, list) or "CogVLMForCausalLM" not in archs:
         return decoder(c)
     n = read_num_layers(c)
     attn = FullAttention(**gqa_kwargs(c, fused_qkv=True, expert_copies=2))

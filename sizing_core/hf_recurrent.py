@@ -53,13 +53,13 @@ def rwkv_layers(version: int):  # type: ignore[no-untyped-def]
 def _mamba(c: Fields, prefix: str = "") -> Mamba:
     """A Mamba (v1) mixer from MambaConfig keys, or Jamba's ``mamba_``-prefixed ones."""
     h = c.int("hidden_size")
-    expand = c.raw(f"{prefix}expand", 2)
-    inner = c.int("intermediate_size") if not prefix and c.has("intermediate_size") else int(expand * h)
+    expand = c.number(f"{prefix}expand", 2)
+    inner = c.int("intermediate_size") if not prefix and c.has("intermediate_size") else max(1, int(expand * h))
     rank = c.raw(f"{prefix}dt_rank", c.raw("time_step_rank", "auto"))
     dtype = _dtype_bytes(c)
     return Mamba(intermediate=inner, state_size=c.int(f"{prefix}d_state" if prefix else "state_size", 16),
                  conv_kernel=c.int(f"{prefix}d_conv" if prefix else "conv_kernel", 4),
-                 dt_rank=math.ceil(h / 16) if rank == "auto" else c.int(f"{prefix}dt_rank" if prefix else "time_step_rank"),
+                 dt_rank=math.ceil(h / 16) if rank == "auto" else c.first_int(f"{prefix}dt_rank", "time_step_rank"),
                  bias=c.bool(f"{prefix}proj_bias" if prefix else "use_bias"),
                  conv_bias=c.bool(f"{prefix}conv_bias" if prefix else "use_conv_bias", True),
                  conv_dtype_bytes=dtype, ssm_dtype_bytes=dtype)
@@ -75,7 +75,7 @@ def mamba2_layers(c: Fields) -> Layers:
     """Mamba-2 (Mamba2Config, Codestral Mamba): one Mamba2 mixer and one RMSNorm per layer, no MLP."""
     h = c.int("hidden_size")
     head_dim = c.int("head_dim", 64)
-    heads = c.int("num_heads", int(c.raw("expand", 2) * h) // head_dim)
+    heads = c.int("num_heads", max(1, int(c.number("expand", 2) * h) // head_dim))
     dtype = _dtype_bytes(c)
     mixer = Mamba2(num_heads=heads, head_dim=head_dim, n_groups=c.int("n_groups", 1), state_size=c.int("state_size", 128),
                    conv_kernel=c.int("conv_kernel", 4), conv_bias=c.bool("use_conv_bias", True),
@@ -88,10 +88,10 @@ def xlstm_layers(c: Fields) -> Layers:
     qk_dim_factor), v of int(hidden x v_dim_factor)), an RMSNorm and a gated FFN of hidden x ffn_proj_factor rounded
     up to ffn_round_up_to_multiple_of."""
     h = c.int("hidden_size")
-    qk = int(h * float(c.raw("qk_dim_factor", 0.5)))
-    v = int(h * float(c.raw("v_dim_factor", 1.0)))
+    qk = max(1, int(h * c.number("qk_dim_factor", 0.5)))
+    v = max(1, int(h * c.number("v_dim_factor", 1.0)))
     multiple = c.int("ffn_round_up_to_multiple_of", 64)
-    ffn = math.ceil(h * float(c.raw("ffn_proj_factor", 2.667)) / multiple) * multiple
+    ffn = math.ceil(h * c.number("ffn_proj_factor", 2.667) / multiple) * multiple
     mixer = MLSTM(num_heads=c.int("num_heads", 8), qk_dim=qk, v_dim=v, bias=c.bool("use_bias"))
     mlp = DenseMLP(intermediate=ffn, bias=c.bool("use_bias"))
     return [DecoderLayer(mixer=mixer, mlp=mlp) for _ in range(read_num_layers(c))], []
@@ -123,7 +123,8 @@ def mllama_text_layers(c: Fields) -> Layers:
     """Mllama's text model: Llama layers, with cross-attention layers at ``cross_attention_layers`` whose keys and
     values come from the image (``_image_tokens`` of them, set from the vision config by the reader)."""
     n = read_num_layers(c)
-    cross = {int(i) for i in c.raw("cross_attention_layers") or []}
+    cross = {i for i in (c.list("cross_attention_layers") if c.has("cross_attention_layers") else [])
+             if isinstance(i, int)}
     kinds = attention_kinds(c, n)
     heads = c.int("num_attention_heads")
     xattn = CrossAttention(num_heads=heads, num_kv_heads=c.int("num_key_value_heads", heads),

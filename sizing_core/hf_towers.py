@@ -17,6 +17,7 @@ norms, biases, gates) is one column, so "more than one column" means "a linear l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,20 @@ NAMED_TOWERS: dict[str, dict[str, Any]] = {
     "molmo-vit": {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 23, "image_size": 336,
                   "patch_size": 14},
 }
+
+
+def _dict(value: Any) -> dict[str, Any]:  # noqa: ANN401 - a config value
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:  # noqa: ANN401 - a config value
+    return value if isinstance(value, list) else []
+
+
+def _ratio(value: Any, default: float) -> float:  # noqa: ANN401 - a config value
+    """A positive finite number (an MLP ratio, a downsample ratio), else ``default``."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 < value < 1e6
+    return float(value) if ok else default
 
 
 class _Tower:
@@ -57,7 +72,10 @@ class _Tower:
         self.other(name, d * (2 if bias else 1), count)
 
 
-def _f(cfg: dict[str, Any], *keys: str, default: int = 0) -> int:
+def _f(cfg: Any, *keys: str, default: int = 0) -> int:  # noqa: ANN401 - a config block, maybe not a dict
+    """The first of ``keys`` that is a positive integer in ``cfg`` (else ``default``): towers read what is there."""
+    if not isinstance(cfg, dict):
+        return default
     for k in keys:
         v = cfg.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
@@ -138,7 +156,7 @@ def qwen_vl(t: _Tower, v: dict[str, Any], text_hidden: int) -> None:
         t.other(f"{p}.patch_embed", conv)
         _vit_blocks(t, f"{p}.blocks", d, inner, n, fused=True, gated=True, ln_bias=False)
     else:
-        inner = d * int(v.get("mlp_ratio", 4)) if isinstance(v.get("mlp_ratio"), int | float) else 4 * d
+        inner = int(d * _ratio(v.get("mlp_ratio"), 4))
         t.other(f"{p}.patch_embed", conv)
         _vit_blocks(t, f"{p}.blocks", d, inner, n, fused=True)
     wide = d * merge * merge
@@ -150,7 +168,7 @@ def qwen_vl(t: _Tower, v: dict[str, Any], text_hidden: int) -> None:
 
     merger(f"{p}.merger", d)
     if qwen3:
-        for k in range(len(v.get("deepstack_visual_indexes") or [])):
+        for k in range(len(_list(v.get("deepstack_visual_indexes")))):
             merger(f"{p}.deepstack_merger_list.{k}", wide)
 
 
@@ -172,9 +190,9 @@ def intern_vit(t: _Tower, v: dict[str, Any], p: str = "vision_model") -> int:
     d, i, n = _f(v, "hidden_size", default=1024), _f(v, "intermediate_size", default=4096), _f(v, "num_hidden_layers", default=24)
     patch, image, ch = _f(v, "patch_size", default=14), _f(v, "image_size", default=448), _f(v, "num_channels", default=3)
     if isinstance(v.get("image_size"), list):
-        image = int(v["image_size"][0])
+        image = _f({"x": (_list(v["image_size"]) or [None])[0]}, "x", default=448)
     if isinstance(v.get("patch_size"), list):
-        patch = int(v["patch_size"][0])
+        patch = _f({"x": (_list(v["patch_size"]) or [None])[0]}, "x", default=14)
     rms = str(v.get("norm_type", "layer_norm")) == "rms_norm"
     qk_norm = bool(v.get("qk_normalization") or v.get("use_qk_norm"))
     t.other(f"{p}.embeddings", d + ch * patch * patch * d + d + ((image // patch) ** 2 + 1) * d)
@@ -198,7 +216,7 @@ def mllama_vision(t: _Tower, v: dict[str, Any], text_hidden: int) -> None:
     n, g = _f(v, "num_hidden_layers", default=32), _f(v, "num_global_layers", default=8)
     patch, image, ch = _f(v, "patch_size", default=14), _f(v, "image_size", default=448), _f(v, "num_channels", default=3)
     tiles = _f(v, "max_num_tiles", default=4)
-    ratios = len(v.get("supported_aspect_ratios") or [[1, 1]] * 8)
+    ratios = len(_list(v.get("supported_aspect_ratios")) or [[1, 1]] * 8)
     patches = (image // patch) ** 2 + 1
     t.other(f"{p}.patch_embedding", ch * patch * patch * d)
     t.other(f"{p}.embeddings", d + patches * d + 1 + (ratios + 1) * tiles * patches * d + 2 * ((ratios + 1) * tiles * d + 1))
@@ -246,20 +264,20 @@ def deepseek_vl2(t: _Tower, top: dict[str, Any], text_hidden: int) -> list[str]:
     """DeepSeek-VL2 (timm SigLIP: width / layers / mlp_ratio, no head) with its downsample MLP projector and
     DeepSeek-OCR-2 (``deepencoderv2``: SAM ViT-B with neck and two downsampling convs, then a Qwen2-0.5B decoder
     stack as encoder) with its linear projector. Returns notes."""
-    v, proj = top.get("vision_config") or {}, top.get("projector_config") or {}
+    v, proj = _dict(top.get("vision_config")), _dict(top.get("projector_config"))
     width = v.get("width")
     notes = []
     if isinstance(width, dict):  # DeepSeek-OCR-2
-        sam = width.get("sam_vit_b") or {}
+        sam = _dict(width.get("sam_vit_b"))
         d, n = _f(sam, "width", default=768), _f(sam, "layers", default=12)
-        glob = len(sam.get("global_attn_indexes") or [])
+        glob = len(_list(sam.get("global_attn_indexes")))
         image, patch = _f(v, "image_size", default=1024), 16
         side = image // patch
         t.other("vision.sam.patch_embed", 3 * patch * patch * d + d + side * side * d)
         _vit_blocks(t, "vision.sam.blocks", d, 4 * d, n, fused=True)
         t.other("vision.sam.rel_pos", 2 * 64 * ((n - glob) * (2 * 14 - 1) + glob * (2 * side - 1)))
         t.other("vision.sam.neck", d * 256 + 512 + 256 * 256 * 9 + 512)
-        down = [int(c) for c in sam.get("downsample_channels") or [512, 1024]]
+        down = [_f({"c": c}, "c", default=512) for c in _list(sam.get("downsample_channels")) or [512, 1024]]
         prev = 256
         for c in down:
             t.other(f"vision.sam.net_{c}", prev * c * 9)
@@ -271,7 +289,7 @@ def deepseek_vl2(t: _Tower, top: dict[str, Any], text_hidden: int) -> list[str]:
         t.linear("projector.layers", _f(proj, "n_embed", default=text_hidden), _f(proj, "input_dim", default=896))
         return notes
     d = _f(v, "width", default=1152)
-    inner = int(d * float(v.get("mlp_ratio", 3.7362)))
+    inner = int(d * _ratio(v.get("mlp_ratio"), 3.7362))
     patch, image = _f(v, "patch_size", default=14), _f(v, "image_size", default=384)
     t.other("vision.patch_embed", 3 * patch * patch * d + d + (image // patch) ** 2 * d)
     _vit_blocks(t, "vision.blocks", d, inner, _f(v, "layers", default=27), fused=True)
@@ -378,7 +396,7 @@ def tower_tensors(top: Fields, text: Fields, model_type: str) -> tuple[list[Tens
         kind = str(v.get("model_type"))
         if outer == "internvl_chat" or kind in ("intern_vit_6b", "internvl_vision"):
             width = intern_vit(t, v, "vision_model")
-            scale = round(1 / float(cfg.get("downsample_ratio", 0.5))) ** 2
+            scale = max(1, round(1 / _ratio(cfg.get("downsample_ratio"), 0.5))) ** 2
             t.norm("mlp1.0", width * scale)
             t.linear("mlp1.1", hidden, width * scale)
             t.linear("mlp1.3", hidden, hidden)
@@ -404,7 +422,7 @@ def tower_tensors(top: Fields, text: Fields, model_type: str) -> tuple[list[Tens
     elif isinstance(cfg.get("vision_tower_cfg"), dict):  # VILA (llava_llama): SigLIP + mlp_downsample
         vt = cfg["vision_tower_cfg"]
         width = (siglip if "siglip" in str(vt.get("model_type")) else clip)(t, vt)
-        kind = str((cfg.get("mm_projector_cfg") or {}).get("mm_projector_type", "mlp2x_gelu"))
+        kind = str(_dict(cfg.get("mm_projector_cfg")).get("mm_projector_type", "mlp2x_gelu"))
         if kind == "mlp_downsample":
             t.norm("mm_projector.layers.1", 4 * width)
             t.linear("mm_projector.layers.2", hidden, 4 * width)

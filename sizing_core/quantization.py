@@ -17,6 +17,16 @@ from .errors import ConfigError
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16"}
 
 
+def _names(model: str, q: dict[str, Any], key: str, where: str = "quantization_config") -> tuple[str, ...]:
+    """A list of module names or patterns (``ignore``, ``modules_to_not_convert``, ...), checked."""
+    value = q.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(model, f"{where}.{key}", "must be a list of module names")
+    return tuple(value)
+
+
 def unquantized_scheme(dtype: str | None) -> QuantScheme:
     fmt = _TORCH_DTYPES.get((dtype or "bfloat16").lower(), "bf16")
     return QuantScheme(source="torch_dtype", weight_format=fmt)
@@ -55,14 +65,14 @@ def _mixed_precision(model: str, q: dict[str, Any], source: str, kv: str | None)
     formats = {fmt for _, fmt, _ in per_module if fmt != "bf16"}
     main = max(formats, key=lambda f: sum(1 for _, g, _ in per_module if g == f)) if formats else "bf16"
     return QuantScheme(source=source, weight_format="mixed", expert_format=None, per_module=tuple(per_module),
-                       exclude=tuple(q.get("exclude_modules") or ()), kv_cache_dtype=kv and kv.lower(),
+                       exclude=_names(model, q, "exclude_modules", "quantization"), kv_cache_dtype=kv and kv.lower(),
                        group_size=_DEFAULT_GROUP.get(main))
 
 
 def _modelopt(model: str, q: dict[str, Any], source: str) -> QuantScheme:
     algo = str(q.get("quant_algo", "")).upper()
-    kv = q.get("kv_cache_quant_algo")
-    exclude = tuple(q.get("exclude_modules") or ())
+    kv = q.get("kv_cache_quant_algo") if isinstance(q.get("kv_cache_quant_algo"), str) else None
+    exclude = _names(model, q, "exclude_modules", "quantization")
     towers = not _keeps_towers(exclude)  # ModelOpt converts every linear layer outside exclude_modules
     if algo == "FP8":
         return QuantScheme(source=source, weight_format="fp8", exclude=exclude, kv_cache_dtype=kv and kv.lower(),
@@ -121,7 +131,7 @@ def _compressed_tensors(model: str, qc: dict[str, Any]) -> QuantScheme:
         fmt, size = _ct_format(model, group["weights"], f"quantization_config.config_groups.{name}.weights")
         targets = tuple(str(t) for t in (group.get("targets") or ["Linear"]))
         targeted.append((targets, fmt, size))
-    exclude = tuple(str(p) for p in qc.get("ignore") or ())
+    exclude = _names(model, qc, "ignore")
     main = targeted[0]
     return QuantScheme(source="quantization_config", weight_format=main[1] if len(targeted) == 1 else "mixed",
                        group_size=main[2], exclude=exclude, targeted=tuple(targeted) if len(targeted) > 1 else (),
@@ -132,7 +142,7 @@ def _bitsandbytes(model: str, qc: dict[str, Any]) -> QuantScheme:
     """bitsandbytes: 4-bit NF4/FP4 in blocks of 64 with a float32 absmax (double quantization: an 8-bit absmax and
     a float32 per 256 of them), or LLM.int8 (int8 and a float32 scale per output row). Every linear layer but
     ``llm_int8_skip_modules`` (and the LM head) is converted, a vision tower's too."""
-    exclude = tuple(str(m) for m in qc.get("llm_int8_skip_modules") or ())
+    exclude = _names(model, qc, "llm_int8_skip_modules")
     if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
         kind = str(qc.get("bnb_4bit_quant_type", "fp4")).lower()
         if kind not in ("nf4", "fp4"):
@@ -179,17 +189,21 @@ def native_scheme(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     method = str(qc.get("quant_method", "")).lower()
     if method == "fp8":
         block = qc.get("weight_block_size")
-        exclude = tuple(qc.get("modules_to_not_convert") or ())
+        if block is not None and (not isinstance(block, list) or len(block) != 2
+                                  or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+            raise ConfigError(model, "quantization_config.weight_block_size", f"must be two positive integers, "
+                                                                             f"got {block!r}")
+        exclude = _names(model, qc, "modules_to_not_convert")
         return QuantScheme(
             source="quantization_config",
             weight_format="fp8_block" if block else "fp8",
-            expert_format="mxfp4" if (expert_dtype or "").lower() == "fp4" else None,
+            expert_format="mxfp4" if str(expert_dtype or "").lower() == "fp4" else None,
             block_size=tuple(block) if block else None,
             exclude=exclude, towers=not _keeps_towers(exclude),
         )
     if method == "mxfp4":
         return QuantScheme(source="quantization_config", weight_format="mxfp4", group_size=32,
-                           exclude=tuple(qc.get("modules_to_not_convert") or ()), experts_only=True)
+                           exclude=_names(model, qc, "modules_to_not_convert"), experts_only=True)
     if method == "compressed-tensors":
         return _compressed_tensors(model, qc)
     if method == "modelopt":
@@ -201,20 +215,20 @@ def native_scheme(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     if method == "awq":
         bits = _bits(model, qc, "bits", (4,))
         return QuantScheme(source="quantization_config", weight_format=f"awq_int{bits}", group_size=_group(qc),
-                           exclude=tuple(qc.get("modules_to_not_convert") or ()))
+                           exclude=_names(model, qc, "modules_to_not_convert"))
     if method == "gptq":  # GPTQ 2/3/4/8-bit: packed weights, a scale and zero per group, g_idx per input channel
         bits = _bits(model, qc, "bits", (2, 3, 4, 8))
         return QuantScheme(source="quantization_config", weight_format=f"gptq_int{bits}", group_size=_group(qc),
-                           exclude=tuple(qc.get("modules_to_not_convert") or ()))
+                           exclude=_names(model, qc, "modules_to_not_convert"))
     if method == "bitsandbytes":
         return _bitsandbytes(model, qc)
     if method == "fbgemm_fp8":  # FP8 weights with a float32 scale per output row; modules_to_not_convert stay BF16
-        exclude = tuple(qc.get("modules_to_not_convert") or ())
+        exclude = _names(model, qc, "modules_to_not_convert")
         return QuantScheme(source="quantization_config", weight_format="fp8_channel", exclude=exclude,
                            towers=not _keeps_towers(exclude))
     if method == "eetq":  # int8 weight-only with a scale per output row
         return QuantScheme(source="quantization_config", weight_format="int8",
-                           exclude=tuple(qc.get("modules_to_not_convert") or ()))
+                           exclude=_names(model, qc, "modules_to_not_convert"))
     if not method and isinstance(qc.get("bits"), int) and "group_size" in qc:  # MLX: no quant_method
         bits = _bits(model, qc, "bits", (2, 3, 4, 5, 6, 8))
         return QuantScheme(source="quantization_config", weight_format=f"mlx_int{bits}", group_size=_group(qc) or 64,
