@@ -73,8 +73,11 @@ def _describe(kind: str, m: Any, n: int) -> str:  # noqa: ANN401 - any mixer kin
         return f"chunked attention {m.chunk} on {n}"
     names = {"compressed_sparse_attention": "compressed sparse attention", "kimi_delta_attention":
              "Kimi Delta Attention", "gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba2",
-             "linear": "linear replacements", "none": "MLP-only"}
-    return f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention" else f"{n} {names[kind]}"
+             "linear": "linear replacements", "none": "MLP-only", "rwkv": "RWKV time-mix", "mamba": "Mamba",
+             "mlstm": "mLSTM", "cross_attention": "cross-attention", "short_conv": "short convolution",
+             "linear_attention": "linear attention", "parallel_hybrid": "attention + Mamba2"}
+    return (f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention"
+            else f"{n} {names.get(kind, kind)}")
 
 
 def released_date(listed: str | None, hub_created_at: str | None) -> str | None:
