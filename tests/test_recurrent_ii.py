@@ -1,5 +1,5 @@
 """Models without attention (issue #25): RWKV-4, Mamba-2 only, xLSTM, and Jamba's Mamba layers; parameters and the
-constant state per sequence derived by hand. The configs are constructed with public models' shapes
+constant state per sequence derived by hand. Also a Whisper-style audio tower (its own config, counted apart). The configs are constructed with public models' shapes
 (RWKV/rwkv-4-169m-pile, mistralai/Mamba-Codestral-7B-v0.1, NX-AI/xLSTM-7b, ai21labs/Jamba-v0.1) in their
 config classes' key names (transformers v4.57.1); the genuine RWKV-5 and Mamba configs are in test_configs_ii.py."""
 
@@ -60,3 +60,23 @@ def test_jamba_layers() -> None:
     assert report.kv_cache_bytes_per_token["bf16"] == 4 * 8 * 128 * 2 * 2  # attention on layers 4, 12, 20, 28
     # 28 Mamba layers: conv (4 - 1) x 8192 and SSM 8192 x 16, BF16
     assert report.recurrent_state_bytes_per_request == 28 * (3 * 8192 + 8192 * 16) * 2
+
+
+def test_whisper_style_audio_tower() -> None:
+    """Constructed Qwen2-Audio-shaped config (qwen2_audio: text_config + audio_config with Whisper-large-v3's
+    encoder shapes): the audio encoder is counted from its own config, reported as audio, included in total."""
+    d, layers, ffn, mel, text_h = 1280, 32, 5120, 128, 4096
+    config = {"model_type": "qwen2_audio",
+              "audio_config": {"model_type": "qwen2_audio_encoder", "d_model": d, "encoder_layers": layers,
+                               "encoder_attention_heads": 20, "encoder_ffn_dim": ffn, "num_mel_bins": mel,
+                               "max_source_positions": 1500},
+              "text_config": {"model_type": "qwen2", "hidden_size": text_h, "intermediate_size": 11008,
+                              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+                              "vocab_size": 156032}}
+    counts = size_model(parse_config("qwen2-audio", config)).parameter_counts
+    # two conv1d (kernel 3, biases), 1500 positions; per layer q/v/o with bias, k without, fc1/fc2, two LayerNorms;
+    # a final LayerNorm; the projector into the text width
+    layer = 3 * (d * d + d) + d * d + (ffn * d + ffn) + (d * ffn + d) + 4 * d
+    encoder = mel * d * 3 + d + d * d * 3 + d + 1500 * d + layers * layer + 2 * d
+    assert counts.audio == encoder + (d * text_h + text_h) and counts.vision == 0
+    assert counts.total > counts.audio + 7e9
