@@ -15,11 +15,13 @@ from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
 from pipeline.sources.huggingface import HubModel, HubState, load_watchlist
-from pipeline.sources.landing import read_log, read_log_report
+from pipeline.sources.landing import read_log_report
 from pipeline.storage.checkpoints import load_checkpoint_headers
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import (
+    FACT_COLUMNS,
     PRICE_CEILING,
+    QUALITY_COLUMNS,
     STALE_AFTER,
     UNMAPPED_CEILING,
     load_fetch_log,
@@ -41,7 +43,8 @@ __all__ = ["PRICE_CEILING", "UNMAPPED_CEILING"]  # defined with the loader that 
 OBS_COLUMNS = ["offer_key", "observed_hour", "observed_at", "source", "provider", "instance_type", "region", "zone",
                "gpu_name", "gpu_id", "gpu_count", "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency",
                "price_per_hour", "price_per_gpu_hour", "price_per_hour_usd", "price_per_gpu_hour_usd", "unit",
-               "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256"]
+               "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256",
+               *FACT_COLUMNS, *QUALITY_COLUMNS]
 
 
 def code_version() -> str:
@@ -67,9 +70,9 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     report = read_log_report(vramlab.settings.data_dir)
     for number, text in report.torn:
         context.log.warning(f"raw/fetch_log.jsonl line {number} is torn (a crash or a full disk?), skipped: {text!r}")
-    entries = [e for e in report.entries if not e.source.startswith("hub:")]
-    with store(duckdb) as con:
-        new = load_fetch_log(con, entries)
+    kept = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if not e.source.startswith("hub:")]
+    with store(duckdb) as con:  # the price sources' attempts (the Hub's are loaded by core__models, after its step)
+        new = load_fetch_log(con, [e for e, _ in kept], [n for _, n in kept])
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
         schema = column_schema(con, "fetch_log")
         # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason (#16)
@@ -85,7 +88,7 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
           deps=[core__fetch_log], tags={"vramlab/layer": "core"},
           description="Append-only price observations, one per offer per hour, parsed from the landed payloads.",
           check_specs=[dg.AssetCheckSpec(n, asset="core__price_observations", blocking=True, description=d) for n, d in (
-              ("schema", "columns are exactly those of sql/001_prices.sql"),
+              ("schema", "columns are exactly those of sql/001_prices.sql, 006 and 020"),
               ("non_empty", "at least one observation"),
               ("prices_sane", "prices loaded by this run are > 0 and below a per-GPU-kind ceiling per GPU-hour "
                               "(implausible ones are quarantined at load, so history never blocks a run)"),
@@ -163,7 +166,11 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
                                 description="offers whose price moved >5x since the previous observation "
                                             "(kept, excluded from cheapest setups until confirmed)"),
               dg.AssetCheckSpec("source_staleness", asset="core__offers_current", blocking=False,
-                                description="per source: last verification older than 2 h warns, 24 h fails")])
+                                description="per source: last verification older than 2 h warns, 24 h fails"),
+              dg.AssetCheckSpec("source_drift", asset="core__offers_current", blocking=False,
+                                description="no source's last live fetch tripped a drift canary (unknown shape, new "
+                                            "enum values, >50% fewer offers); a degraded source keeps its last "
+                                            "good offers, which turn stale")])
 def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                          duckdb: DuckDBResource) -> dg.MaterializeResult:
     as_of = vramlab.as_of()
@@ -190,6 +197,7 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
     removed = sorted(set(before) - set(after))
     old = [f for f in freshness if f["age_hours"] is None or f["age_hours"] > 24]
     warn = [f for f in freshness if f["stale"]]
+    degraded = [f for f in freshness if f["degraded"]]
     provenance = {"code_version": code_version(), "as_of": as_of.isoformat(), "mode": "live" if vramlab.live else
                   "replay", "source_sha256": fingerprints}
     checks = [
@@ -199,6 +207,9 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                f"{len(warn)} sources older than 2 h, {len(old)} older than 24 h",
                severity=dg.AssetCheckSeverity.ERROR if old else dg.AssetCheckSeverity.WARN,
                stale_sources=dg.MetadataValue.json([f["source"] for f in warn])),
+        _check("source_drift", "core__offers_current", not degraded, f"{len(degraded)} sources degraded",
+               severity=dg.AssetCheckSeverity.WARN, degraded=dg.MetadataValue.json(
+                   {f["source"]: f["drift"] for f in degraded})),
     ]
     context.log.info(f"offers: {counts}; new {len(new)}, changed {len(changed)}, removed {len(removed)}")
     return dg.MaterializeResult(
@@ -207,9 +218,10 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                   "unconfirmed_jumps": counts["jumps"], "as_of": dg.MetadataValue.timestamp(as_of),
                   "source_outcomes": table(
                       [("source", "string"), ("last_outcome", "string"), ("verified_at", "string"),
-                       ("age_hours", "float"), ("stale", "bool")],
+                       ("age_hours", "float"), ("stale", "bool"), ("degraded", "bool"), ("drift", "string")],
                       [(f["source"], f["last_outcome"], f["verified_at"],
-                        None if f["age_hours"] is None else round(f["age_hours"], 1), bool(f["stale"]))
+                        None if f["age_hours"] is None else round(f["age_hours"], 1), bool(f["stale"]),
+                        bool(f["degraded"]), "; ".join(f["drift"])[:500])
                        for f in freshness]),
                   # before the quality stage: may name offers core__offer_quality quarantines or merges as
                   # duplicates; the rentable cheapest per GPU (what `vramlab gpus` lists) is core__offer_quality's
@@ -242,11 +254,15 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
     s = vramlab.settings
     state = HubState(s.data_dir)
     watchlist = load_watchlist()
-    last_log = {e.source: e for e in read_log(s.data_dir) if e.source.startswith("hub:")}
+    report = read_log_report(s.data_dir)
+    hub = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if e.source.startswith("hub:")]
+    last_log = {e.source: e for e, _ in hub}
     results = [(entry, last_log.get(f"hub:{entry.repo}"), None if entry.spec else state.latest(entry.repo))
                for entry in watchlist.models]
     revisions = [HubModel.model_validate_json(p.read_text()) for p in sorted((state.root / "models").glob("*/*.json"))]
     with store(duckdb) as con:
+        # every Hub attempt in DuckDB's fetch_log too (source hub:<repo>): a failed one is not only in the file
+        load_fetch_log(con, [e for e, _ in hub], [n for _, n in hub])
         counts = load_models(con, results, revisions, datetime.now(UTC))
         counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision (sizing #11)
         present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}

@@ -61,16 +61,23 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
                     f"SELECT {select} FROM {name}")
 
 
-def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry]) -> list[FetchLogEntry]:
-    """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
+def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry],
+                   lines: list[int] | None = None) -> list[FetchLogEntry]:
+    """Insert fetch attempts not seen before; return the new ones (what the observation loader parses).
+    ``lines`` are the entries' line numbers in ``fetch_log.jsonl``: stored as ``fetch_seq``, the clock-independent
+    order of fetches (migration 021), and filled in for rows loaded before it."""
     if not entries:
         return []
+    seqs = lines if lines is not None else [None] * len(entries)
     rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {
         "rejected_reasons": e.rejected_reasons, "unmapped": e.unmapped, "ignored": sum(e.ignored.values()),
-        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())]} for e in entries]
-    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS}).select(
+        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())], "fetch_seq": seq}
+        for e, seq in zip(entries, seqs, strict=True)]
+    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS, "drift": pl.List(pl.Utf8),
+                                                 "fetch_seq": pl.Int64}).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",
-        "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons",
+        "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons", "drift",
+        "fetch_seq",
     ).unique(["source", "started_at"]).with_columns(loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
     with transaction(con):
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
@@ -80,6 +87,9 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
             con.execute("""UPDATE fetch_log SET ignored = i.ignored, ignored_reasons = map_from_entries(i.ignored_reasons)
                            FROM incoming_ignored i WHERE fetch_log.source = i.source
                            AND fetch_log.started_at = i.started_at AND fetch_log.ignored IS NULL""")
+            con.execute("""UPDATE fetch_log SET fetch_seq = i.fetch_seq FROM incoming_ignored i
+                           WHERE fetch_log.source = i.source AND fetch_log.started_at = i.started_at
+                           AND fetch_log.fetch_seq IS NULL AND i.fetch_seq IS NOT NULL""")
     return [e for e in entries if (e.source, e.started_at) not in before]
 
 
@@ -87,14 +97,21 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
 IGNORED_REASONS = pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Int32}))
 FETCH_LOG_COLUMNS = ("source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers",
                      "rejected", "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "loaded_at", "ignored",
-                     "map_from_entries(ignored_reasons) AS ignored_reasons")
+                     "map_from_entries(ignored_reasons) AS ignored_reasons",
+                     "CASE WHEN len(drift) > 0 THEN drift END AS drift", "fetch_seq")
+
+
+#: Hub attempts are in fetch_log too (source ``hub:<repo>``), but are not price sources: no observations, no
+#: per-source freshness (their outcome per model is ``models.last_outcome``)
+HUB_PREFIX = "hub:"
 
 
 def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime, str]]:
     """Successful price fetches whose observations are not loaded yet: (source, started_at, raw_path)."""
     return [tuple(r) for r in con.execute(  # type: ignore[misc]
         "SELECT source, started_at, raw_path FROM fetch_log WHERE loaded_at IS NULL AND raw_path IS NOT NULL "
-        f"AND outcome IN {SUCCESS} ORDER BY started_at").fetchall()]
+        "AND NOT starts_with(source, ?) "
+        f"AND outcome IN {SUCCESS} ORDER BY started_at", [HUB_PREFIX]).fetchall()]
 
 
 class LandingParse(list):
@@ -150,7 +167,12 @@ def request_reparse(con: duckdb.DuckDBPyConnection, source: str) -> int:
 _OBS_COLUMNS = ("offer_key", "observed_hour", "observed_at", "source", "provider", "instance_type", "region", "zone",
                 "gpu_name", "gpu_id", "gpu_count", "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency",
                 "price_per_hour", "price_per_gpu_hour", "price_per_hour_usd", "price_per_gpu_hour_usd", "unit",
-                "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256")
+                "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256",
+                *(FACT_COLUMNS := ("gpu_share", "gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
+                                   "cluster_fabric", "cluster_gbps", "interconnect_source", "availability_status",
+                                   "available_count")))
+#: price_observations' quality verdict (sql/020), stamped by the offer-quality stage, NULL when loaded
+QUALITY_COLUMNS = ("quarantined", "quality_reasons", "eligible")
 
 
 #: $/GPU-hour above which a price is not believable for that kind of GPU (a 100x unit mistake lands far above)
@@ -238,20 +260,32 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
         con.execute("""
             INSERT OR IGNORE INTO price_changes
             SELECT offer_key, prev, price_per_hour_usd, observed_at FROM (
-                SELECT offer_key, observed_at, price_per_hour_usd,
-                       lag(price_per_hour_usd) OVER (PARTITION BY offer_key ORDER BY observed_at) AS prev
-                FROM price_observations)
+                SELECT o.offer_key, o.observed_at, o.price_per_hour_usd,
+                       lag(o.price_per_hour_usd) OVER (PARTITION BY o.offer_key
+                                                       ORDER BY f.fetch_seq NULLS FIRST, o.observed_at) AS prev
+                FROM price_observations o
+                LEFT JOIN fetch_log f ON f.source = o.source AND f.started_at = o.observed_at)
             WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""")
         con.execute("DELETE FROM offers_current")
-        con.execute("""
-            INSERT INTO offers_current
-            WITH ranked AS (
+        facts = ", ".join(f"r.{c}" for c in FACT_COLUMNS)
+        con.execute(f"""
+            INSERT INTO offers_current (offer_key, source, provider, instance_type, region, zone, gpu_name, gpu_id,
+                   gpu_count, fractional, gpu_memory_gb, vcpus, ram_gb, currency, price_per_hour, price_per_gpu_hour,
+                   price_per_hour_usd, price_per_gpu_hour_usd, unit, fx_date, allocation, availability, first_seen,
+                   last_seen, verified_at, removed, stale, previous_price_usd, jump_unconfirmed,
+                   {", ".join(FACT_COLUMNS)})
+            WITH sequenced AS (  -- each observation with its fetch's place in fetch_log.jsonl (migration 021)
+                SELECT o.*, f.fetch_seq FROM price_observations o
+                LEFT JOIN fetch_log f ON f.source = o.source AND f.started_at = o.observed_at),
+            ranked AS (
                 SELECT *, row_number() OVER w AS rn, lag(price_per_hour_usd) OVER (PARTITION BY offer_key
-                       ORDER BY observed_at) AS prev_price,
+                       ORDER BY fetch_seq NULLS FIRST, observed_at) AS prev_price,
                        min(observed_at) OVER (PARTITION BY offer_key) AS first_seen,
                        max(observed_at) OVER (PARTITION BY offer_key) AS last_seen
-                FROM price_observations
-                WINDOW w AS (PARTITION BY offer_key ORDER BY observed_at DESC)),
+                FROM sequenced
+                -- the latest fetch first, whatever its clock said; observed_at within one fetch and for rows
+                -- without a number
+                WINDOW w AS (PARTITION BY offer_key ORDER BY fetch_seq DESC NULLS LAST, observed_at DESC)),
             fetches AS (
                 SELECT source,
                        max(started_at) FILTER (WHERE outcome IN ('ok', 'partial')) AS last_ok,
@@ -267,7 +301,8 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                    coalesce(date_trunc('hour', r.last_seen) < date_trunc('hour', f.last_ok), false) AS removed,
                    false AS stale,
                    r.prev_price,
-                   coalesce(r.price_per_hour_usd > ? * r.prev_price OR r.prev_price > ? * r.price_per_hour_usd, false)
+                   coalesce(r.price_per_hour_usd > ? * r.prev_price OR r.prev_price > ? * r.price_per_hour_usd, false),
+                   {facts}
             FROM ranked r LEFT JOIN fetches f USING (source)
             WHERE r.rn = 1""", [JUMP_FACTOR, JUMP_FACTOR])
         con.execute("UPDATE offers_current SET stale = verified_at < ?", [as_of - STALE_AFTER])
@@ -277,17 +312,20 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
 
 
 def source_freshness(con: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
-    """Per source: the last successful fetch (its verification time), the last outcome, and its age."""
+    """Per source: the last successful fetch (its verification time), the last outcome, its age, and whether the
+    last attempt was ``degraded`` by a drift canary (with what changed)."""
     rows = con.execute("""
         SELECT source,
                max(started_at) FILTER (WHERE outcome IN ('ok', 'partial', 'unchanged')) AS verified_at,
-               arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt
-        FROM fetch_log GROUP BY source ORDER BY source""").fetchall()
+               arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt,
+               arg_max(coalesce(drift, []), started_at) AS drift
+        FROM fetch_log WHERE NOT starts_with(source, ?) GROUP BY source ORDER BY source""", [HUB_PREFIX]).fetchall()
     out = []
-    for source, verified, outcome, attempt in rows:
+    for source, verified, outcome, attempt, drift in rows:
         age = (as_of - verified).total_seconds() / 3600 if verified else None
         out.append({"source": source, "verified_at": verified, "last_outcome": outcome, "last_attempt": attempt,
-                    "age_hours": age, "stale": age is None or age > STALE_AFTER.total_seconds() / 3600})
+                    "age_hours": age, "stale": age is None or age > STALE_AFTER.total_seconds() / 3600,
+                    "degraded": outcome == "degraded", "drift": list(drift or []) if outcome == "degraded" else []})
     return out
 
 
