@@ -14,7 +14,7 @@ from typing import Any
 
 from .architecture import Architecture, DeclaredParameters, QuantScheme
 from .errors import ConfigError
-from .hf_defaults import extra_tensors, family_data, final_norm_vectors, normalise
+from .hf_defaults import embedding_dim, extra_tensors, family_data, final_norm_vectors, normalise
 from .hf_families import gemma3n_extra_parameters, structural_builder
 from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
 from .hf_fields import (
@@ -154,6 +154,7 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
         model=model, model_type=str(model_type), hidden_size=hidden, vocab_size=text.int("vocab_size"),
         tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), tower_tensors=tuple(towers),
         extra_parameters=extra, extra_tensors=tuple(extra_tensors(text, model_type)),
-        final_norm_vectors=final_norm_vectors(model_type), max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
+        final_norm_vectors=final_norm_vectors(text, model_type), embedding_dim=embedding_dim(text, model_type),
+        max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
         native=scheme, declared=declared, architecture_source=source, notes=tuple(notes),
     )

@@ -169,8 +169,12 @@ def layer_norm_vectors(model_type: str, norms_per_layer: int) -> int | None:
     return norms_per_layer * _NORM_VECTORS[kind or "rms"]
 
 
-def final_norm_vectors(model_type: str) -> int:
-    return _NORM_VECTORS[family_data(model_type).get("norm") or "rms"]
+def final_norm_vectors(c: Fields, model_type: str) -> int:
+    """Hidden-size vectors of the final norm; none where a switch removes it (OPT without do_layer_norm_before)."""
+    entry = family_data(model_type)
+    if entry.get("final_norm_key") and not c.bool(entry["final_norm_key"], True):
+        return 0
+    return _NORM_VECTORS[entry.get("norm") or "rms"]
 
 
 def extra_tensors(c: Fields, model_type: str) -> list[Tensor]:
@@ -188,9 +192,20 @@ def extra_tensors(c: Fields, model_type: str) -> list[Tensor]:
         out.append(vector("lm_head", "bias", c.int("vocab_size"), None))
     if entry.get("ln0"):  # RWKV: a LayerNorm on the embeddings before the first block
         out.append(vector("model", "ln0", 2 * h, None))
+    e = embedding_dim(c, model_type)
+    if e is not None:  # OPT-350m: embeddings of word_embed_proj_dim, projected in and out of the decoder width
+        out += [Tensor("model.project_in", Role.ATTN_OTHER, h, e), Tensor("model.project_out", Role.ATTN_OTHER, e, h)]
     if entry.get("extra_embedding_rows"):  # Molmo's new_embedding, Mllama's image tokens: rows beyond vocab_size
         out.append(Tensor("model.embed_tokens_extra", Role.TOKEN_EMBD, int(entry["extra_embedding_rows"]), h))
     return out
+
+
+def embedding_dim(c: Fields, model_type: str) -> int | None:
+    """The token embeddings' width when a family lets it differ from hidden_size (OPT's word_embed_proj_dim)."""
+    key = family_data(model_type).get("embedding_dim_key")
+    if not key or not c.has(key) or c.int(key) == c.int("hidden_size"):
+        return None
+    return c.int(key)
 
 
 def structure(model_type: str) -> str:

@@ -202,3 +202,16 @@ def test_a_broken_config_is_one_config_error() -> None:
     del data["n_embd"]
     with pytest.raises(ConfigError, match="hidden_size"):
         parse_config("gpt2-broken", data)
+
+
+def test_opt_350m_embeddings_narrower_than_the_decoder() -> None:
+    """Constructed with facebook/opt-350m's shape (OPTConfig keys): embeddings of word_embed_proj_dim 512 projected
+    in and out of the 1,024-wide decoder, learned positions of 2,048 + 2, post-LayerNorm (no final LayerNorm when
+    do_layer_norm_before is false), biases everywhere, tied LM head."""
+    h, e, ffn, layers, vocab = 1024, 512, 4096, 24, 50272
+    config = {"model_type": "opt", "hidden_size": h, "ffn_dim": ffn, "num_hidden_layers": layers,
+              "num_attention_heads": 16, "max_position_embeddings": 2048, "vocab_size": vocab,
+              "word_embed_proj_dim": e, "do_layer_norm_before": False, "enable_bias": True}
+    layer = 4 * (h * h + h) + (ffn * h + ffn) + (h * ffn + h) + 2 * 2 * h
+    total = vocab * e + (2048 + 2) * h + 2 * h * e + layers * layer
+    assert total == 331_196_416 == size_model(parse_config("opt-350m", config)).parameter_counts.total
