@@ -278,7 +278,7 @@ class PlanSearch:
                  kv_cache_dtype: str = "bf16") -> None:
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self.loads = _weight_loads(arch, fmt)
-        self._fits: dict[tuple[str, str, int, int], bool] = {}
+        self._fits: dict[tuple[str, Engine, int, int], bool] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
         """Fewer GPUs than this cannot hold the weights, whatever the instance shape (exact: see _lower_bound)."""
@@ -290,14 +290,14 @@ class PlanSearch:
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
         first = self.loads.first_extra / tp
         last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
-        budget = engine.usable_bytes(gpu) - engine.activation_bytes(self.arch, tp)
+        budget = engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
         if budget <= 0:
             return None
         sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
         return None if sizes is None else (layer_bytes, first, last, sizes)
 
     def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
-        key = (gpu.id, engine.id, tp, pp)
+        key = (gpu.id, engine, tp, pp)
         hit = self._fits.get(key)
         if hit is None:
             hit = self._fits[key] = self._stages(gpu, engine, tp, pp) is not None
@@ -324,10 +324,10 @@ class PlanSearch:
             if pp not in balanced:
                 balanced[pp] = _balanced(layer_bytes, first, last, pp)
             sizes = balanced[pp] or sizes
-        activations = engine.activation_bytes(arch, tp)
-        usable = engine.usable_bytes(gpu)
+        activations = engine.activation_bytes(arch, tp, gpu)
+        usable = engine.usable_bytes(gpu, tp)
         stages, start = [], 0
-        overhead = engine.fixed_overhead_gib * GIB
+        overhead = engine.overhead_bytes(gpu, tp)
         for k, size in enumerate(sizes):
             idx = range(start, start + size)
             w = sum(loads.layer_weights[i] for i in idx) / tp + (first if k == 0 else 0.0) + \
@@ -345,6 +345,22 @@ class PlanSearch:
                     usable_gib=(usable + overhead) / GIB, headroom_gib=(usable + overhead) / GIB - largest)
 
 
+def stage_weights(arch: Architecture, fmt: str, tp: int, pp: int) -> list[tuple[range, float]]:
+    """(decoder layers, weight bytes on one GPU) of each of ``pp`` stages split to minimise the largest stage, fit
+    or not (the engine start-up model reports a plan that does not fit too); ``pp`` at most the layer count."""
+    loads = _weight_loads(arch, fmt)
+    pp = max(1, min(pp, arch.num_layers))
+    first, last = loads.first_extra / tp, (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
+    layer_bytes = [w / tp for w in loads.layer_weights]
+    sizes = _balanced(layer_bytes, first, last, pp) if pp > 1 else [arch.num_layers]
+    out, start = [], 0
+    for k, size in enumerate(sizes or [arch.num_layers]):
+        w = sum(layer_bytes[start:start + size]) + (first if k == 0 else 0.0) + (last if k == len(sizes) - 1 else 0.0)
+        out.append((range(start, start + size), w))
+        start += size
+    return out
+
+
 def check_context(arch: Architecture, context: int) -> None:
     if context <= 0:
         raise ContextTooLongError(f"context must be a positive token count, got {context}")
@@ -356,7 +372,7 @@ def check_context(arch: Architecture, context: int) -> None:
 def _lower_bound(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads) -> int:
     """No deployment of fewer GPUs can hold the weights: each GPU takes at most its budget (with the smallest
     activation allowance any TP size gets), so n >= total weights / budget. Skipping those n is exact."""
-    budget = engine.usable_bytes(gpu) - engine.activation_bytes(arch, 64)
+    budget = engine.usable_bytes(gpu, 1) - engine.activation_bytes(arch, 64, gpu)
     total = sum(loads.layer_weights) + loads.first_extra + loads.last_extra
     return max(1, math.ceil(total / budget)) if budget > 0 else 1
 
