@@ -200,3 +200,62 @@ def band(quantity: str, engine: str, gpu: GPU, arch: Architecture) -> tuple[floa
             low, high = table[key]["band"]
             return float(low), float(high)
     return 1.0, 1.0
+
+
+def _speed_engine(row: dict[str, str]) -> Engine:
+    return get_engine(row["engine_id"]).with_settings(version=row.get("version") or None,
+                                                      enforce_eager=row.get("eager") == "1" or None)
+
+
+def speed_comparisons() -> list[Comparison]:
+    """Each usable throughput row against :mod:`engine_speed`: batch-1 decode (``decode_tok_s``), per-request
+    decode at a larger batch (``decode_batch_tok_s``), all requests together (``aggregate_tok_s``), prefill and
+    time to first token."""
+    from .engine_speed import decode_step, prefill_tokens_per_s, ttft_ms
+    from .engines import effective_format
+
+    out = []
+    for row in read_csv("throughput.csv"):
+        if row["use"] == "out":
+            continue
+        arch = case_arch(row["config"])
+        gpu = get_gpu(row["gpu_id"])
+        engine = _speed_engine(row)
+        gpus = _int(row["gpu_count"]) or 1
+        tp = _int(row["tp"]) or 1
+        pp = _int(row["pp"]) or max(1, gpus // tp)
+        nodes = math.ceil(gpus / gpu.node_size)
+        fmt = row["format"]
+        stored = effective_format(arch, fmt)
+        native = engine.supports(gpu, fmt, arch).native
+        prompt, output = _int(row["input_len"]) or 0, _int(row["output_len"]) or 0
+        context = max(1, prompt + output // 2)
+        batch = _int(row["batch_or_concurrency"]) if row["batch_or_concurrency"].strip().isdigit() else None
+        skip = set(filter(None, row.get("skip", "").split(";")))
+        found: dict[str, tuple[float, float]] = {}
+        if batch:
+            step = decode_step(arch, gpu, engine, fmt, tp, pp, context, batch, "bf16", native, nodes)
+            per_request = _float(row["measured_decode_tok_s_per_request"])
+            if step is not None and per_request is not None:
+                found["decode_tok_s" if batch == 1 else "decode_batch_tok_s"] = (per_request, 1000 / step.total_ms)
+            total = _float(row["measured_decode_tok_s_total"])
+            if step is not None and total is not None and batch > 1:
+                found["aggregate_tok_s"] = (total, batch * 1000 / step.total_ms)
+        prefill = _float(row["measured_prefill_tok_s"])
+        if prefill is not None and prompt:
+            rate = prefill_tokens_per_s(arch, gpu, engine, stored, tp, prompt, native)
+            if rate:
+                found["prefill_tok_s"] = (prefill, rate)
+        ttft = _float(row["measured_ttft_ms"])
+        if ttft is not None and prompt and batch == 1:
+            predicted = ttft_ms(arch, gpu, engine, stored, tp, pp, prompt, native, nodes)
+            if predicted:
+                found["ttft_ms"] = (ttft, predicted)
+        for quantity, (measured, predicted) in found.items():
+            if quantity in skip:
+                continue
+            out.append(Comparison(case=row["id"], quantity=quantity, engine=engine.id, gpu=gpu.id,
+                                  gpu_class=gpu_class(gpu), model_class=model_class(arch), measured=measured,
+                                  predicted=predicted, use=row["use"], note=row["use_note"],
+                                  citation=row["citation"]))
+    return out
