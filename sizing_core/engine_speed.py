@@ -20,7 +20,7 @@ calibration set (``calibration.py``) and written here.
 from __future__ import annotations
 
 from .architecture import Architecture
-from .engines import Engine
+from .engines import Engine, effective_format
 from .gpus import GPU
 from .layers import MoE
 from .record import CamelRecord, record
@@ -28,17 +28,27 @@ from .throughput import _active_params, _attention_flops_per_token, _cache_bytes
 from .units import GB
 
 # --- fitted on the calibration set (scripts/calibrate.py --fit; docs/calibration.md) --------------------------
-#: share of peak memory bandwidth a decode step reaches, per engine family and memory system
-BANDWIDTH_EFFICIENCY = {("server", "hbm"): 0.80, ("server", "gddr"): 0.85, ("server", "unified"): 0.75,
-                        ("llama.cpp", "hbm"): 0.60, ("llama.cpp", "gddr"): 0.90, ("llama.cpp", "unified"): 0.75}
-LAYER_US = {"vllm": 90.0, "sglang": 70.0, "llama.cpp": 80.0, "mlx": 80.0}  # per decoder layer and step
-EAGER_FACTOR = 2.0  # per-layer cost without CUDA graphs
-MOE_LAYER_US = 40.0  # routing, top-k and grouped-GEMM launches of one MoE layer
-ALLREDUCE_US = {"nvlink": 8.0, "pcie": 40.0, "network": 100.0}  # one all-reduce of a decode step (two per layer)
-HOP_MS = 0.2  # handing a step to the next pipeline stage
-STEP_MS = {"vllm": 1.0, "sglang": 0.5, "llama.cpp": 0.3, "mlx": 0.3}  # sampling, scheduling, host work per step
-PREFILL_MFU = {"server": 0.45, "llama.cpp": 0.35}
-TTFT_FLOOR_MS = {"server": 15.0, "llama.cpp": 5.0}  # request handling before the first forward pass
+#: share of peak memory bandwidth a decode step reaches: HBM per engine family, GDDR and unified memory for all
+BANDWIDTH_EFFICIENCY = {"server-hbm": 0.521, "llama.cpp-hbm": 0.608, "gddr": 1.0, "unified": 0.713}
+#: per decoder layer and step (CUDA-graph replay or kernel launches): vLLM/SGLang, llama.cpp builds of 2024 and
+#: earlier (b < 4400), llama.cpp since 2025
+LAYER_US = {"server": 41.5, "llama.cpp-2024": 110.1, "llama.cpp": 38.5}
+EAGER_FACTOR = 4.81  # per-layer cost without CUDA graphs
+MOE_LAYER_US = 31.0  # routing, top-k and grouped-GEMM launches of one MoE layer
+MLA_LAYER_US = 127.4  # the extra kernels of one latent-attention layer (absorbed projections, indexer)
+PREFILL_MFU = {"server": 0.405, "llama.cpp": 0.245}
+TTFT_FLOOR_MS = {"server": 26.1, "llama.cpp": 5.3}  # request handling before the first forward pass
+#: fitted to zero, so not modelled apart: a pipeline hop and a per-step cost (sampling, scheduling) are within the
+#: per-layer cost on this set (a fit with them drives both to < 1 us)
+HOP_MS = 0.0
+STEP_MS = {"server": 0.0, "llama.cpp": 0.0}
+# --- measured, not fitted ------------------------------------------------------------------------------------------
+#: one all-reduce of a decode-sized message (two per layer under TP): custom/one-shot kernels on NVLink 4-12 us
+#: (sgl-project/sglang#2904: 3.7-11.8 us at TP 2-8; vllm-project/vllm#22086: 10 us with RMSNorm), NCCL over PCIe
+#: 19-24 us inside one PCIe switch (haohervchb/sglang-V100#2, 4 GPUs), 57-132 us across two PCIe islands of an
+#: 8-GPU box (vllm-project/vllm#50576: taken for TP 8 on PCIe), NCCL between nodes 23-33 us on multi-node NVLink
+#: and more over InfiniBand (sgl-project/sglang#32461)
+ALLREDUCE_US = {"nvlink": 10.0, "pcie": 25.0, "pcie-islands": 100.0, "network": 100.0}
 # -----------------------------------------------------------------------------------------------------------------
 
 
@@ -53,15 +63,37 @@ def memory_class(gpu: GPU) -> str:
 
 
 def link(gpu: GPU, tp: int, nodes: int = 1) -> str:
-    """What carries a TP group's all-reduces: NVLink/NVSwitch or Infinity Fabric, a 2-GPU bridge, else PCIe."""
+    """What carries a TP group's all-reduces: NVLink/NVSwitch or Infinity Fabric, a 2-GPU bridge, else PCIe (one
+    switch up to 4 GPUs, two CPU-socket islands at 8)."""
     if nodes > 1:
         return "network"
     text = (gpu.interconnect or "").lower()
     if "nvlink" in text or "infinity fabric" in text or "xgmi" in text:
         if "bridge" in text and tp > 2:
-            return "pcie"
+            return "pcie" if tp <= 4 else "pcie-islands"
         return "nvlink"
-    return "pcie"
+    return "pcie" if tp <= 4 else "pcie-islands"
+
+
+def _llamacpp_2024(engine: Engine) -> bool:
+    """A llama.cpp build of 2024 or earlier: ``b<build>`` below 4400 or a year before 2025 (None: current)."""
+    text = (engine.version or "").lower()
+    if text.startswith("b") and text[1:].isdigit():
+        return int(text[1:]) < 4400
+    return text.isdigit() and int(text) < 2025
+
+
+def layer_us(engine: Engine) -> float:
+    if family(engine) == "server":
+        base = LAYER_US["server"]
+    else:
+        base = LAYER_US["llama.cpp-2024" if _llamacpp_2024(engine) else "llama.cpp"]
+    return base * (EAGER_FACTOR if eager(engine) else 1.0)
+
+
+def bandwidth_efficiency(engine: Engine, gpu: GPU) -> float:
+    memory = memory_class(gpu)
+    return BANDWIDTH_EFFICIENCY[f"{family(engine)}-hbm" if memory == "hbm" else memory]
 
 
 def eager(engine: Engine) -> bool:
@@ -84,12 +116,25 @@ def _moe_layers(arch: Architecture) -> int:
     return sum(1 for layer in arch.layers if isinstance(layer.mlp, MoE))
 
 
+def _mla_layers(arch: Architecture) -> int:
+    return sum(1 for layer in arch.layers if layer.mixer is not None
+               and layer.mixer.kind in ("mla", "compressed_sparse_attention"))
+
+
+def _peak(gpu: GPU, fmt: str, native: bool, engine: Engine) -> float | None:
+    """Dense tensor FLOPS the engine's kernels can reach: vLLM/SGLang accumulate in FP32 (GeForce half rate,
+    ``throughput.peak_flops``); llama.cpp's CUDA kernels accumulate FP16 on GeForce cards (full rate)."""
+    flops = peak_flops(gpu, fmt, native)
+    if flops and family(engine) == "llama.cpp" and gpu.kind == "consumer" and gpu.is_nvidia:
+        flops *= 2
+    return flops
+
+
 def fixed_ms(arch: Architecture, gpu: GPU, engine: Engine, tp: int, pp: int, nodes: int = 1) -> float:
-    layer_us = LAYER_US.get(engine.id, 80.0) * (EAGER_FACTOR if eager(engine) else 1.0)
-    fixed = arch.num_layers * layer_us + _moe_layers(arch) * MOE_LAYER_US
+    fixed = arch.num_layers * layer_us(engine) + _moe_layers(arch) * MOE_LAYER_US + _mla_layers(arch) * MLA_LAYER_US
     if tp > 1:
         fixed += 2 * arch.num_layers * ALLREDUCE_US[link(gpu, tp, nodes if tp > gpu.node_size else 1)]
-    fixed = fixed / 1000 + (pp - 1) * HOP_MS + STEP_MS.get(engine.id, 0.5)
+    fixed = fixed / 1000 + (pp - 1) * HOP_MS + STEP_MS[family(engine)]
     return fixed
 
 
@@ -98,10 +143,10 @@ def decode_step(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int,
     """One decode step of ``batch`` sequences of ``context`` tokens; None without a bandwidth figure."""
     if gpu.bandwidth_gbs is None:
         return None
-    eff = BANDWIDTH_EFFICIENCY[(family(engine), memory_class(gpu))]
+    eff = bandwidth_efficiency(engine, gpu)
     per_gpu = _step_bytes(arch, fmt, batch) / tp + batch * _cache_bytes_per_request(arch, context, kv_cache_dtype, tp)
     bandwidth_ms = per_gpu / (gpu.bandwidth_gbs * GB * eff) * 1000  # stages run one after another: pp x (1/pp)
-    flops = peak_flops(gpu, fmt, native)
+    flops = _peak(gpu, effective_format(arch, fmt), native, engine)
     compute_ms = 0.0
     if flops:
         per_token = 2 * _active_params(arch) + _attention_flops_per_token(arch, 2 * context)
@@ -115,7 +160,7 @@ def prefill_tokens_per_s(arch: Architecture, gpu: GPU, engine: Engine, fmt: str,
                          native: bool = True) -> float | None:
     """Prompt tokens per second of one long prompt: compute-bound at the engine's MFU on the TP group (pipeline
     stages take turns), never faster than reading the weights once per chunk of 8,192 tokens."""
-    flops = peak_flops(gpu, fmt, native)
+    flops = _peak(gpu, fmt, native, engine)
     if not flops:
         return None
     per_token = 2 * _active_params(arch) + _attention_flops_per_token(arch, prompt)
