@@ -35,7 +35,7 @@ from .architecture import Architecture
 from .gpus import GPU
 from .kv_layout import Pool, Spec, layer_specs, llamacpp_pool, sglang_pool, vllm_pool
 from .layers import MoE
-from .record import CamelRecord, record
+from .record import CamelRecord, alias, record
 from .units import GIB
 
 if TYPE_CHECKING:
@@ -207,12 +207,12 @@ class EngineStartup(CamelRecord):
     engine: str
     version: str
     gpu_memory_utilization: float  # vLLM's utilisation, SGLang's mem_fraction_static, 1.0 for llama.cpp
-    total_gib: float  # what the framework sees per GPU
-    weights_gib_per_gpu: float
-    activation_gib: float
-    non_torch_gib: float
-    cuda_graph_gib: float
-    kv_cache_gib_per_gpu: float  # the pool (negative: the engine fails to start)
+    total_gib: float = alias("totalGiB")  # what the framework sees per GPU
+    weights_gib_per_gpu: float = alias("weightsGiBPerGpu")
+    activation_gib: float = alias("activationGiB")
+    non_torch_gib: float = alias("nonTorchGiB")
+    cuda_graph_gib: float = alias("cudaGraphGiB")
+    kv_cache_gib_per_gpu: float = alias("kvCacheGiBPerGpu")  # the pool (negative: the engine fails to start)
     kv_cache_tokens: int
     max_concurrency: float  # requests of ``max_model_len`` tokens the pool holds
     max_model_len: int

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from .architecture import Architecture
+from .engine_memory import repack_extra_bytes
 from .engines import Engine, Support, effective_format
 from .errors import SizingError
 from .formats import tensor_bits
@@ -278,7 +279,9 @@ class PlanSearch:
                  kv_cache_dtype: str = "bf16") -> None:
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self.loads = _weight_loads(arch, fmt)
+        self.stored = effective_format(arch, fmt) if fmt == "native" else fmt
         self._fits: dict[tuple[str, Engine, int, int], bool] = {}
+        self._repacks: dict[tuple, list[float]] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
         """Fewer GPUs than this cannot hold the weights, whatever the instance shape (exact: see _lower_bound)."""
@@ -288,6 +291,9 @@ class PlanSearch:
         """The fit test: a positive budget after the engine's working memory, and a greedy split of the per-GPU
         layer bytes into at most PP stages under it. Returns (layer bytes, first extra, last extra, stage sizes)."""
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
+        repack = self._repack(gpu, engine, tp)
+        if repack is not None:
+            layer_bytes = [b + r for b, r in zip(layer_bytes, repack, strict=True)]
         first = self.loads.first_extra / tp
         last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
         budget = engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
@@ -295,6 +301,16 @@ class PlanSearch:
             return None
         sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
         return None if sizes is None else (layer_bytes, first, last, sizes)
+
+    def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
+        """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
+        if self.stored != "mxfp4" or engine.id not in ("vllm", "sglang"):
+            return None
+        key = (gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
+        if key not in self._repacks:
+            self._repacks[key] = [repack_extra_bytes(self.arch, "mxfp4", gpu, engine, tp, range(i, i + 1))
+                                  for i in range(self.arch.num_layers)]
+        return self._repacks[key]
 
     def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
         key = (gpu.id, engine, tp, pp)
@@ -311,26 +327,34 @@ class PlanSearch:
                     return n, tp, pp
         return None
 
-    def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> Plan | None:
-        """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit."""
+    def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int, force: bool = False) -> Plan | None:
+        """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit,
+        unless ``force`` (an exact GPU count asked for: the plan is shown with a negative headroom)."""
         found = self._stages(gpu, engine, tp, pp)
-        if found is None:
-            return None
-        layer_bytes, first, last, sizes = found
         arch, loads = self.arch, self.loads
+        if found is None:
+            if not force or pp > arch.num_layers:
+                return None
+            layer_bytes, _ = _per_gpu_layers(arch, loads, tp, self.context, self.concurrency, self.kv)
+            first = loads.first_extra / tp
+            last = (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
+            sizes = (_balanced(layer_bytes, first, last, pp) if pp > 1 else None) or [arch.num_layers]
+            found = (layer_bytes, first, last, sizes)
+        layer_bytes, first, last, sizes = found
         kv, state = _cache_per_layer(arch, self.context, self.concurrency, self.kv, tp)
         _, balanced = _per_gpu_layers(arch, loads, tp, self.context, self.concurrency, self.kv)
         if pp > 1:
             if pp not in balanced:
                 balanced[pp] = _balanced(layer_bytes, first, last, pp)
             sizes = balanced[pp] or sizes
+        repack = self._repack(gpu, engine, tp) or [0.0] * arch.num_layers
         activations = engine.activation_bytes(arch, tp, gpu)
         usable = engine.usable_bytes(gpu, tp)
         stages, start = [], 0
         overhead = engine.overhead_bytes(gpu, tp)
         for k, size in enumerate(sizes):
             idx = range(start, start + size)
-            w = sum(loads.layer_weights[i] for i in idx) / tp + (first if k == 0 else 0.0) + \
+            w = sum(loads.layer_weights[i] / tp + repack[i] for i in idx) + (first if k == 0 else 0.0) + \
                 (last if k == pp - 1 else 0.0)
             kvb, st = sum(kv[i] for i in idx), sum(state[i] for i in idx)
             total = w + kvb + st + activations + overhead
