@@ -161,7 +161,8 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         "launch": launch.model_dump(mode="json") if launch else None,
         "throughputAtMaxConcurrency": None if throughput is None else {
             "batch": batched.batch if batched else throughput.batch,
-            "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s},
+            "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s,
+            "aggregateTokensPerSRange": (batched or throughput).aggregate_tokens_per_s_range},
         "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
         "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
         "gpusAsked": gpus, "engineStartup": startup_json(start, engine, gpu, arch),

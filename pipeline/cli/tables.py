@@ -147,11 +147,21 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                                                "engineOverhead", "total", "headroom")))
     _show(console, table)
 
-    def fmt(v: float | None, unit: str) -> str:
-        return "n/a" if v is None else f"{v:,.1f} {unit}"
-    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s')}, prefill {fmt(speed['prefillTokensPerS'], 'tok/s')}, "
-                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
+    def fmt(v: float | None, unit: str, span: list[float] | None = None) -> str:
+        if v is None:
+            return "n/a"
+        around = f" ({span[0]:,.0f}-{span[1]:,.0f})" if span else ""
+        return f"~{v:,.0f} {unit}{around}" if span else f"{v:,.1f} {unit}"
+    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s', speed.get('decodeTokensPerSRange'))}, prefill "
+                  f"{fmt(speed['prefillTokensPerS'], 'tok/s', speed.get('prefillTokensPerSRange'))}, "
+                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms', speed.get('ttftMsRange'))}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
+    start = result.get("engineStartup")
+    if start:
+        console.print(f"{result['engine']} start-up per GPU: weights {start['weightsGiBPerGpu']:.2f} GiB, activation "
+                      f"peak {start['activationGiB']:.2f} GiB, KV cache {start['kvCacheGiBPerGpu']:.2f} GiB = "
+                      f"{start['kvCacheTokens']:,} tokens, {start['maxConcurrency']:g}x requests of "
+                      f"{start['maxModelLen']:,} tokens")
     _print_cost(result, console)
     console.print(f"[dim]{result['launch']['note']}[/dim]")
     console.print(result["launch"]["command"], soft_wrap=True, markup=False, highlight=False)
