@@ -30,10 +30,10 @@ PREFILL = ("prefill_tok_s", "ttft_ms")
 #: (module dict or attribute, key) of every fitted constant, in order
 DECODE_PARAMS = [("BANDWIDTH_EFFICIENCY", k) for k in engine_speed.BANDWIDTH_EFFICIENCY] + \
     [("LAYER_US", k) for k in engine_speed.LAYER_US] + \
-    [("EAGER_FACTOR", None), ("MOE_LAYER_US", None), ("MLA_LAYER_US", None)]
+    [("EAGER_FACTOR", None), ("MOE_LAYER_US", None), ("MLA_LAYER_US", None), ("EXPERT_EFFICIENCY", None)]
 PREFILL_PARAMS = [("PREFILL_MFU", "server"), ("PREFILL_MFU", "llama.cpp"), ("TTFT_FLOOR_MS", "server"),
                   ("TTFT_FLOOR_MS", "llama.cpp")]
-CAPPED = {"BANDWIDTH_EFFICIENCY", "PREFILL_MFU"}  # fractions of a peak: at most 1
+CAPPED = {"BANDWIDTH_EFFICIENCY", "PREFILL_MFU", "EXPERT_EFFICIENCY"}  # fractions of a peak: at most 1
 
 
 def get(name: str, key: object) -> float:

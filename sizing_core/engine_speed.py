@@ -24,20 +24,28 @@ from .engines import Engine, effective_format
 from .gpus import GPU
 from .layers import MoE
 from .record import CamelRecord, record
-from .throughput import _active_params, _attention_flops_per_token, _cache_bytes_per_request, _step_bytes, peak_flops
+from .throughput import (
+    _active_params,
+    _attention_flops_per_token,
+    _cache_bytes_per_request,
+    _expert_step_bytes,
+    _step_bytes,
+    peak_flops,
+)
 from .units import GB
 
 # --- fitted on the calibration set (scripts/calibrate.py --fit; docs/calibration.md) --------------------------
 #: share of peak memory bandwidth a decode step reaches: HBM per engine family, GDDR and unified memory for all
-BANDWIDTH_EFFICIENCY = {"server-hbm": 0.521, "llama.cpp-hbm": 0.608, "gddr": 1.0, "unified": 0.713}
+BANDWIDTH_EFFICIENCY = {"server-hbm": 0.583, "llama.cpp-hbm": 0.606, "gddr": 1.0, "unified": 0.700}
 #: per decoder layer and step (CUDA-graph replay or kernel launches): vLLM/SGLang, llama.cpp builds of 2024 and
 #: earlier (b < 4400), llama.cpp since 2025
-LAYER_US = {"server": 41.5, "llama.cpp-2024": 110.1, "llama.cpp": 38.5}
-EAGER_FACTOR = 4.81  # per-layer cost without CUDA graphs
-MOE_LAYER_US = 31.0  # routing, top-k and grouped-GEMM launches of one MoE layer
-MLA_LAYER_US = 127.4  # the extra kernels of one latent-attention layer (absorbed projections, indexer)
-PREFILL_MFU = {"server": 0.405, "llama.cpp": 0.245}
-TTFT_FLOOR_MS = {"server": 26.1, "llama.cpp": 5.3}  # request handling before the first forward pass
+LAYER_US = {"server": 52.3, "llama.cpp-2024": 109.7, "llama.cpp": 40.6}
+EAGER_FACTOR = 3.84  # per-layer cost without CUDA graphs
+MOE_LAYER_US = 18.4  # routing, top-k and grouped-GEMM launches of one MoE layer
+EXPERT_EFFICIENCY = 0.805  # routed experts stream at this share of the dense weights' efficiency (small grouped GEMMs)
+MLA_LAYER_US = 121.5  # the extra kernels of one latent-attention layer (absorbed projections, indexer)
+PREFILL_MFU = {"server": 0.406, "llama.cpp": 0.245}
+TTFT_FLOOR_MS = {"server": 26.3, "llama.cpp": 5.8}  # request handling before the first forward pass
 #: fitted to zero, so not modelled apart: a pipeline hop and a per-step cost (sampling, scheduling) are within the
 #: per-layer cost on this set (a fit with them drives both to < 1 us)
 HOP_MS = 0.0
@@ -144,7 +152,9 @@ def decode_step(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int,
     if gpu.bandwidth_gbs is None:
         return None
     eff = bandwidth_efficiency(engine, gpu)
+    experts = _expert_step_bytes(arch, fmt, batch) / tp
     per_gpu = _step_bytes(arch, fmt, batch) / tp + batch * _cache_bytes_per_request(arch, context, kv_cache_dtype, tp)
+    per_gpu += experts * (1 / EXPERT_EFFICIENCY - 1)  # the experts' slower streaming as extra bytes
     bandwidth_ms = per_gpu / (gpu.bandwidth_gbs * GB * eff) * 1000  # stages run one after another: pp x (1/pp)
     flops = _peak(gpu, effective_format(arch, fmt), native, engine)
     compute_ms = 0.0

@@ -125,6 +125,13 @@ def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
     return totals[batch]
 
 
+def _expert_step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
+    """The routed-expert part of :func:`_step_bytes` (the expected distinct experts of the batch)."""
+    _step_bytes(arch, fmt, batch)  # fills the terms
+    terms = _STEP_CACHE[(id(arch), fmt)][1]
+    return sum(nbytes * (1 - (1 - k / e) ** batch) for nbytes, e, k, _ in terms if e > 0)
+
+
 _FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}
 
 
