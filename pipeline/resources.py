@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -13,7 +14,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.settings import Settings, settings
 from pipeline.sources.replay import series_step
-from pipeline.storage.db import DatabaseDamaged, is_damage, migrate, open_database
+from pipeline.storage.db import DatabaseDamaged, is_damage, migrate, open_database, writer_lock
 
 
 class VramlabSettings(dg.ConfigurableResource):
@@ -48,21 +49,28 @@ def store(db: DuckDBResource) -> Iterator[duckdb.DuckDBPyConnection]:
     file fails the step at once with one clear error (``dg.Failure``, no retries) instead of ~100 s of connect
     back-off per step, and a lock held by another process is waited for with a bounded, stated wait."""
     path = Path(db.database)
-    try:
-        con = open_database(path, config=dict(db.connection_config or {}))
-    except DatabaseDamaged as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    try:
+    log = dg.get_dagster_logger()
+    with writer_lock(path) as waited:  # one writer at a time, whatever the pool's claim did (storage/db.py)
+        held = time.monotonic()
+        log.info(f"DuckDB writer lock taken (waited {waited:.1f} s)")
         try:
-            migrate(con)
-            yield con
-        except duckdb.Error as exc:
-            if is_damage(exc):
-                damaged = DatabaseDamaged(path, exc)
-                raise dg.Failure(description=str(damaged), allow_retries=False) from damaged
-            raise
-    finally:
-        con.close()
+            try:
+                con = open_database(path, config=dict(db.connection_config or {}))
+            except DatabaseDamaged as exc:
+                raise dg.Failure(description=str(exc), allow_retries=False) from exc
+            try:
+                try:
+                    migrate(con)
+                    yield con
+                except duckdb.Error as exc:
+                    if is_damage(exc):
+                        damaged = DatabaseDamaged(path, exc)
+                        raise dg.Failure(description=str(damaged), allow_retries=False) from damaged
+                    raise
+            finally:
+                con.close()
+        finally:
+            log.info(f"DuckDB writer lock released (held {time.monotonic() - held:.1f} s)")
 
 
 def default_resources() -> dict[str, object]:

@@ -14,7 +14,15 @@ tests) uses the in-process executor set in definitions.py: one process, no start
 sources are fetched concurrently inside their one step either way.
 """
 
+import os
+
 import dagster as dg
+
+#: the hourly cron; ``VRAMLAB_SCHEDULE_CRON`` overrides it (tests use every minute)
+SCHEDULE_CRON = os.environ.get("VRAMLAB_SCHEDULE_CRON") or "0 * * * *"
+#: the schedule is off until someone turns it on, except under ``vramlab serve``, which sets VRAMLAB_SCHEDULE_ON=1
+#: for the daemon and webserver it starts: there it is on by default (and can still be stopped in the UI)
+SCHEDULE_ON = os.environ.get("VRAMLAB_SCHEDULE_ON", "").lower() in ("1", "true", "yes")
 
 REFRESH_TAG = {"vramlab/refresh": "hourly"}
 #: the whole graph as the job ``vramlab run`` runs (in process), tagged like the scheduled hourly_refresh_job so the
@@ -37,8 +45,9 @@ hourly_refresh_job = dg.define_asset_job(
     description="Fetch every source, load DuckDB, size what changed, recompute setups, publish (multiprocess).")
 
 
-@dg.schedule(name="hourly_refresh", cron_schedule="0 * * * *", execution_timezone="UTC", job=hourly_refresh_job,
-             tags=REFRESH_TAG,
+@dg.schedule(name="hourly_refresh", cron_schedule=SCHEDULE_CRON, execution_timezone="UTC", job=hourly_refresh_job,
+             tags=REFRESH_TAG, default_status=dg.DefaultScheduleStatus.RUNNING if SCHEDULE_ON
+             else dg.DefaultScheduleStatus.STOPPED,
              description="Fetch every source, load DuckDB, size, publish; skipped while the previous run is active.")
 def hourly_refresh(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
     active = context.instance.get_runs_count(dg.RunsFilter(statuses=ACTIVE))

@@ -17,7 +17,9 @@ from .errors import ConfigError
 from .hf_families import gemma3n_extra_parameters, structural_builder
 from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
 from .hf_fields import (
+    COUNT_CEILINGS,
     Fields,
+    checked_context,
     generic_layers,
     read_num_experts,
 )
@@ -180,10 +182,14 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     if scheme.unsupported:
         notes.append(f"native format unknown: {scheme.unsupported}")
     tie = text.raw("tie_word_embeddings", top.raw("tie_word_embeddings", False))
-    max_ctx = text.raw("max_position_embeddings") or text.raw("model_max_length")
+    if text.raw("max_position_embeddings") is not None:
+        max_ctx = checked_context(model, text.raw("max_position_embeddings"))
+    else:  # tokenizer-style sentinels (1e30 = "no limit") mean unknown, not an error
+        fallback = text.raw("model_max_length")
+        max_ctx = fallback if isinstance(fallback, int) and 0 < fallback <= COUNT_CEILINGS["model_max_length"] else None
     return Architecture(
         model=model, model_type=str(model_type), hidden_size=hidden, vocab_size=text.int("vocab_size"),
         tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), vision_parameters=vision,
-        extra_parameters=extra, max_context=int(max_ctx) if max_ctx else None, dtype_bytes=DTYPE_BYTES[dtype.lower()],
+        extra_parameters=extra, max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
         native=scheme, declared=declared, architecture_source=source, notes=tuple(notes),
     )

@@ -24,6 +24,33 @@ from .layers import (
 )
 from .units import DTYPE_BYTES
 
+#: Upper bounds on the counts a config states: the largest real model with a wide margin, so a hostile or broken
+#: config (10^9 layers, a context of 10^18) is refused with one line instead of sizing or allocating absurdly.
+#: Largest seen (Dec 2026): 126 layers (Llama-3.1-405B), 512 routed experts (Qwen3.5-397B), 10,485,760 tokens of
+#: context (Llama-4-Scout), 262,144 vocabulary entries (Gemma 3), hidden size 16,384 (Llama-3.1-405B),
+#: 128 attention heads (Llama-3.1-405B / DeepSeek-V3), MLP width 53,248 (Llama-3.1-405B).
+COUNT_CEILINGS = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), 1024),
+    **dict.fromkeys(("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts"), 8192),
+    **dict.fromkeys(("max_position_embeddings", "model_max_length", "seq_length", "n_positions"), 2**28),
+    "vocab_size": 2**23,
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model"), 2**18),
+    **dict.fromkeys(("num_attention_heads", "num_key_value_heads", "n_head"), 2**14),
+    **dict.fromkeys(("intermediate_size", "moe_intermediate_size", "ffn_hidden_size"), 2**21),
+}
+ANY_COUNT_CEILING = 2**40  # any other count (a window, a rank, a pattern length): still far below absurd
+
+
+def checked_context(model: str, value: object, key: str = "max_position_embeddings") -> int | None:
+    """A config's maximum context as a positive integer within :data:`COUNT_CEILINGS`, or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or value < 1:
+        raise ConfigError(model, key, f"must be a positive integer, got {value!r}")
+    if value > COUNT_CEILINGS[key]:
+        raise ConfigError(model, key, f"{value!r} is beyond any real model (at most {COUNT_CEILINGS[key]:,})")
+    return int(value)
+
 
 class Fields:
     """Typed access to one config dict; every failure names the model and the dotted field."""
@@ -53,6 +80,9 @@ class Fields:
             raise ConfigError(self.model, self._name(key), f"must be an integer, got {value!r}")
         if value < minimum:
             raise ConfigError(self.model, self._name(key), f"must be >= {minimum}, got {value!r}")
+        ceiling = COUNT_CEILINGS.get(key, ANY_COUNT_CEILING)
+        if value > ceiling:
+            raise ConfigError(self.model, self._name(key), f"{value!r} is beyond any real model (at most {ceiling:,})")
         return int(value)
 
     def first_int(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:

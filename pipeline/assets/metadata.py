@@ -32,7 +32,7 @@ def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> dg.TableSchema:
 def parquet_schema(path: str) -> dg.TableSchema:
     con = duckdb.connect()
     try:
-        return _schema(con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall())
+        return _schema(con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall())
     finally:
         con.close()
 

@@ -16,7 +16,7 @@ from pipeline.ingest.prices import client_for, fetch_concurrently, latest_rates
 from pipeline.resources import VramlabSettings
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Source
-from pipeline.sources.landing import FetchLogEntry, run_source
+from pipeline.sources.landing import ClockBehind, FetchLogEntry, check_clock, run_source
 
 RAW_GROUP = "raw"
 
@@ -37,10 +37,20 @@ def _metadata(entry: FetchLogEntry, replay: bool) -> dict:
             "fetched_at": dg.MetadataValue.timestamp(entry.started_at), "mode": "replay" if replay else "live"}
 
 
+def _clock_sane(s) -> None:  # type: ignore[no-untyped-def] - pipeline.settings.Settings
+    """A live fetch never starts on a clock behind what is already recorded (replay times are recordings')."""
+    if not s.replay:
+        try:
+            check_clock(s.data_dir)
+        except ClockBehind as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
+
+
 @dg.asset(name=asset_name(CURRENCY_SOURCE.name), group_name=RAW_GROUP, kinds={"python", "httpx"},
           description=_description(CURRENCY_SOURCE), tags={"vramlab/layer": "raw"})
 def raw_prices__ecb(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
     s = vramlab.settings
+    _clock_sane(s)
     with client_for(s.replay, vramlab.fail_sources, step=s.replay_step) as client:
         entry, _ = run_source(CURRENCY_SOURCE, client, s.data_dir, None, replay=s.replay)
     if entry.outcome not in ("ok", "partial", "unchanged"):
@@ -59,6 +69,7 @@ PRICE_SPECS = {dg.AssetKey(asset_name(source.name)): source for source in PRICE_
 def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # type: ignore[no-untyped-def]
     """Every selected price source, fetched concurrently; one materialization per source."""
     s = vramlab.settings
+    _clock_sane(s)
     selected = [(key, source) for key, source in PRICE_SPECS.items() if key in context.selected_asset_keys]
     rates = latest_rates(s.data_dir)
     started = time.perf_counter()
@@ -80,6 +91,7 @@ PRICE_ASSETS = [raw_prices]
                       "discovered ones when VRAMLAB_DISCOVERY=1); unchanged shas are not re-fetched.")
 def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
     s = vramlab.settings
+    _clock_sane(s)
     discovery = discovery_enabled()
     results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=hub_client(s.replay))
     rows = [(e.repo, log.outcome if log else "spec", model.sha[:12] if model else "") for e, log, model in results]

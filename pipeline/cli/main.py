@@ -14,10 +14,22 @@ import sys
 from collections.abc import Callable, Sequence
 
 from pipeline.cli.args import PROG, Parser, Version, examples
-from pipeline.cli.commands import cheapest, export, fit, gpus, models, rebuild, replay, run, size, sources
+from pipeline.cli.commands import (
+    cheapest,
+    export,
+    fit,
+    gpus,
+    models,
+    rebuild,
+    replay,
+    run,
+    serve,
+    size,
+    sources,
+)
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, models, gpus, cheapest, sources, export, run, replay, rebuild)  # the order of --help
+COMMANDS = (size, fit, models, gpus, cheapest, sources, export, run, serve, replay, rebuild)  # the order of --help
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,10 +26,6 @@ HISTORY_DIR = "history/price_observations"
 _DAY = "(observed_at AT TIME ZONE 'UTC')::DATE"
 
 
-def _quoted_list(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
-
-
 def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str) -> list[HistoryPart]:
     """Write the observations not yet in any part (one new part per UTC day that has some) and return every part
     of the days the database holds, oldest day first."""
@@ -39,16 +35,18 @@ def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str)
     for day in days:
         folder = root / f"date={day.isoformat()}"
         existing = sorted(folder.glob("part-*.parquet"))
-        where = f"{_DAY} = DATE '{day.isoformat()}'"
+        # the day and the existing parts are bound parameters: no path or value is ever spliced into SQL text
+        where, params = f"{_DAY} = ?", [day]
         if existing:
-            where += (" AND NOT EXISTS (SELECT 1 FROM read_parquet(" + _quoted_list(existing) + ") h "
+            where += (" AND NOT EXISTS (SELECT 1 FROM read_parquet(?) h "
                       "WHERE h.offer_key = p.offer_key AND h.observed_at = p.observed_at)")
+            params.append([str(e) for e in existing])
         query = f"{select_sql(PriceObservations)} FROM price_observations p WHERE {where} ORDER BY observed_at, offer_key"
-        new = cur.execute(f"SELECT count(*) FROM price_observations p WHERE {where}").fetchall()[0][0]
+        new = cur.execute(f"SELECT count(*) FROM price_observations p WHERE {where}", params).fetchall()[0][0]
         if new:
-            write_parquet(cur, query, PriceObservations, folder / f"part-{snap}.parquet")
+            write_parquet(cur, query, PriceObservations, folder / f"part-{snap}.parquet", params)
         for part in sorted(folder.glob("part-*.parquet")):
-            rows = cur.execute(f"SELECT count(*) FROM read_parquet('{part}')").fetchall()[0][0]
+            rows = cur.execute("SELECT count(*) FROM read_parquet(?)", [str(part)]).fetchall()[0][0]
             parts.append(HistoryPart(path=str(part.relative_to(exports_dir)), date=day.isoformat(), rows=rows,
                                      sha256=sha256_file(part)))
     return parts

@@ -56,9 +56,11 @@ def _table(batches: list[pa.RecordBatch], raw: pa.Schema, schema: pa.Schema) -> 
     return pa.Table.from_arrays(pa.Table.from_batches(batches, schema=raw).columns, schema=schema)
 
 
-def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[PublishedTable], target: Path) -> int:
-    """Run ``query`` (already in published names/types) and write it to ``target`` atomically; return the rows."""
-    reader = cur.sql(query).to_arrow_reader(122_880)
+def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[PublishedTable], target: Path,
+                  params: list | None = None) -> int:
+    """Run ``query`` (already in published names/types; values bound from ``params``) and write it to ``target``
+    atomically; return the rows."""
+    reader = cur.sql(query, params=params).to_arrow_reader(122_880)
     schema = dictionary_schema(reader.schema, table)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")

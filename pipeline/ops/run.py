@@ -91,9 +91,7 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
             instance = dg.DagsterInstance.ephemeral()
             where = "a throw-away Dagster instance (--ephemeral)"
         else:
-            home = dagster_home()
-            os.environ["DAGSTER_HOME"] = str(home)
-            instance = dg.DagsterInstance.get()
+            home, instance = _persistent_instance(dg)
             where = f"Dagster instance {home}"
             # a vramlab run that was killed left its run STARTED, holding its duckdb pool slot (no daemon monitors
             # CLI runs): mark it failed and give its slot back before looking for active runs
@@ -120,6 +118,7 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
 
         worker = threading.Thread(target=execute, name="vramlab-run", daemon=True)
         started = time.monotonic()
+        _clean_up_on_sigterm(instance, run_id, s.data_dir / "exports")
         worker.start()
         _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet)
         worker.join()
@@ -127,6 +126,46 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
             raise outcome["error"]
         result = outcome["result"]
         return summarize(result, instance, run_id, s, console, time.monotonic() - started)
+
+
+def _persistent_instance(dg):  # type: ignore[no-untyped-def] - the dagster module, imported by the caller
+    """The Dagster instance in ``$DAGSTER_HOME`` (else ``.dagster_home/``), or one line saying why it cannot be
+    used (a folder that cannot be created or written: read-only, a file in the way, no permission)."""
+    home = Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")
+    try:
+        home = dagster_home()
+        probe = home / f".vramlab-write-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+        os.environ["DAGSTER_HOME"] = str(home)
+        return home, dg.DagsterInstance.get()
+    except OSError as exc:
+        raise UserError(f"DAGSTER_HOME {home} cannot be used ({exc.strerror or exc}): point DAGSTER_HOME at a "
+                        "writable folder, or run with --ephemeral") from None
+
+
+def _clean_up_on_sigterm(instance, run_id: str, exports_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM (a stopped service, a timeout wrapper) during a run: mark the run failed in the instance (not left
+    STARTED until the next run), give its pool slots back, remove a half-written snapshot folder (``.tmp-*``;
+    ``latest`` still points at the last published one), then exit 143. Only the main thread can install it."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        try:
+            run = instance.get_run_by_id(run_id)
+            if run is not None and not run.is_finished:
+                instance.report_run_failed(run, "the vramlab run process was stopped (SIGTERM): run marked failed, "
+                                                "its pool slots released and its unpublished snapshot removed")
+                instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+        finally:
+            for tmp in exports_dir.glob(".tmp-*"):
+                shutil.rmtree(tmp, ignore_errors=True)
+            os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _new_run_id() -> str:
@@ -254,21 +293,22 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
     path = snapshot.path / "offers_current.parquet"
     con = duckdb.connect()
     try:
-        columns = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{path}')").fetchall()}
+        source = [str(path)]  # the file as a bound parameter: a path with a quote in it is still just a path
+        columns = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", source).fetchall()}
         live = "NOT stale AND NOT removed"
-        per_alloc = con.execute(f"SELECT allocation, count(*) FROM read_parquet('{path}') WHERE {live} "
-                                "GROUP BY 1 ORDER BY 2 DESC").fetchall()
+        per_alloc = con.execute(f"SELECT allocation, count(*) FROM read_parquet(?) WHERE {live} "
+                                "GROUP BY 1 ORDER BY 2 DESC", source).fetchall()
         if "quarantined" in columns:
-            n = con.execute(f"SELECT count(*) FROM read_parquet('{path}') WHERE quarantined").fetchall()[0][0]
+            n = con.execute("SELECT count(*) FROM read_parquet(?) WHERE quarantined", source).fetchall()[0][0]
             quarantined = f"{n:,} offers"
         else:
             quarantined = "not tracked in this snapshot"
         rows = con.execute(f"""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
-                               FROM read_parquet('{path}') WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
+                               FROM read_parquet(?) WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
                                AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h200', 'b200')
                                {'AND coalesce(eligible, true)' if 'eligible' in columns else
                                 'AND NOT coalesce(quarantined, false)' if 'quarantined' in columns else ''}
-                               GROUP BY 1""").fetchall()
+                               GROUP BY 1""", source).fetchall()
     finally:
         con.close()
     order = {g: i for i, g in enumerate(MAIN_GPUS)}

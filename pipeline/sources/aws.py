@@ -34,7 +34,15 @@ from pipeline.sources.base import (
 )
 from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
-from pipeline.sources.http import KEPT_HEADERS, HttpStatusError, ResponseTooLarge
+from pipeline.sources.http import (
+    ERROR_BODY_MAX,
+    KEPT_HEADERS,
+    HttpStatusError,
+    ResponseTooLarge,
+    capped_bytes,
+    capped_lines,
+    deadline_for,
+)
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
@@ -63,11 +71,14 @@ class AWS(Source):
         url = URL.format(region=region)
         limit = getattr(client, "max_bytes", 64 * 2**20)
         kept, size = [], 0
-        with client.stream("GET", url) as response:
-            if response.status_code != 200:
-                body = response.read()
+        deadline = deadline_for(client)
+        with client.stream("GET", url, extensions={"vramlab_deadline": deadline}) as response:
+            if response.status_code != 200:  # the error body kept truncated: never a whole (bomb) body in memory
+                body = capped_bytes(response, url, ERROR_BODY_MAX, deadline, truncate=True)
                 raise HttpStatusError(RawPart(url=url, status=response.status_code, body=body))
-            for n, line in enumerate(response.iter_lines()):
+            # the whole regional file is scanned (hundreds of MB) but only GPU lines kept; lines, total bytes,
+            # compression ratio and time are all bounded
+            for n, line in enumerate(capped_lines(response, url, deadline)):
                 if n < 6 or _gpu_row(line):  # 5 metadata lines + header, then GPU families only
                     kept.append(line)
                     size += len(line) + 1

@@ -42,15 +42,89 @@ def _env_float(name: str, default: float) -> float:
 
 
 def http_settings() -> dict[str, float]:
-    """Retry and timeout settings, from the environment (defaults: 3 retries, 1 s backoff, 30 s timeout)."""
+    """Retry and timeout settings, from the environment (defaults: 3 retries, 1 s backoff, 30 s timeout per read,
+    a total deadline of 300 s per request and 900 s per source fetch, retries and their waits included)."""
     return {"retries": int(_env_float("VRAMLAB_HTTP_RETRIES", 3)), "backoff": _env_float("VRAMLAB_HTTP_BACKOFF", 1.0),
             "timeout": _env_float("VRAMLAB_HTTP_TIMEOUT", 30.0),
-            "max_retry_wait": _env_float("VRAMLAB_HTTP_MAX_RETRY_WAIT", 60.0)}
+            "max_retry_wait": _env_float("VRAMLAB_HTTP_MAX_RETRY_WAIT", 60.0),
+            "request_deadline": _env_float("VRAMLAB_HTTP_DEADLINE", 300.0),
+            "source_deadline": _env_float("VRAMLAB_SOURCE_DEADLINE", 900.0)}
+
+
+#: an error body (4xx/5xx) is kept up to this many bytes: enough for any provider's error message, never a bomb
+ERROR_BODY_MAX = 256 * 2**10
+#: a body that decompresses beyond this ratio to its compressed bytes, once past BOMB_MIN_BYTES, is refused
+#: as a decompression bomb (real JSON and CSV answers compress 5-30x)
+BOMB_RATIO = 200
+BOMB_MIN_BYTES = 8 * 2**20
+
+
+class DeadlineExceeded(httpx.TimeoutException):
+    """No complete answer within the total deadline (an endless or trickling stream, retries that go on)."""
+
+    def __init__(self, url: str):
+        super().__init__(f"{redact(url)}: no complete answer within the total deadline "
+                         "(VRAMLAB_HTTP_DEADLINE per request, VRAMLAB_SOURCE_DEADLINE per source)")
+
+
+def deadline_for(client: httpx.Client, request_seconds: float | None = None) -> float:
+    """Monotonic time by which this request must be done: its own deadline, or the source's if that is sooner."""
+    seconds = http_settings()["request_deadline"] if request_seconds is None else request_seconds
+    own = time.monotonic() + seconds
+    source = getattr(client, "deadline_at", None)
+    return min(own, source) if source is not None else own
+
+
+def check_deadline(url: str, deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise DeadlineExceeded(url)
+
+
+def capped_bytes(response: httpx.Response, url: str, limit: int, deadline: float, *,
+                 truncate: bool = False) -> bytes:
+    """The body as decompressed bytes, refused past ``limit`` (or cut there with ``truncate``, for error
+    bodies), past the deadline, or when it decompresses like a bomb. Counting happens per decoded chunk."""
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limit:
+            if truncate:
+                chunks.append(chunk[: len(chunk) - (size - limit)])
+                break
+            raise ResponseTooLarge(url, limit)
+        if size > BOMB_MIN_BYTES and size > BOMB_RATIO * max(1, response.num_bytes_downloaded):
+            raise ResponseTooLarge(url, limit, f"decompresses {size / max(1, response.num_bytes_downloaded):,.0f}x "
+                                               "(a compression bomb)")
+        check_deadline(url, deadline)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def capped_lines(response: httpx.Response, url: str, deadline: float, *, max_line: int = 2**20,
+                 max_total: int = 16 * 2**30):
+    """Decoded text lines of a streamed body, each at most ``max_line`` bytes, at most ``max_total`` decompressed
+    bytes in all, within the deadline (for sources that keep only some lines of a huge file: AWS)."""
+    pending, total = b"", 0
+    for chunk in response.iter_bytes():
+        total += len(chunk)
+        if total > max_total:
+            raise ResponseTooLarge(url, max_total)
+        if total > BOMB_MIN_BYTES and total > BOMB_RATIO * max(1, response.num_bytes_downloaded):
+            raise ResponseTooLarge(url, max_total, "decompresses like a compression bomb")
+        check_deadline(url, deadline)
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        if len(pending) > max_line:
+            raise ResponseTooLarge(url, max_line, "one line is longer than that")
+        for line in lines:
+            yield line.rstrip(b"\r").decode("utf-8", errors="replace")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", errors="replace")
 
 
 class ResponseTooLarge(Exception):
-    def __init__(self, url: str, limit: int):
-        super().__init__(f"{redact(url)}: response larger than {limit:,} bytes, refused")
+    def __init__(self, url: str, limit: int, why: str | None = None):
+        super().__init__(f"{redact(url)}: {why + ', refused' if why else f'response larger than {limit:,} bytes, refused'}")
 
 
 class HttpStatusError(Exception):
@@ -116,7 +190,10 @@ class RetryingTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
+        deadline = request.extensions.get("vramlab_deadline")
         for attempt in range(self.retries + 1):
+            if deadline is not None and attempt and self.clock() > deadline:
+                raise DeadlineExceeded(str(request.url))  # no retry starts past the deadline
             self._rate_limit(host)
             try:
                 response = self.inner.handle_request(request)
@@ -130,11 +207,19 @@ class RetryingTransport(httpx.BaseTransport):
                 return response
             wait = self._retry_after(response)
             response.close()
-            self._pause(min(self.max_retry_wait, wait if wait is not None else self._backoff(attempt)))
+            pause = min(self.max_retry_wait, wait if wait is not None else self._backoff(attempt))
+            if deadline is not None and self.clock() + pause > deadline:
+                return _reopened(response)  # waiting would pass the deadline: this answer is the last one
+            self._pause(pause)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _reopened(response: httpx.Response) -> httpx.Response:
+    """A closed retry-status response handed back as the final answer: status and headers, an empty body."""
+    return httpx.Response(response.status_code, headers=response.headers, content=b"", request=response.request)
 
 
 class SourceClient(httpx.Client):
@@ -147,6 +232,7 @@ class SourceClient(httpx.Client):
         self.max_bytes = max_bytes
         self.received: list[RawPart] = []  # every response of the current fetch, kept even when the fetch fails
         self.validators: dict[str, dict[str, str]] = dict(validators or {})
+        self.deadline_at: float | None = None  # monotonic time the current source fetch must end by (run_source)
 
 
 def make_client(transport: httpx.BaseTransport | None = None, *, max_bytes: int = 64 * 2**20,
@@ -180,19 +266,19 @@ def get_part(client: httpx.Client, url: str, *, method: str = "GET", conditional
             headers["If-None-Match"] = seen["etag"]
         if seen.get("last-modified"):
             headers["If-Modified-Since"] = seen["last-modified"]
-    with client.stream(method, url, headers=headers, **kwargs) as response:
+    deadline = deadline_for(client)
+    check_deadline(url, deadline)
+    extensions = {**kwargs.pop("extensions", {}), "vramlab_deadline": deadline}
+    with client.stream(method, url, headers=headers, extensions=extensions, **kwargs) as response:
+        failed = not 200 <= response.status_code < 300 and response.status_code not in allow_statuses \
+            and not (response.status_code == 304 and conditional)
         declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
+        if not failed and declared and declared.isdigit() and int(declared) > limit:
             raise ResponseTooLarge(url, limit)
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise ResponseTooLarge(url, limit)
-            chunks.append(chunk)
+        # an error body is kept (truncated) for the fetch log, never read whole: a 5xx may be a bomb
+        body = capped_bytes(response, url, ERROR_BODY_MAX if failed else limit, deadline, truncate=failed)
         kept = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
-        part = RawPart(url=redact(str(response.request.url)), status=response.status_code, body=b"".join(chunks),
-                       headers=kept)
+        part = RawPart(url=redact(str(response.request.url)), status=response.status_code, body=body, headers=kept)
     received = getattr(client, "received", None)
     if isinstance(received, list):
         received.append(part)  # what a fetch got before it failed is still landed (run_source)

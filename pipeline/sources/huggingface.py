@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from pipeline.sources.base import RawPart, RawPayload
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
@@ -47,6 +47,32 @@ GGUF_QUANT = re.compile(r"(?i)[-._](I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32|MXFP4(?:_M
                         r"(?:-\d{5}-of-\d{5})?\.gguf$")
 
 
+#: a Hub revision: a git commit id, 40 lowercase hex characters (used in file names and URLs: nothing else passes)
+REVISION_SHA = re.compile(r"^[0-9a-f]{40}$")
+#: the Hub's own repo id rules (huggingface_hub's ``validate_repo_id``): ``namespace/name`` of word characters,
+#: ``-`` and ``.``, at most 96 each, starting and ending with a word character; no ``--``, no ``..``, no ``.git``
+_REPO_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+REPO_ID = re.compile(rf"^{_REPO_PART}/{_REPO_PART}$")
+
+
+def valid_repo_id(repo: object) -> bool:
+    return isinstance(repo, str) and bool(REPO_ID.match(repo)) and "--" not in repo and ".." not in repo \
+        and not repo.endswith(".git")
+
+
+def check_repo_id(repo: object) -> str:
+    """``repo`` when it is a valid Hub repo id; ValueError naming it otherwise (it reaches paths and URLs)."""
+    if not valid_repo_id(repo):
+        raise ValueError(f"not a Hub repo id (namespace/name of letters, digits, '-', '_', '.'): {str(repo)[:120]!r}")
+    return repo  # type: ignore[return-value]
+
+
+def check_revision(sha: object) -> str:
+    if not isinstance(sha, str) or not REVISION_SHA.match(sha):
+        raise ValueError(f"not a 40-hex revision id: {str(sha)[:60]!r}")
+    return sha
+
+
 class WatchEntry(BaseModel):
     id: str
     repo: str
@@ -57,6 +83,16 @@ class WatchEntry(BaseModel):
     base_model: str | None = None
     gguf_repos: list[str] = Field(default_factory=list)
     spec: str | None = None  # bundled manual spec id (no public config)
+
+    @field_validator("repo")
+    @classmethod
+    def _hub_repo_id(cls, repo: str) -> str:
+        return check_repo_id(repo)
+
+    @field_validator("gguf_repos")
+    @classmethod
+    def _hub_repo_ids(cls, repos: list[str]) -> list[str]:
+        return [check_repo_id(r) for r in repos]
 
 
 class Watchlist(BaseModel):
@@ -178,11 +214,13 @@ class HubState:
         return (self.state.get(repo) or {}).get("sha")
 
     def record_path(self, repo: str, sha: str) -> Path:
-        return self.root / "models" / repo.replace("/", "__") / f"{sha}.json"
+        """Where a revision is kept: built only from a checked repo id and a checked 40-hex sha, so no answer from
+        the Hub can name a file outside ``data/hub/models/`` (both raise ValueError otherwise)."""
+        return self.root / "models" / check_repo_id(repo).replace("/", "__") / f"{check_revision(sha)}.json"
 
     def latest(self, repo: str) -> HubModel | None:
         sha = self.sha(repo)
-        path = self.record_path(repo, sha) if sha else None
+        path = self.record_path(repo, sha) if sha and REVISION_SHA.match(str(sha)) else None
         return HubModel.model_validate_json(path.read_text()) if path and path.exists() else None
 
     def save(self, model: HubModel) -> bool:
@@ -237,14 +275,46 @@ def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state:
         return part
 
     try:
+        return _ingest(entry, client, state, started, fetch, finish, parts)
+    except Exception as exc:  # noqa: BLE001 - one model's odd answer never stops the others (its payload is landed)
+        return finish("parse_error", f"{entry.repo}: unexpected model answer ({type(exc).__name__}: "
+                                     f"{str(exc)[:200]})"), None
+
+
+def _shaped_info(repo: str, info: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Model info with every field sizing reads in the type it is read as (anything else dropped), or why not."""
+    if not isinstance(info, dict):
+        return None, f"{repo}: model info is not a JSON object"
+    sha = info.get("sha")
+    if sha is None:
+        return None, f"{repo}: field 'sha' missing from model info"
+    if not isinstance(sha, str) or not REVISION_SHA.match(sha):
+        return None, f"{repo}: field 'sha' is not a 40-hex revision id: {str(sha)[:60]!r}"
+    shaped = dict(info)
+    siblings = info.get("siblings")
+    shaped["siblings"] = [x for x in siblings if isinstance(x, dict) and isinstance(x.get("rfilename"), str)] \
+        if isinstance(siblings, list) else []
+    for key in ("cardData", "safetensors"):
+        shaped[key] = info.get(key) if isinstance(info.get(key), dict) else None
+    shaped["tags"] = [t for t in info.get("tags") or [] if isinstance(t, str)] if isinstance(info.get("tags"), list) \
+        else []
+    for key in ("lastModified", "createdAt", "pipeline_tag"):
+        shaped[key] = info.get(key) if isinstance(info.get(key), str) else None
+    shaped["gated"] = info.get("gated") if isinstance(info.get("gated"), bool | str) else False  # "auto", "manual"
+    return shaped, None
+
+
+def _ingest(entry: WatchEntry, client: httpx.Client, state: HubState, started: datetime,
+            fetch: Any, finish: Any, parts: list[RawPart]) -> tuple[FetchLogEntry, HubModel | None]:  # noqa: ANN401
+    try:
         info_part = fetch(f"{HUB}/api/models/{entry.repo}?blobs=true")
-        info = json.loads(info_part.body)
-        sha = info.get("sha")
-        if not sha:
-            return finish("parse_error", f"{entry.repo}: field 'sha' missing from model info"), None
+        info, problem = _shaped_info(entry.repo, json.loads(info_part.body))
+        if info is None:
+            return finish("parse_error", problem), None
+        sha = info["sha"]
         if state.sha(entry.repo) == sha:
             return finish("unchanged", f"{entry.repo}@{sha[:12]} already ingested"), state.latest(entry.repo)
-        siblings = {s.get("rfilename"): s for s in info.get("siblings") or []}
+        siblings = {s.get("rfilename"): s for s in info["siblings"]}
         config_part = fetch(f"{HUB}/{entry.repo}/resolve/{sha}/config.json", max_bytes=CONFIG_MAX_BYTES)
         quant = index = template = None
         if "hf_quant_config.json" in siblings:
@@ -287,7 +357,7 @@ def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state:
     st = info.get("safetensors") or {}
     model = HubModel(
         id=entry.id, repo=entry.repo, sha=sha, last_modified=info.get("lastModified"), created_at=info.get("createdAt"),
-        gated=info.get("gated", False), pipeline_tag=info.get("pipeline_tag"), tags=info.get("tags") or [],
+        gated=info["gated"], pipeline_tag=info.get("pipeline_tag"), tags=info["tags"],
         license=(info.get("cardData") or {}).get("license"), safetensors_parameters=st.get("parameters"),
         safetensors_total=st.get("total"),
         checkpoint_bytes=(index or {}).get("metadata", {}).get("total_size") or _safetensors_bytes(siblings),
@@ -377,6 +447,9 @@ def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: 
             repo = item.get("id") or item.get("modelId") if isinstance(item, dict) else None
             if not repo:
                 continue
+            if not valid_repo_id(repo):  # a listing's id reaches file names and URLs: only the Hub's own shape
+                stats.setdefault("invalid_ids", []).append(str(repo)[:120])
+                continue
             stats["listed"] += 1
             downloads = item.get("downloads")
             if min_downloads and (not isinstance(downloads, int) or downloads < min_downloads):
@@ -400,6 +473,6 @@ def discovery_stats(data_dir: Path) -> dict[str, Any]:
 
 def discovered_entries(data_dir: Path) -> list[WatchEntry]:
     path = data_dir / "hub" / "discovered.json"
-    repos = json.loads(path.read_text()) if path.exists() else []
+    repos = [r for r in (json.loads(path.read_text()) if path.exists() else []) if valid_repo_id(r)]
     return [WatchEntry(id=r.split("/")[-1].lower(), repo=r, name=r.split("/")[-1], lab=r.split("/")[0],
                        country="unknown") for r in repos]

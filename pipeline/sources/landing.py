@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -42,7 +43,7 @@ from pipeline.sources.base import (
     SourceError,
 )
 from pipeline.sources.fx import FxError, FxRates
-from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, redact
+from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, http_settings, redact
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
                   "parse_error", "not_configured", "gated", "missing", "error"]
@@ -213,6 +214,29 @@ def read_log(data_dir: Path) -> list[FetchLogEntry]:
     return read_log_report(data_dir).entries
 
 
+#: how far the newest recorded fetch may lie ahead of this run's clock before the run refuses to go on
+CLOCK_TOLERANCE_SECONDS = 300
+
+
+class ClockBehind(Exception):
+    """This machine's clock is behind what was already recorded: observations would be stored out of order."""
+
+
+def check_clock(data_dir: Path, now: datetime | None = None) -> None:
+    """Refuse a live run whose clock is behind the newest fetch already in the fetch log (by more than
+    :data:`CLOCK_TOLERANCE_SECONDS`): its observations would be stored as older than prices they replace, and
+    its snapshot would become ``latest`` dated in the past. ``VRAMLAB_ALLOW_CLOCK_BEHIND=1`` (``vramlab run
+    --allow-clock-behind``) lets such a run go on."""
+    if os.environ.get("VRAMLAB_ALLOW_CLOCK_BEHIND", "").lower() in ("1", "true", "yes"):
+        return
+    now = now or datetime.now(UTC)
+    newest = max((e.started_at for e in read_log(data_dir)), default=None)
+    if newest is not None and (newest - now).total_seconds() > CLOCK_TOLERANCE_SECONDS:
+        raise ClockBehind(f"this machine's clock ({now:%Y-%m-%d %H:%M:%S} UTC) is behind the newest recorded fetch "
+                          f"({newest:%Y-%m-%d %H:%M:%S} UTC): fix the clock, or run with --allow-clock-behind "
+                          "(VRAMLAB_ALLOW_CLOCK_BEHIND=1)")
+
+
 def _validators_path(data_dir: Path, source: str) -> Path:
     return data_dir / "raw" / source / "validators.json"
 
@@ -240,6 +264,9 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         except (OSError, ValueError):
             pass  # a damaged validators file only costs one unconditional request
     client.received = []
+    # one total deadline for the whole fetch of this source (pages, regions, retries): an endless or trickling
+    # answer ends the fetch as a timeout instead of holding the run and its lock
+    client.deadline_at = time.monotonic() + http_settings()["source_deadline"]
 
     def land_received(**extra) -> dict:  # type: ignore[no-untyped-def]
         """Land what the failed fetch did receive (pages before the bad one, the bad body itself)."""

@@ -3,9 +3,13 @@ recorded in ``schema_version``). No table is created anywhere else."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -82,6 +86,27 @@ def lock_wait_seconds() -> float:
         return 120.0
 
 
+def _busy_message(path: Path, exc: BaseException) -> str:
+    """Who holds the file: a vramlab writer (it holds the writer lock too) or some other reader or writer (a DuckDB
+    shell, a notebook, a BI tool) that has the file open."""
+    first = str(exc).splitlines()[0]
+    lock = writer_lock_path(path)
+    writer = False
+    if lock.exists():
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except BlockingIOError:
+            writer = True
+        finally:
+            os.close(fd)
+    if writer and not getattr(_HELD, "paths", {}).get(lock):
+        return f"DuckDB file {path} is being written by another vramlab process ({first}); gave up waiting"
+    return (f"DuckDB file {path} is open in another program that is not a vramlab run (a DuckDB shell, notebook or "
+            f"dashboard holding it: {first}); close it and run again")
+
+
 def open_database(path: Path, *, config: dict | None = None, lock_wait: float | None = None,
                   sleep=time.sleep) -> duckdb.DuckDBPyConnection:  # type: ignore[no-untyped-def]
     """Open (creating when absent) the DuckDB file. A lock held by another process is waited for (bounded,
@@ -99,10 +124,64 @@ def open_database(path: Path, *, config: dict | None = None, lock_wait: float | 
             if not is_locked(exc):
                 raise
             if time.monotonic() >= deadline:
-                raise DatabaseBusy(f"DuckDB file {path} is held by another process ({str(exc).splitlines()[0]}); "
-                                   "gave up waiting. Is another vramlab run still writing?") from exc
+                raise DatabaseBusy(_busy_message(path, exc)) from exc
             sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 5.0)
+
+
+_HELD = threading.local()  # writer locks this thread holds, by lock path (store() may nest)
+
+
+def writer_lock_path(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".writer.lock")
+
+
+@contextmanager
+def writer_lock(db_path: Path, *, wait: float | None = None, sleep=time.sleep) -> Iterator[float]:  # type: ignore[no-untyped-def]
+    """One DuckDB writer at a time, as a guarantee: an exclusive ``flock`` on ``<db>.writer.lock`` held for the
+    whole of a writer's connection, by every process and thread that writes (``pipeline.resources.store``). The
+    Dagster pool stays the scheduler (it decides which step runs); this lock is what makes two writers at once
+    impossible even when two steps claim the pool slot in the same instant (SQLite instance storage). Waits at
+    most ``VRAMLAB_DB_LOCK_WAIT`` seconds, then ``DatabaseBusy`` naming the holder's pid. Yields the seconds
+    waited. Re-entrant within one thread."""
+    lock = writer_lock_path(db_path)
+    held = getattr(_HELD, "paths", None)
+    if held is None:
+        held = _HELD.paths = {}
+    if held.get(lock):
+        held[lock] += 1
+        try:
+            yield 0.0
+        finally:
+            held[lock] -= 1
+        return
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+    started = time.monotonic()
+    deadline = started + (lock_wait_seconds() if wait is None else wait)
+    try:
+        delay = 0.05
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                    raise DatabaseBusy(f"DuckDB file {db_path} is being written by another vramlab process (pid "
+                                       f"{holder}); gave up waiting after {time.monotonic() - started:.0f} s") from None
+                sleep(min(delay, max(0.0, deadline - time.monotonic())))
+                delay = min(delay * 2, 1.0)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        held[lock] = 1
+        try:
+            yield time.monotonic() - started
+        finally:
+            held.pop(lock, None)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def connect(path: Path) -> duckdb.DuckDBPyConnection:

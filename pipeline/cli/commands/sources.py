@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                               "vramlab sources parse lambda response.json --json"))
     src_sub = sources.add_subparsers(dest="sources_command", required=True, metavar="ACTION", parser_class=Parser)
     src_list = src_sub.add_parser("list", help="table of sources: auth, configured, last fetch",
-                                  description="One row per source, sorted by name, with the last fetch outcome.")
+                                  description="One row per source, sorted by name, with the last fetch outcome.",
+                                  epilog=examples("vramlab sources list", "vramlab sources list --json"))
     json_flag(src_list, "a JSON array")
     data_dir_flag(src_list)
     src_list.set_defaults(func=cmd_sources_list)
@@ -63,7 +64,6 @@ def cmd_sources_parse(args: argparse.Namespace) -> int:
     from pipeline.ingest.prices import latest_rates
     from pipeline.sources import get_source
     from pipeline.sources.base import RawPart, RawPayload
-    from pipeline.sources.fx import parse_ecb
     from pipeline.sources.landing import load_landed
 
     source = get_source(args.source)
@@ -82,7 +82,7 @@ def cmd_sources_parse(args: argparse.Namespace) -> int:
                            f"got {args.observed_at!r}") from None
         parts = tuple(RawPart(url=f"file://{p.resolve()}", status=200, body=p.read_bytes()) for p in paths)
         raw = RawPayload(source=source.name, fetched_at=observed, parts=parts)
-    rates = parse_ecb(Path(args.rates).read_bytes()) if args.rates else latest_rates(data_dir_of(args))
+    rates = _rates_file(args.rates) if args.rates else latest_rates(data_dir_of(args))
     try:
         result = source.parse(raw, rates)
     except Exception as exc:  # noqa: BLE001 - any parser failure is one clear line
@@ -103,3 +103,17 @@ def _is_landing_meta(path: Path) -> bool:
     except (ValueError, UnicodeDecodeError):
         return False
     return isinstance(data, dict) and "parts" in data and "fetched_at" in data
+
+
+def _rates_file(path: str):  # type: ignore[no-untyped-def] - an FxRates, imported on use
+    """``--rates FILE`` read and parsed, or one line saying why not (missing, unreadable, not the ECB's XML)."""
+    from pipeline.sources.fx import FxError, parse_ecb
+
+    try:
+        return parse_ecb(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise CliError(f"--rates file not found: {path}") from None
+    except OSError as exc:
+        raise CliError(f"--rates file {path} is not readable ({exc.strerror or exc})") from None
+    except FxError as exc:
+        raise CliError(f"--rates file {path}: {exc}") from None
