@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .architecture import Architecture
 from .gpus import GPU
@@ -38,8 +38,17 @@ from .layers import MoE
 from .record import CamelRecord, alias, record
 from .units import GIB
 
-if TYPE_CHECKING:
-    from .engines import Engine
+
+class Engine(Protocol):
+    """What this module reads of ``engines.Engine`` (a protocol: ``engines`` imports this module)."""
+
+    id: str
+    name: str
+    version: str | None
+    memory_fraction: float | None
+    max_num_batched_tokens: int | None
+    max_num_seqs: int | None
+    enforce_eager: bool
 
 CURRENT_VLLM = (0, 28)  # the newest vLLM the calibration set covers; the default version
 CURRENT_SGLANG = (0, 5)

@@ -24,7 +24,7 @@ from .engines import Engine, effective_format
 from .gpus import GPU
 from .layers import MoE
 from .record import CamelRecord, record
-from .throughput import (
+from .roofline import (
     _active_params,
     _attention_flops_per_token,
     _cache_bytes_per_request,

@@ -18,7 +18,12 @@ from sizing_core import calibration
 from sizing_core.calibration import case_arch
 from sizing_core.calibration_bands import BANDS
 from sizing_core.deployment import default_layout, engine_startup
-from sizing_core.engine_memory import SAMPLER_BYTES, SAMPLER_BYTES_2026, sglang_default_fraction, vllm_defaults
+from sizing_core.engine_memory import (
+    SAMPLER_BYTES,
+    SAMPLER_BYTES_2026,
+    sglang_default_fraction,
+    vllm_defaults,
+)
 from sizing_core.engines import get_engine
 from sizing_core.gpus import get_gpu
 from sizing_core.units import GIB, MIB

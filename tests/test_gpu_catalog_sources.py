@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from helpers import arch
 
+from sizing_core.engine_speed import BANDWIDTH_EFFICIENCY, LAYER_US
 from sizing_core.engines import get_engine
 from sizing_core.gpus import catalog, get_gpu
 from sizing_core.placement import Placement, plan_for
-from sizing_core.engine_speed import BANDWIDTH_EFFICIENCY, LAYER_US
 from sizing_core.throughput import estimate
 
 NO_BANDWIDTH = "no bandwidth figure found"
