@@ -143,8 +143,17 @@ def _widest_per_token(arch: Architecture, tp: int) -> float:
     return widest
 
 
+_WIDEST: dict[tuple[int, int], tuple[Architecture, float]] = {}
+
+
 def forward_peak_bytes(arch: Architecture, tokens: int, tp: int) -> float:
-    return tokens * 2 * (FORWARD_HIDDEN_BUFFERS * arch.hidden_size + _widest_per_token(arch, tp))
+    key = (id(arch), tp)  # identity-keyed, the object kept (the planner and the grid ask per GPU kind)
+    hit = _WIDEST.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_WIDEST) > 4096:
+            _WIDEST.clear()
+        hit = _WIDEST[key] = (arch, _widest_per_token(arch, tp))
+    return tokens * 2 * (FORWARD_HIDDEN_BUFFERS * arch.hidden_size + hit[1])
 
 
 def activation_bytes(arch: Architecture, gpu: GPU, engine: Engine, tp: int, max_model_len: int | None = None
