@@ -155,6 +155,9 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
                            note=f"{engine.name} cannot load the {arch.native.weight_format} checkpoint; "
                                 "it needs a GGUF/MLX conversion")
         fmt = effective_format(arch, fmt)
+        if fmt == "mixed":  # ModelOpt MIXED_PRECISION: the engine needs the kernels of its most demanding format
+            kinds = {f for _, f, _ in arch.native.per_module}
+            fmt = "nvfp4" if kinds & {"nvfp4", "w4a16_nvfp4"} else "mxfp4" if "mxfp4" in kinds else "fp8"
     if engine.id == "mlx":
         if gpu.kind != "apple":
             return Support(runs=False, native=False, note="MLX runs on Apple silicon only")
