@@ -142,6 +142,13 @@ def figures(memory: list, speed: list, held: dict) -> list[str]:
         b = band_of(bands, c)
         return bool(b and b[0] <= c.ratio <= b[1])
 
+    per_kind = []
+    for q in ("weights_gib", "kv_gib", "kv_tokens", "max_concurrency", "activation_gib", "decode_tok_s",
+              "decode_batch_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms"):
+        rs = [c.ratio for c in memory + speed if c.quantity == q and c.use in COUNTED and c.ratio == c.ratio]
+        if rs:
+            per_kind.append(f"| {q} | {len(rs)} | {statistics.median(rs):.3f} | "
+                            f"{sum(abs(r - 1) <= 0.10 for r in rs)} | {sum(1 / 1.5 <= r <= 1.5 for r in rs)} |")
     held_ok = sum(v[0] for v in held.values())
     held_n = sum(v[1] for v in held.values())
     med = statistics.median(c.ratio for c in decode1)
@@ -157,6 +164,8 @@ def figures(memory: list, speed: list, held: dict) -> list[str]:
         f"({held_ok / held_n:.0%}) |",
         f"| start-up failures (pool ≤ 0) predicted to fail | – | "
         f"{share(failed, lambda c: c.predicted <= 0.5)} |",
+        "", "Every counted quantity (measured / predicted):", "",
+        "| quantity | cases | median | within ±10% | within 1.5x |", "|---|---|---|---|---|", *per_kind,
     ]
 
 
@@ -177,7 +186,7 @@ def constants() -> list[str]:
                  "CUDA_CONTEXT_GIB", "NON_TORCH_GIB", "NON_TORCH_PER_TP_GIB", "CUDA_GRAPH_GIB"):
         rows.append(f"| engine_memory.{name} | {getattr(engine_memory, name)} |")
     for name in ("BANDWIDTH_EFFICIENCY", "LAYER_US", "EAGER_FACTOR", "MOE_LAYER_US", "MLA_LAYER_US",
-                 "PREFILL_MFU", "TTFT_FLOOR_MS", "ALLREDUCE_US"):
+                 "EXPERT_EFFICIENCY", "PREFILL_MFU", "TTFT_FLOOR_MS", "ALLREDUCE_US"):
         rows.append(f"| engine_speed.{name} | {getattr(engine_speed, name)} |")
     return rows
 
