@@ -8,16 +8,21 @@ from pipeline.assets.out import OUT_ASSETS
 from pipeline.assets.quality import QUALITY_ASSETS
 from pipeline.assets.raw import RAW_ASSETS
 from pipeline.resources import default_resources
-from pipeline.schedules import hourly_refresh, hourly_refresh_job, vramlab_refresh
+from pipeline.schedules import celery_jobs, hourly_refresh, hourly_refresh_job, vramlab_refresh
 
 ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *QUALITY_ASSETS, *OUT_ASSETS]
 
 # in-process by default (UI materializations, vramlab run): no process start-up per step; the scheduled
 # hourly_refresh_job runs under the multiprocess executor (pipeline/schedules.py, docs/decisions.md)
-defs = dg.Definitions(assets=ALL_ASSETS, jobs=[hourly_refresh_job, vramlab_refresh], schedules=[hourly_refresh],
-                      resources=default_resources(), executor=dg.in_process_executor)
+defs = dg.Definitions(assets=ALL_ASSETS, jobs=[hourly_refresh_job, vramlab_refresh, *celery_jobs()],
+                      schedules=[hourly_refresh], resources=default_resources(), executor=dg.in_process_executor)
 
 
 def refresh_job() -> dg.JobDefinition:
     """The hourly job with its resources bound (``dg.reconstructable(refresh_job)`` runs it out of process)."""
     return defs.resolve_job_def("hourly_refresh_job")
+
+
+def celery_refresh_job() -> dg.JobDefinition:
+    """The refresh job on Celery workers (``VRAMLAB_CELERY_BROKER`` set): ``dg.reconstructable`` of this runs it."""
+    return defs.resolve_job_def("celery_refresh_job")

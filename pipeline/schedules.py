@@ -54,3 +54,19 @@ def hourly_refresh(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.
     if active:
         return dg.SkipReason(f"{active} run(s) still active (refresh, UI or CLI): not starting another")
     return dg.RunRequest(tags=REFRESH_TAG)
+
+
+#: set in every process of a Celery deployment (pipeline/ops/cluster.py, docs/operating.md): the broker's URL
+CELERY_BROKER = os.environ.get("VRAMLAB_CELERY_BROKER")
+
+
+def celery_jobs() -> list:
+    """The refresh job with its steps sent to ``dagster-celery`` workers, when a broker is configured (no Celery
+    import otherwise: the single-host install never pays for it)."""
+    if not CELERY_BROKER:
+        return []
+    from dagster_celery import celery_executor
+
+    executor = celery_executor.configured({"broker": CELERY_BROKER, "backend": CELERY_BROKER}, name="celery")
+    return [dg.define_asset_job("celery_refresh_job", selection=dg.AssetSelection.all(), executor_def=executor,
+                                tags=REFRESH_TAG, description="The refresh job with each step on a Celery worker.")]

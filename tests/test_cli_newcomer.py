@@ -247,6 +247,7 @@ def write_snapshot(data_dir: Path, offers: list[dict]) -> Path:
     cheapest_setups.parquet written as the exporter writes them (DuckDB schema from the migrations, published
     columns from pipeline/exports/tables.py), and index.json."""
     from pipeline.exports.tables import CheapestSetups, OffersCurrent, select_sql
+    from pipeline.quality.offers import rebuild_offer_quality
     from pipeline.storage.db import migrate
 
     snap = data_dir / "exports" / "20261128T120000000000Z"
@@ -263,6 +264,7 @@ def write_snapshot(data_dir: Path, offers: list[dict]) -> Path:
                           "price_per_gpu_hour_usd": o["price_per_hour_usd"] / o["gpu_count"]}
         cols = ", ".join(row)
         con.execute(f"INSERT INTO offers_current ({cols}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
+    rebuild_offer_quality(con, OBSERVED)  # the real quality stage: `eligible` is its view's verdict (issue #24)
     for table, name in ((OffersCurrent, "offers_current"), (CheapestSetups, "cheapest_setups")):
         query = select_sql(table, snapshot_id=snap.name) + f" FROM {table.db_table}"
         con.execute(f"COPY ({query}) TO '{snap / f'{name}.parquet'}' (FORMAT parquet)")

@@ -339,7 +339,7 @@ def test_parquet_fields_carry_their_dictionary(published: dict) -> None:
     est = schema.field("est_gpus")
     assert est.metadata[b"unit"] == b"GPUs" and b"exact planner" in est.metadata[b"description"]
     assert schema.field("engine_usable_gib").metadata[b"unit"].startswith(b"GiB")
-    assert schema.metadata[b"vramlab:schema_version"] == b"2"
+    assert schema.metadata[b"vramlab:schema_version"] == b"3"
     offers = pq.read_schema(snap / "offers_current.parquet")
     assert str(offers.field("gpu_count").type) == "int32" and str(offers.field("verified_at").type) == \
         "timestamp[us, tz=UTC]"

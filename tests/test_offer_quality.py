@@ -34,7 +34,8 @@ def add(con, source: str, provider: str, instance: str, gpu: str, per_gpu: float
                price_per_hour_usd=per_gpu * count, price_per_gpu_hour_usd=per_gpu, unit="instance-hour",
                fx_date=None, allocation=allocation, availability=None, first_seen=verified, last_seen=verified,
                verified_at=verified, removed=False, stale=False, previous_price_usd=None, jump_unconfirmed=False)
-    con.execute(f"INSERT INTO offers_current VALUES ({', '.join('?' * len(COLUMNS))})", [row[c] for c in COLUMNS])
+    con.execute(f"INSERT INTO offers_current ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+                [row[c] for c in COLUMNS])
     return key
 
 
@@ -46,7 +47,8 @@ def con(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def quality(con, key: str) -> dict:  # type: ignore[no-untyped-def]
-    cur = con.execute("SELECT * FROM offer_quality WHERE offer_key = ?", [key])
+    cur = con.execute("SELECT q.*, j.eligible FROM offer_quality q JOIN offers_judged j USING (offer_key) "
+                      "WHERE offer_key = ?", [key])  # eligible: the view's (sql/020), the one definition
     return dict(zip([d[0] for d in cur.description], cur.fetchall()[0], strict=True))
 
 
@@ -67,7 +69,7 @@ def test_reference_is_the_median_of_providers_with_zone_copies_collapsed(con) ->
     assert math.isclose(row["ratio_to_reference"], 0.138 / 1.565)  # 0.088: 11x below the reference
     assert row["below_band"] and row["quarantined"] and row["reasons"] == ["below_band"] and not row["eligible"]
     # Lambda's 0.79 is 0.50x the reference: inside the band (> 1/3), kept
-    assert con.execute("SELECT bool_and(eligible) FROM offer_quality WHERE source = 'skypilot-lambda'"
+    assert con.execute("SELECT bool_and(eligible) FROM offers_judged WHERE source = 'skypilot-lambda'"
                        ).fetchall()[0][0]
 
 

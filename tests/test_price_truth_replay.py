@@ -42,7 +42,7 @@ def test_no_first_on_demand_setup_uses_a_quarantined_marketplace_monthly_or_dupl
     for model, s in firsts:
         # the offer behind the setup: same source, instance type, region (zones of one region are one offer) and
         # the setup's price per instance
-        rows = q(con, """SELECT quarantined, reasons, duplicate_of, eligible FROM offer_quality
+        rows = q(con, """SELECT quarantined, reasons, duplicate_of, eligible FROM offers_judged
                          WHERE source = ? AND instance_type = ? AND coalesce(region, '') = coalesce(?, '')
                            AND allocation_class = 'on_demand' AND abs(price_per_hour_usd * ? - ?) < 0.001""",
                  s["source"], s["instanceType"], s["region"], s["instances"], s["pricePerHour"])
@@ -57,7 +57,7 @@ def test_every_published_on_demand_setup_rests_on_an_eligible_offer(snap) -> Non
     bad = q(snap["con"], """
         SELECT DISTINCT c.source, c.instance_type, c.region FROM cheapest_setups c
         WHERE c.list = 'on_demand' AND NOT EXISTS (
-            SELECT 1 FROM offer_quality o WHERE o.source = c.source AND o.instance_type = c.instance_type
+            SELECT 1 FROM offers_judged o WHERE o.source = c.source AND o.instance_type = c.instance_type
                AND coalesce(o.region, '') = coalesce(c.region, '') AND o.allocation_class = 'on_demand'
                AND o.eligible)""")
     assert bad == []
@@ -169,8 +169,8 @@ def test_dagster_cheapest_gpu_hour_is_what_vramlab_gpus_lists(snap, capsys) -> N
               for r in json.loads(capsys.readouterr().out)}
     assert ui == listed and len(ui) > 20
     for gpu, (price, provider, instance) in ui.items():
-        rows = q(snap["con"], """SELECT bool_or(q.eligible) AS ok, bool_or(q.quarantined) AS bad
-                                 FROM offers_current c JOIN offer_quality q USING (offer_key)
+        rows = q(snap["con"], """SELECT bool_or(c.eligible) AS ok, bool_or(c.quarantined) AS bad
+                                 FROM offers_judged c
                                  WHERE c.gpu_id = ? AND c.provider = ? AND c.instance_type = ?
                                    AND abs(c.price_per_gpu_hour_usd - ?) < 0.0001 AND c.allocation = 'on_demand'""",
                  gpu, provider, instance, price)

@@ -43,10 +43,8 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _where(path: Path, table: str) -> str:
-    con = duckdb.connect()
-    cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()}
-    flags = [f"NOT coalesce({c}, false)" for c in ("fractional", "removed", "quarantined") if c in cols]
-    return " AND ".join(["gpu_id IS NOT NULL", f"({CLASSES}) IS NOT NULL", *flags])
+    """What the board and the charts show: eligible rows (the published verdict, issue #24) of an hourly class."""
+    return " AND ".join(["coalesce(eligible, false)", f"({CLASSES}) IS NOT NULL"])
 
 
 def expected(snapshot: Path) -> dict:

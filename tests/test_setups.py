@@ -18,8 +18,8 @@ NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
 def offer(**kw):  # type: ignore[no-untyped-def]
     base = dict(source="test", provider="p", instance_type="i", region="r1", gpu_id="h100", gpu_count=8,
                 price_per_hour_usd=80.0, currency="USD", fx_date=None, allocation="on_demand", verified_at=NOW,
-                stale=False, removed=False, jump_unconfirmed=False, fractional=False)
-    return base | kw
+                stale=False, removed=False, jump_unconfirmed=False, fractional=False, eligible=True)
+    return base | kw  # eligible: the offers_judged view's verdict (sql/020), which every real offer carries
 
 
 def test_instances_needed() -> None:
@@ -51,12 +51,17 @@ def test_one_gpu_marketplace_offers_are_multiplied() -> None:
     assert setup.instances == needed and math.isclose(setup.price_per_hour, round(needed * 0.30, 4))
 
 
-def test_stale_removed_jumps_and_fractional_offers_are_excluded() -> None:
+def test_only_offers_the_view_judged_eligible_are_used() -> None:
+    """Setups never re-derive the rule (issue #24): an offer is used when it carries ``eligible = true`` (stale,
+    removed, jump and fractional offers are not eligible in the view: tests/test_offer_truth.py), and an offer
+    without a verdict (``eligible`` missing or null) is never used."""
     a = arch("meta-llama__Llama-3.1-8B")
     good = offer(instance_type="good", gpu_count=1, price_per_hour_usd=3.0)
-    bad = [offer(instance_type=f"bad-{k}", gpu_count=1, price_per_hour_usd=1.0, **{k: True})
-           for k in ("stale", "removed", "jump_unconfirmed", "fractional")]
-    setups = cheapest_setups(a, "bf16", [good, *bad])
+    bad = [offer(instance_type="judged-not", gpu_count=1, price_per_hour_usd=1.0, eligible=False),
+           offer(instance_type="no-verdict", gpu_count=1, price_per_hour_usd=1.0, eligible=None)]
+    unjudged = {k: v for k, v in offer(instance_type="unjudged", gpu_count=1, price_per_hour_usd=1.0).items()
+                if k != "eligible"}
+    setups = cheapest_setups(a, "bf16", [good, *bad, unjudged])
     assert [s.instance_type for s in setups] == ["good"]
 
 

@@ -91,13 +91,25 @@ def test_empty_result(tmp_path: Path) -> None:
     assert out["hetzner"][0].outcome == "ok"
 
 
-def test_zero_price_row_is_rejected_not_fatal(tmp_path: Path) -> None:
+def test_negative_price_row_is_rejected_not_fatal(tmp_path: Path) -> None:
+    data = json.loads(recorded("lambda"))
+    data["data"]["gpu_1x_a10"]["instance_type"]["price_cents_per_hour"] = -75
+    out, _ = run(tmp_path, ["lambda"], {url_of("lambda"): httpx.Response(200, json=data)})
+    entry, result = out["lambda"]
+    assert entry.outcome == "partial" and entry.rejected == 1
+    assert "gpu_1x_a10: price must be positive, got -0.75" in entry.rejected_reasons[0]
+    assert all(o.instance_type != "gpu_1x_a10" for o in result.offers) and len(result.offers) == 5
+
+
+def test_zero_price_row_is_not_offered_not_rejected(tmp_path: Path) -> None:
+    """Issue #24: a price of exactly 0 is a source's "not offered" (RunPod's securePrice 0, SkyPilot's unpriced
+    shapes), in every source: the row is counted as ignored, the fetch stays ok (it was "partial", 1 rejected)."""
     data = json.loads(recorded("lambda"))
     data["data"]["gpu_1x_a10"]["instance_type"]["price_cents_per_hour"] = 0
     out, _ = run(tmp_path, ["lambda"], {url_of("lambda"): httpx.Response(200, json=data)})
     entry, result = out["lambda"]
-    assert entry.outcome == "partial" and entry.rejected == 1
-    assert "gpu_1x_a10: price must be positive, got 0.0" in entry.rejected_reasons[0]
+    assert entry.outcome == "ok" and entry.rejected == 0
+    assert entry.ignored == {"not offered (price absent, empty or 0)": 1}
     assert all(o.instance_type != "gpu_1x_a10" for o in result.offers) and len(result.offers) == 5
 
 

@@ -19,7 +19,9 @@ from pipeline.sources.landing import read_log, read_log_report
 from pipeline.storage.checkpoints import load_checkpoint_headers
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import (
+    FACT_COLUMNS,
     PRICE_CEILING,
+    QUALITY_COLUMNS,
     STALE_AFTER,
     UNMAPPED_CEILING,
     load_fetch_log,
@@ -41,7 +43,8 @@ __all__ = ["PRICE_CEILING", "UNMAPPED_CEILING"]  # defined with the loader that 
 OBS_COLUMNS = ["offer_key", "observed_hour", "observed_at", "source", "provider", "instance_type", "region", "zone",
                "gpu_name", "gpu_id", "gpu_count", "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency",
                "price_per_hour", "price_per_gpu_hour", "price_per_hour_usd", "price_per_gpu_hour_usd", "unit",
-               "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256"]
+               "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256",
+               *FACT_COLUMNS, *QUALITY_COLUMNS]
 
 
 def code_version() -> str:
@@ -85,7 +88,7 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
           deps=[core__fetch_log], tags={"vramlab/layer": "core"},
           description="Append-only price observations, one per offer per hour, parsed from the landed payloads.",
           check_specs=[dg.AssetCheckSpec(n, asset="core__price_observations", blocking=True, description=d) for n, d in (
-              ("schema", "columns are exactly those of sql/001_prices.sql"),
+              ("schema", "columns are exactly those of sql/001_prices.sql, 006 and 020"),
               ("non_empty", "at least one observation"),
               ("prices_sane", "prices loaded by this run are > 0 and below a per-GPU-kind ceiling per GPU-hour "
                               "(implausible ones are quarantined at load, so history never blocks a run)"),
@@ -163,7 +166,11 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
                                 description="offers whose price moved >5x since the previous observation "
                                             "(kept, excluded from cheapest setups until confirmed)"),
               dg.AssetCheckSpec("source_staleness", asset="core__offers_current", blocking=False,
-                                description="per source: last verification older than 2 h warns, 24 h fails")])
+                                description="per source: last verification older than 2 h warns, 24 h fails"),
+              dg.AssetCheckSpec("source_drift", asset="core__offers_current", blocking=False,
+                                description="no source's last live fetch tripped a drift canary (unknown shape, new "
+                                            "enum values, >50% fewer offers); a degraded source keeps its last "
+                                            "good offers, which turn stale")])
 def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                          duckdb: DuckDBResource) -> dg.MaterializeResult:
     as_of = vramlab.as_of()
@@ -190,6 +197,7 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
     removed = sorted(set(before) - set(after))
     old = [f for f in freshness if f["age_hours"] is None or f["age_hours"] > 24]
     warn = [f for f in freshness if f["stale"]]
+    degraded = [f for f in freshness if f["degraded"]]
     provenance = {"code_version": code_version(), "as_of": as_of.isoformat(), "mode": "live" if vramlab.live else
                   "replay", "source_sha256": fingerprints}
     checks = [
@@ -199,6 +207,9 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                f"{len(warn)} sources older than 2 h, {len(old)} older than 24 h",
                severity=dg.AssetCheckSeverity.ERROR if old else dg.AssetCheckSeverity.WARN,
                stale_sources=dg.MetadataValue.json([f["source"] for f in warn])),
+        _check("source_drift", "core__offers_current", not degraded, f"{len(degraded)} sources degraded",
+               severity=dg.AssetCheckSeverity.WARN, degraded=dg.MetadataValue.json(
+                   {f["source"]: f["drift"] for f in degraded})),
     ]
     context.log.info(f"offers: {counts}; new {len(new)}, changed {len(changed)}, removed {len(removed)}")
     return dg.MaterializeResult(
@@ -207,9 +218,10 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                   "unconfirmed_jumps": counts["jumps"], "as_of": dg.MetadataValue.timestamp(as_of),
                   "source_outcomes": table(
                       [("source", "string"), ("last_outcome", "string"), ("verified_at", "string"),
-                       ("age_hours", "float"), ("stale", "bool")],
+                       ("age_hours", "float"), ("stale", "bool"), ("degraded", "bool"), ("drift", "string")],
                       [(f["source"], f["last_outcome"], f["verified_at"],
-                        None if f["age_hours"] is None else round(f["age_hours"], 1), bool(f["stale"]))
+                        None if f["age_hours"] is None else round(f["age_hours"], 1), bool(f["stale"]),
+                        bool(f["degraded"]), "; ".join(f["drift"])[:500])
                        for f in freshness]),
                   # before the quality stage: may name offers core__offer_quality quarantines or merges as
                   # duplicates; the rentable cheapest per GPU (what `vramlab gpus` lists) is core__offer_quality's

@@ -45,7 +45,7 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
             WITH cheapest AS (  -- the cheapest offer a setup may use, per GPU
                 SELECT gpu_id, min(price_per_gpu_hour_usd) AS p,
                        arg_min(canonical_provider || ' ' || instance_type, price_per_gpu_hour_usd) AS who
-                FROM offer_quality WHERE eligible AND allocation_class = 'on_demand' GROUP BY gpu_id)
+                FROM offers_judged WHERE eligible AND allocation_class = 'on_demand' GROUP BY gpu_id)
             SELECT r.gpu_id, r.providers, r.offers, r.median_gpu_hour_usd, r.band_low_usd, r.band_high_usd,
                    r.min_gpu_hour_usd, r.max_gpu_hour_usd, c.p, c.who
             FROM gpu_price_reference r LEFT JOIN cheapest c USING (gpu_id) ORDER BY r.gpu_id""").fetchall()

@@ -34,7 +34,9 @@ def _metadata(entry: FetchLogEntry, replay: bool) -> dict:
     return {"outcome": entry.outcome, "offers": entry.offers, "rejected": entry.rejected,
             "unmapped": dg.MetadataValue.json(entry.unmapped), "bytes": entry.bytes,
             "message": entry.message or "", "raw_path": dg.MetadataValue.path(entry.raw_path or ""),
-            "fetched_at": dg.MetadataValue.timestamp(entry.started_at), "mode": "replay" if replay else "live"}
+            "fetched_at": dg.MetadataValue.timestamp(entry.started_at), "mode": "replay" if replay else "live",
+            # drift canaries (live): the source is degraded, its last good offers stay published (issue #24)
+            "degraded": entry.outcome == "degraded", "drift": dg.MetadataValue.json(entry.drift)}
 
 
 def _clock_sane(s) -> None:  # type: ignore[no-untyped-def] - pipeline.settings.Settings

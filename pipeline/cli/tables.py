@@ -251,17 +251,28 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
     title = (f"Cheapest {what} offer per GPU" if per_kind else f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
     more = f"; {len(rows) - len(shown)} more with --all" if len(rows) > len(shown) else ""
     table = _table(title, caption=f"snapshot {snapshot}{more}")
-    for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("vCPU", "right"), ("RAM", "right"),
-                      ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"), ("region", "left"),
-                      ("verified", "left")):
+    for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("form", "left"), ("vCPU", "right"),
+                      ("RAM", "right"), ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"),
+                      ("region", "left"), ("verified", "left")):
         table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
     for r in shown:
         memory = r["gpu_memory_gb"] if r["gpu_memory_gb"] is not None else r.get("catalog_memory_gb")
-        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _num(r["vcpus"], 0),
+        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r), _num(r["vcpus"], 0),
                       _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
                       r["provider"] + (f" ({r['allocation']})" if spot else ""), r["region"] or "-",
-                      str(r["verified_at"])[:10])
+                      _day(r["verified_at"]))
     _show(console, table)
+
+
+#: gpu_link as the offers table abbreviates it (the JSON keeps the full word)
+_LINKS = {"NVSwitch": "NVSw", "NVLink": "NVLk", "NVLink bridge": "brdg", "xGMI": "xGMI", "PCIe": "PCIe"}
+
+
+def _form(r: dict[str, Any]) -> str:
+    """Form factor, plus the link between the instance's GPUs when it has several: ``SXM+NVSw``, ``PCIe``."""
+    form = r.get("form_factor") or "-"
+    link = _LINKS.get(r.get("gpu_link") or "")
+    return f"{form}+{link}" if link and link != form else form
 
 
 def print_gpu_catalog(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:

@@ -9,10 +9,10 @@ What a user would really deploy:
 
 - **One machine first.** A setup spans several instances (always of one offer: same provider, instance type and
   region) only in two cases: the instance family is rented with a cluster interconnect (InfiniBand, RoCE, EFA or an
-  NVLink domain, named per family in ``data/interconnect.csv``) and the engine splits layers across nodes (vLLM
-  pipeline stages: TP inside a node, PP across nodes); or llama.cpp's RPC backend over up to
-  :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls it
-  a fragile, insecure proof of concept that must never run on an open network).
+  NVLink domain, named per family in ``pipeline/sources/data/interconnect.csv``) and the engine splits layers
+  across nodes (vLLM pipeline stages: TP inside a node, PP across nodes); or llama.cpp's RPC backend over up to
+  :data:`MAX_RPC_MACHINES` separately rented machines, which is shown as such and flagged (its own README calls
+  it a fragile, insecure proof of concept that must never run on an open network).
 - **Ranking.** Any setup of more than one machine is ranked as if it cost :data:`MULTI_MACHINE_RANK_FACTOR` times
   its price, so it never ranks above a single-machine setup within 25 % of its price. Ties break on price, fewer
   machines, then provider, source, instance type, region, GPU, format and every other field of the setup
@@ -56,18 +56,18 @@ Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
 
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
+#: what a setup says about capacity, from its offer's ``availability_status`` (stated by the source's API at fetch)
+AVAILABILITY_NOTES = {"available": "available at fetch time", "low": "available at fetch time (low stock)",
+                      "unavailable": "unavailable at fetch time"}
+CAPACITY_UNKNOWN = "listed, capacity unknown"
 
 
 def eligible_offers(con: Any) -> list[dict[str, Any]]:
-    """Current offers the quality stage keeps for setups (``offer_quality.eligible``: not a losing duplicate, not
-    quarantined, rentable by the hour), with the canonical provider and the allocation class in place of the
-    source's own labels; stale, removed, unconfirmed-jump and fractional offers left out as before."""
+    """Current offers a setup may use: the ``offers_judged`` view's ``eligible`` (sql/020, the one definition),
+    with the canonical provider and the allocation class in place of the source's own labels."""
     cursor = con.execute("""
-        SELECT c.* REPLACE (q.canonical_provider AS provider, q.allocation_class AS allocation)
-        FROM offers_current c JOIN offer_quality q USING (offer_key)
-        WHERE q.eligible AND NOT c.stale AND NOT c.removed AND NOT c.jump_unconfirmed AND NOT c.fractional
-          AND c.gpu_id IS NOT NULL
-        ORDER BY c.offer_key""")
+        SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
+        FROM offers_judged WHERE eligible ORDER BY offer_key""")
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
@@ -109,6 +109,8 @@ class Setup(CamelRecord):
     flags: list[str] = described(default_factory=list, description="what a user should know before renting this")
     fx_stale: bool = described(False, "the price was converted with an ECB rate more than 4 days older than the "
                                       "snapshot's as-of time (fx_date says which)")
+    availability: str = described(CAPACITY_UNKNOWN, "available at fetch time (low stock), unavailable at fetch "
+                                  "time, or listed, capacity unknown (the source's API states none)")
     # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
     # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
     decode_tokens_per_s: float | None = described(None, "decode speed of one request on this plan", unit="tokens/s")
@@ -161,11 +163,16 @@ def rank_key_of(f: dict[str, Any]) -> tuple:
             f["engine"], f["price_per_gpu_hour"], f["currency_listed"], f["fx_date"] or "", f["verified_at"].isoformat())
 
 
+#: the instance-family table (``pipeline/sources/offer_facts.py`` joins it onto offers); by path: ``fit``'s start-up
+INTERCONNECT_TABLE = Path(__file__).resolve().parents[1] / "sources" / "data" / "interconnect.csv"
+
+
 @lru_cache(maxsize=1)
 def interconnects() -> tuple[tuple[str, str, str], ...]:
-    """``data/interconnect.csv``: (provider, instance pattern, fabric) of families rented with a cluster fabric."""
-    text = (Path(__file__).parent / "data" / "interconnect.csv").read_text()  # not importlib.resources: start-up
-    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines()))
+    """(provider, instance pattern, fabric) of the families rented with a cluster fabric."""
+    text = INTERCONNECT_TABLE.read_text()  # not importlib.resources: start-up
+    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines())
+                 if r["cluster_fabric"])
 
 
 def cluster_fabric(provider: str, instance_type: str) -> str | None:
@@ -185,13 +192,9 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
 
 
 def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
-    """An offer a setup may use; rows that carry the quality stage's columns (``eligible``, ``allocation_class``,
-    e.g. a published ``offers_current`` table) are judged by them, so no reader bypasses the quarantine."""
-    allocation = offer.get("allocation_class") or offer["allocation"]
-    return (allocation in allocations and offer.get("eligible") is not False and offer.get("duplicate_of") is None
-            and offer.get("gpu_id") is not None and not offer.get("stale")
-            and not offer.get("removed") and not offer.get("jump_unconfirmed") and not offer.get("fractional")
-            and offer["gpu_count"] >= 1)
+    """Eligible (the ``offers_judged`` view's verdict, which offers from DuckDB and the published table carry;
+    never re-derived here) and of one of ``allocations``."""
+    return (offer.get("allocation_class") or offer["allocation"]) in allocations and offer.get("eligible") is True
 
 
 class Planner:
@@ -450,7 +453,7 @@ def _setup_fields(price: float, offer: dict[str, Any], placed: Placed, count: in
         allocation=offer.get("allocation_class") or offer["allocation"], format=fmt,
         engine=default_engine(gpu).id, verified_at=offer["verified_at"], nodes=count, deployment=how,
         interconnect=fabric, native_support=placed.native_support, support_note=placed.support_note, flags=flags,
-        fx_stale=fx_stale)
+        fx_stale=fx_stale, availability=AVAILABILITY_NOTES.get(offer.get("availability_status") or "", CAPACITY_UNKNOWN))
 
 
 #: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful

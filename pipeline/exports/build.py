@@ -131,14 +131,15 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                  "hub_created_at": [datetime.fromisoformat(c.replace("Z", "+00:00")) for _, c in hub_dates],
                  "hub_created_day": [released_date(None, c) for _, c in hub_dates]},
                 schema={"id": pl.String, "hub_created_at": pl.Datetime("us", "UTC"), "hub_created_day": pl.String}))
+            run = {"mode": mode, "as_of": as_of.isoformat()}  # into every Parquet file's key-value metadata
             for table in TABLES:
                 if table is PriceObservations:
-                    parts = append_history(cur, exports_dir, snap)
+                    parts = append_history(cur, exports_dir, snap, run)
                     link_into(writer.tmp, exports_dir, parts)
                     counts[table.file] = sum(p.rows for p in parts)
                 else:
                     counts[table.file.removesuffix(".parquet")] = write_parquet(
-                        cur, _table_query(cur, table, snap), table, writer.path(table.file))
+                        cur, _table_query(cur, table, snap), table, writer.path(table.file), run=run)
                 hook(table.file)
         finally:
             cur.close()
@@ -147,7 +148,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         writer.write_json("schemas/dictionary.json", dictionary())
         hook("schemas")
         sources = {name: {"verified_at": f["verified_at"].isoformat() if f["verified_at"] else None,
-                          "last_outcome": f["last_outcome"], "stale": f["stale"]} for name, f in freshness.items()}
+                          "last_outcome": f["last_outcome"], "stale": f["stale"], "degraded": f["degraded"],
+                          "drift": f["drift"]} for name, f in freshness.items()}
         manifest = {"snapshot_id": snap, "generated_at": now.isoformat(), "schema_version": SCHEMA_VERSION,
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
                     "history": [p.model_dump() for p in parts],

@@ -26,9 +26,10 @@ HISTORY_DIR = "history/price_observations"
 _DAY = "(observed_at AT TIME ZONE 'UTC')::DATE"
 
 
-def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str) -> list[HistoryPart]:
+def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str,
+                   run: dict[str, str] | None = None) -> list[HistoryPart]:
     """Write the observations not yet in any part (one new part per UTC day that has some) and return every part
-    of the days the database holds, oldest day first."""
+    of the days the database holds, oldest day first. ``run``: mode and as_of of the run writing new parts."""
     root = exports_dir / HISTORY_DIR
     days = [r[0] for r in cur.execute(f"SELECT DISTINCT {_DAY} FROM price_observations ORDER BY 1").fetchall()]
     parts: list[HistoryPart] = []
@@ -44,7 +45,7 @@ def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str)
         query = f"{select_sql(PriceObservations)} FROM price_observations p WHERE {where} ORDER BY observed_at, offer_key"
         new = cur.execute(f"SELECT count(*) FROM price_observations p WHERE {where}", params).fetchall()[0][0]
         if new:
-            write_parquet(cur, query, PriceObservations, folder / f"part-{snap}.parquet", params)
+            write_parquet(cur, query, PriceObservations, folder / f"part-{snap}.parquet", params, run=run)
         for part in sorted(folder.glob("part-*.parquet")):
             rows = cur.execute("SELECT count(*) FROM read_parquet(?)", [str(part)]).fetchall()[0][0]
             parts.append(HistoryPart(path=str(part.relative_to(exports_dir)), date=day.isoformat(), rows=rows,

@@ -1,7 +1,8 @@
 """Write a published table to Parquet with its dictionary inside: each Arrow field carries ``description`` and
 ``unit`` metadata (stored in the file's ARROW:schema, read by pyarrow/Arrow readers), and the file's key-value
 metadata carries the whole table's dictionary as JSON under ``vramlab:columns`` (DuckDB: ``parquet_kv_metadata``;
-polars: ``pl.read_parquet_metadata``) plus ``vramlab:table`` and ``vramlab:schema_version``.
+polars: ``pl.read_parquet_metadata``) plus ``vramlab:table`` and ``vramlab:schema_version``, and the run that wrote
+it: ``vramlab:mode`` (replay or live) and ``vramlab:as_of`` (ISO 8601, the time freshness was judged against).
 
 Timestamps are written as UTC whatever the session time zone (the caller's cursor is pinned to UTC)."""
 
@@ -36,7 +37,7 @@ def dictionary_json(table: type[PublishedTable]) -> str:
 ROW_GROUP_ROWS = 1024 * 1024
 
 
-def dictionary_schema(schema: pa.Schema, table: type[PublishedTable]) -> pa.Schema:
+def dictionary_schema(schema: pa.Schema, table: type[PublishedTable], run: dict[str, str] | None = None) -> pa.Schema:
     specs = {c.name: c for c in columns(table)}
     fields = []
     for field in schema:
@@ -45,7 +46,17 @@ def dictionary_schema(schema: pa.Schema, table: type[PublishedTable]) -> pa.Sche
         fields.append(pa.field(field.name, field.type, nullable=spec.nullable, metadata=meta))
     return pa.schema(fields, metadata={"vramlab:table": table.__name__, "vramlab:schema_version": SCHEMA_VERSION,
                                        "vramlab:description": table.description,
-                                       "vramlab:columns": dictionary_json(table)})
+                                       "vramlab:columns": dictionary_json(table), **run_metadata(run)})
+
+
+def run_metadata(run: dict[str, str] | None) -> dict[str, str]:
+    """``{"mode": ..., "as_of": ...}`` as the files' ``vramlab:mode`` / ``vramlab:as_of`` keys (both required
+    when given: a published file always says whether it is replayed and when it was judged)."""
+    if run is None:
+        return {}
+    if run.get("mode") not in ("replay", "live") or not run.get("as_of"):
+        raise ValueError(f"a published Parquet file needs mode replay|live and as_of, got {run!r}")
+    return {"vramlab:mode": run["mode"], "vramlab:as_of": run["as_of"]}
 
 
 def with_dictionary(data: pa.Table, table: type[PublishedTable]) -> pa.Table:
@@ -57,11 +68,12 @@ def _table(batches: list[pa.RecordBatch], raw: pa.Schema, schema: pa.Schema) -> 
 
 
 def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[PublishedTable], target: Path,
-                  params: list | None = None) -> int:
+                  params: list | None = None, run: dict[str, str] | None = None) -> int:
     """Run ``query`` (already in published names/types; values bound from ``params``) and write it to ``target``
-    atomically; return the rows."""
+    atomically; return the rows. ``run``: the publishing run's ``mode`` and ``as_of``, written into the file's
+    key-value metadata."""
     reader = cur.sql(query, params=params).to_arrow_reader(122_880)
-    schema = dictionary_schema(reader.schema, table)
+    schema = dictionary_schema(reader.schema, table, run)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     rows = 0

@@ -32,7 +32,7 @@ from sizing_core.launch import Launch
 from sizing_core.parameters import ParameterCounts
 from sizing_core.schema import CamelModel
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 #: seed 004's gpusNeeded table: GPUs and format columns (the rows and keys every model file has)
 SEED_GPUS = ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m5-max-128", "strix-halo", "dgx-spark", "h100", "h200",
@@ -40,10 +40,11 @@ SEED_GPUS = ("rtx-4090", "rtx-5090", "rtx-pro-6000", "mac-m5-max-128", "strix-ha
 COLUMNS = ("native", "bf16", "fp8", "q4_k_m")
 
 
-def d(meaning: str, unit: str | None = None, **kw: Any) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
-    """A field's meaning and unit, as the data dictionary and the JSON Schema show them."""
-    extra = {"unit": unit} if unit else None
-    return Field(description=meaning, json_schema_extra=extra, **kw)
+def d(meaning: str, unit: str | None = None, *, fmt: str | None = None, **kw: Any) -> Any:  # noqa: ANN401
+    """A field's meaning and unit, as the data dictionary and the JSON Schema show them; ``fmt``: the JSON Schema
+    ``format`` of a string (``date-time`` for ISO 8601 instants, ``date`` for YYYY-MM-DD days)."""
+    extra = ({"unit": unit} if unit else {}) | ({"format": fmt} if fmt else {})
+    return Field(description=meaning, json_schema_extra=extra or None, **kw)
 
 
 class _PublishedRecord(CamelModel):
@@ -59,7 +60,7 @@ def _published(name: str, record: type, docs: dict[str, tuple[str, str | None]],
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(record):
         meaning, unit = docs.get(f.name) or (f.metadata.get("description"), f.metadata.get("unit"))
-        extra = {"unit": unit} if unit else None
+        extra = ({"unit": unit} if unit else {}) | ({"format": FORMATS[f.name]} if f.name in FORMATS else {}) or None
         if f.default_factory is not dataclasses.MISSING:
             info = Field(default_factory=f.default_factory, description=meaning, json_schema_extra=extra)
         else:
@@ -170,6 +171,8 @@ SETUP_DOCS: dict[str, tuple[str, str | None]] = {
     "usd_per_million_tokens_batched": ("price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
                                        "USD per 1M output tokens"),
 }
+#: JSON Schema formats of setup fields typed str (datetime fields get ``date-time`` from pydantic)
+FORMATS = {"fx_date": "date"}
 SetupItem = _published("SetupItem", Setup, SETUP_DOCS, doc="One rentable deployment: ``Setup`` "
                        "(pipeline/compute/setups.py) as published, closed to unknown keys.")
 
@@ -267,7 +270,7 @@ class Provenance(BaseModel):
 
 
 class FxStatus(_Strict):
-    date: str = d("date of the ECB reference rate (YYYY-MM-DD)")
+    date: str = d("date of the ECB reference rate (YYYY-MM-DD)", fmt="date")
     ageDays: int = d("days between that date and the snapshot's as_of", unit="days")
     stale: bool = d("older than 4 days (pipeline.compute.setups.FX_STALE_AFTER_DAYS): converted prices may be off")
 
@@ -279,7 +282,8 @@ class ModelExport(_Strict):
     name: str = d("display name")
     repo: str = d("Hugging Face repo")
     lab: Lab = d("who released it")
-    released: str | None = d("release date YYYY-MM-DD: the watchlist's date, else the Hub repo's creation date")
+    released: str | None = d("release date YYYY-MM-DD: the watchlist's date, else the Hub repo's creation date",
+                             fmt="date")
     parameters: float = d("total parameters", unit="billions")
     activeParameters: float = d("parameters active per token", unit="billions")
     maxContext: int | None = d("longest context the config allows", unit="tokens")
@@ -295,8 +299,8 @@ class ModelExport(_Strict):
     runsWith: list[str] = d("engines that can serve the model: they implement its architecture and load its native "
                             "checkpoint format on at least one GPU (display names, sorted)")
     verified: str | None = d("oldest date (YYYY-MM-DD, UTC) the prices behind cheapestSetups were last seen at their "
-                             "source; null without setups")
-    updated: str = d("when the file was built (ISO 8601, UTC)")
+                             "source; null without setups", fmt="date")
+    updated: str = d("when the file was built (ISO 8601, UTC)", fmt="date-time")
     # additions
     cheapestSetups: list[SetupItem] = d("cheapest on-demand deployments, most faithful format per rented "
                                         "configuration, cheapest first")
@@ -342,24 +346,29 @@ class IndexFile(_Strict):
 
 
 class SourceStatus(_Strict):
-    verified_at: str | None = d("last successful fetch: when its prices were last seen at the source (ISO 8601)")
-    last_outcome: str | None = d("outcome of the last fetch attempt (ok, http_error, timeout, ...)")
+    verified_at: str | None = d("last successful fetch: when its prices were last seen at the source (ISO 8601)",
+                                fmt="date-time")
+    last_outcome: str | None = d("outcome of the last fetch attempt (ok, http_error, timeout, degraded, ...)")
     stale: bool = d("verified more than 2 hours before as_of")
+    degraded: bool = d("the last live fetch tripped a drift canary (unknown top-level shape, new enum values, or "
+                       "more than 50% fewer offers than the last good fetch): its offers were not loaded, the last "
+                       "good ones stay published (and turn stale)", default=False)
+    drift: list[str] = d("what changed, one sentence per canary (empty unless degraded)", default_factory=list)
 
 
 class HistoryPart(_Strict):
     path: str = d("part file, relative to the exports folder (history/price_observations/date=YYYY-MM-DD/...)")
-    date: str = d("UTC day of every observed_at in the part (YYYY-MM-DD)")
+    date: str = d("UTC day of every observed_at in the part (YYYY-MM-DD)", fmt="date")
     rows: int = d("observations in the part", unit="rows")
     sha256: str = d("sha256 of the part file")
 
 
 class Manifest(_Strict):
     snapshot_id: str = d("snapshot id (UTC timestamp)")
-    generated_at: str = d("when the snapshot was built (ISO 8601)")
+    generated_at: str = d("when the snapshot was built (ISO 8601)", fmt="date-time")
     schema_version: str = d("version of this contract; bumped when a published name or type changes")
-    mode: str = d("replay (bundled recordings) or live")
-    as_of: str = d("the time prices are judged fresh or stale against (ISO 8601)")
+    mode: Literal["replay", "live"] = d("replay (bundled recordings) or live")
+    as_of: str = d("the time prices are judged fresh or stale against (ISO 8601)", fmt="date-time")
     sources: dict[str, SourceStatus] = d("per price source: verification and staleness")
     row_counts: dict[str, int] = d("rows per published table", unit="rows")
     files: dict[str, str] = d("relative path -> sha256 of every file of the snapshot folder")

@@ -63,28 +63,22 @@ def _read(path: Path, columns: list[str] | None = None) -> dict[str, list[Any]]:
     return out
 
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 #: the columns CLI readers use (gpus' rows, the filters, the setups planner's offer fields): the cache keeps these
 COLUMNS = ("offer_key", "source", "provider", "instance_type", "region", "gpu_name", "gpu_id", "gpu_count",
-           "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency", "price_per_hour_usd",
-           "price_per_gpu_hour_usd", "fx_date", "allocation", "verified_at", "removed", "stale", "jump_unconfirmed",
-           "allocation_class", "duplicate_of", "quarantined", "eligible")
+           "fractional", "gpu_memory_gb", "gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
+           "cluster_fabric", "cluster_gbps", "vcpus", "ram_gb", "currency", "price_per_hour_usd",
+           "price_per_gpu_hour_usd", "fx_date", "allocation", "availability_status", "available_count",
+           "availability_observed_at", "verified_at", "removed", "stale", "jump_unconfirmed", "allocation_class",
+           "duplicate_of", "quarantined", "eligible")
 
 
 def _rentable(columns: dict[str, list[Any]]) -> list[int]:
-    """Rows any CLI query may return: a mapped GPU, a positive price, on-demand or spot-like, not stale, removed,
-    fractional, an unconfirmed jump, quarantined or a merged duplicate (the quality stage's ``eligible``)."""
-    c = columns
-    n = len(c["offer_key"])
-    if "eligible" in c:  # the quality stage's verdict: not quarantined, not a merged duplicate (issue #10)
-        rejected = [e is False for e in c["eligible"]]
-    else:  # a snapshot from before the quality stage published `eligible`
-        rejected = [bool(q) for q in c.get("quarantined") or [None] * n]
-    allocations = (*ON_DEMAND, *SPOT_LIKE)
-    return [i for i in range(n)
-            if not (c["gpu_id"][i] is None or c["stale"][i] or c["removed"][i] or c["jump_unconfirmed"][i]
-                    or c["fractional"][i] or not (c["price_per_hour_usd"][i] or 0) > 0 or rejected[i]
-                    or c["allocation"][i] not in allocations)]
+    """Rows any CLI query may return: the published ``eligible`` column (the ``offers_judged`` view's verdict,
+    sql/020: never re-derived here). A snapshot without it (published before the offer-quality stage) has no
+    rentable offer: run ``vramlab run`` to publish one."""
+    eligible = columns.get("eligible") or []
+    return [i for i, e in enumerate(eligible) if e is True]
 
 
 def _offer_columns(snapshot: Snapshot) -> tuple[dict[str, list[Any]], list[str]]:

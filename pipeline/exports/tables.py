@@ -109,7 +109,9 @@ class Gpus(PublishedTable):
     name: str = col("display name")
     vendor: str = col("NVIDIA, AMD, Apple, Intel, ...")
     kind: str = col("datacenter, workstation, consumer, apple or unified")
-    memory_gb: float = col("marketed memory", unit="GB (10^9 bytes)")
+    memory_gb: float = col("memory as the vendor markets it (80 for an H100 80GB): a label, not a byte count (NVIDIA's "
+                           "80 GB of HBM3 are 80 GiB; AMD's 192 GB are 10^9-byte GB); memory_gib_visible is the "
+                           "byte-exact figure", unit="GB (as marketed)")
     memory_gib_visible: float = col("memory the driver reports (H100 80GB: 81,559 MiB = 79.65 GiB), or the GPU's "
                                     "default share of unified memory; before any engine reservation (compare "
                                     "sizing.engine_usable_gib)", unit="GiB (2^30 bytes)", sql="memory_gib_usable")
@@ -128,19 +130,56 @@ class Gpus(PublishedTable):
     snapshot_id: str = SNAPSHOT_ID
 
 
-_OFFER_COMMON_DOC = {
+_OFFER_DOC = {
     "listed_price_per_hour": "price of one instance per hour in the listed currency, after the unit scale "
-                             "(cents, 1e-8 units, per month) is applied",
+                             "(cents, 1e-8 units, per month) is applied; rounded to 6 decimals when parsed",
+    "gpu_count": "whole GPUs in one instance (null for a fractional offer: see gpu_fraction and gpu_share)",
+    "gpu_fraction": "GPU-equivalents a fractional offer rents: slices x gpu_share (one 1g.24gb MIG slice of a 96 GB "
+                    "card: 0.25; a pod of 8 such slices: 2.0, still slices); null for whole GPUs",
+    "gpu_share": "share of each GPU device rented: 1 for whole cards, slice memory / card memory for a slice "
+                 "(MIG 1g.24gb of an RTX PRO 6000: 0.25)",
+    "gpu_memory_gb": "DEPRECATED (kept for existing readers): GPU memory per device as the source lists it, in the "
+                     "source's own unit (marketed GB, driver GiB, decimal GB or a slice's size); filter on "
+                     "gpu_memory_gib or gpu_memory_gb_marketed instead",
+    "gpu_memory_gib": "memory the driver shows per GPU device: the GPU catalog's visible memory of gpu_id "
+                      "(gpus.memory_gib_visible: 79.647 for an H100 80GB), times gpu_share for a slice; null: "
+                      "unmapped GPU",
+    "gpu_memory_gb_marketed": "the vendor's memory figure per GPU device (gpus.memory_gb: 80 for an H100 80GB), "
+                              "times gpu_share for a slice; null: unmapped GPU",
+    "vcpus": "vCPUs of the instance (null: not stated, or not a whole number)",
+    "ram_gb": "RAM of the instance (the name is kept for existing readers; the figure is GiB: SkyPilot's MemoryGiB, "
+              "MiB / 1024 from DigitalOcean, Vultr and Vast, bytes / 2^30 from Scaleway; Verda's GB taken as listed)",
+    "form_factor": "SXM, PCIe, NVL (bridged PCIe pairs: H100/H200 NVL), OAM or Superchip (GB200, GH200): the GPU-map "
+                   "row that named the card, else the GPU catalog's; null: unmapped GPU or a chip that is no card",
+    "gpu_link": "how the GPUs of one instance talk: NVSwitch, NVLink, NVLink bridge, xGMI, PCIe, or none (one GPU or "
+                "a slice); from the instance-family table (pipeline/sources/data/interconnect.csv) or the form-factor "
+                "rule (interconnect_source says which); null: unmapped GPU",
+    "cluster_fabric": "the fabric rented with the instance family to join instances: InfiniBand, RoCE, EFA, NVLink "
+                      "domain + RoCE, or none (no cluster fabric listed: separate machines share the public network)",
+    "cluster_gbps": "the cluster fabric's bandwidth per instance where the family table states it",
+    "interconnect_source": "the family table's source URL, or the rule that gave gpu_link",
+    "availability": "availability as the source states it (stock status, capacity, free GPUs), verbatim",
+    "availability_status": "available, low or unavailable at fetch time, where the source's API states it (RunPod "
+                           "stock status and rentable pod sizes, Lambda capacity regions, DigitalOcean available, "
+                           "Akash free GPUs, Vast rentable); null: the source does not say",
+    "available_count": "free GPUs where the source counts them (Akash, Vast)",
+}
+_QUALITY_DOC = {
+    "quality_reasons": "why the offer is suspicious: below_band, above_band, spot_reversed, placeholder (empty: none)",
+    "quarantined": "has a reason and is not confirmed: never used in setups",
+    "eligible": "rentable by the hour at this price now: kept by the dedupe, not quarantined, class on_demand / spot / "
+                "marketplace, a mapped GPU, whole GPUs, a positive price, not stale, removed or an unconfirmed "
+                "jump (the offers_judged view, sql/020: the one definition every reader uses)",
 }
 
 
 class OffersCurrent(PublishedTable):
     file = "offers_current.parquet"
-    db_table = ("offers_current LEFT JOIN (SELECT offer_key, canonical_provider, via, allocation_class, duplicate_of, "
-                "reference_gpu_hour_usd, ratio_to_reference, reasons, confirmed_by, quarantined, eligible "
-                "FROM offer_quality) USING (offer_key)")
+    db_table = "offers_judged"  # offers_current with its quality verdict and `eligible` (sql/020)
+    unpublished = {"eligible_when_observed": "the same rule as of the observation's own time (stale and removed do "
+                                             "not apply): what price_observations.eligible keeps"}
     description = ("Latest observation of every offer (provider x instance type x region x allocation), with its "
-                   "offer-quality verdict (pipeline/quality: dedupe, plausibility band, quarantine).")
+                   "offer-quality verdict (pipeline/quality: dedupe, plausibility band, quarantine) and `eligible`.")
 
     offer_key: str = col("stable id of the offer: source, instance type, region, zone, allocation")
     source: str = col("price source (one provider may have several, e.g. aws and skypilot-aws)")
@@ -150,29 +189,42 @@ class OffersCurrent(PublishedTable):
     zone: str | None = col("availability zone (null when the source lists none)")
     gpu_name: str = col("GPU name as the source writes it")
     gpu_id: str | None = col("canonical GPU id (gpus.parquet id); null = unmapped name")
-    gpu_count: int | None = col("whole GPUs in one instance (null for a fraction of a GPU: see gpu_fraction)",
-                                unit="GPUs",
-                                sql="CASE WHEN gpu_count = floor(gpu_count) THEN gpu_count END")
-    gpu_fraction: float | None = col("share of one GPU a fractional offer rents (null for whole GPUs)",
-                                     unit="GPUs", sql="CASE WHEN gpu_count <> floor(gpu_count) THEN gpu_count END")
+    gpu_count: int | None = col(_OFFER_DOC["gpu_count"], unit="GPUs", sql="CASE WHEN NOT fractional THEN gpu_count END")
+    gpu_fraction: float | None = col(_OFFER_DOC["gpu_fraction"], unit="GPUs",
+                                     sql="CASE WHEN fractional THEN gpu_count END")
+    gpu_share: float | None = col(_OFFER_DOC["gpu_share"], unit="ratio")
     fractional: bool = col("the offer rents a share of a GPU (MIG slice, time-sharing); never used for setups")
-    gpu_memory_gb: float | None = col("GPU memory as the source lists it", unit="GB")
-    vcpus: float | None = col("vCPUs of the instance", unit="vCPUs")
-    ram_gb: float | None = col("RAM of the instance as listed", unit="GB")
+    gpu_memory_gb: float | None = col(_OFFER_DOC["gpu_memory_gb"], unit="as listed (mixed)")
+    gpu_memory_gib: float | None = col(_OFFER_DOC["gpu_memory_gib"], unit="GiB (2^30 bytes)")
+    gpu_memory_gb_marketed: float | None = col(_OFFER_DOC["gpu_memory_gb_marketed"], unit="GB (as marketed)")
+    form_factor: str | None = col(_OFFER_DOC["form_factor"])
+    gpu_link: str | None = col(_OFFER_DOC["gpu_link"])
+    cluster_fabric: str | None = col(_OFFER_DOC["cluster_fabric"])
+    cluster_gbps: float | None = col(_OFFER_DOC["cluster_gbps"], unit="Gb/s")
+    interconnect_source: str | None = col(_OFFER_DOC["interconnect_source"])
+    vcpus: int | None = col(_OFFER_DOC["vcpus"], unit="vCPUs", sql="CASE WHEN vcpus = floor(vcpus) THEN vcpus END")
+    ram_gb: float | None = col(_OFFER_DOC["ram_gb"], unit="GiB")
     currency: str = col("ISO 4217 currency of the listed_* price columns (kept under this name: `vramlab cheapest` "
                         "reads it)")
-    listed_price_per_hour: float = col(_OFFER_COMMON_DOC["listed_price_per_hour"], unit="currency/instance-hour",
+    listed_price_per_hour: float = col(_OFFER_DOC["listed_price_per_hour"], unit="currency/instance-hour",
                                        sql="price_per_hour")
-    listed_price_per_gpu_hour: float = col("listed_price_per_hour / gpu_count", unit="currency/GPU-hour",
-                                           sql="price_per_gpu_hour")
+    listed_price_per_gpu_hour: float = col("listed_price_per_hour / GPUs (gpu_count, or gpu_fraction for a "
+                                           "fractional offer)", unit="currency/GPU-hour", sql="price_per_gpu_hour")
     price_per_hour_usd: float = col("price of one instance per hour in USD (ECB rate of fx_date)",
                                     unit="USD/instance-hour")
-    price_per_gpu_hour_usd: float = col("price per GPU-hour in USD", unit="USD/GPU-hour")
+    price_per_gpu_hour_usd: float = col("price per GPU-hour in USD (per GPU-equivalent for a fractional offer)",
+                                        unit="USD/GPU-hour")
     listed_unit: str = col("how the source priced the offer: gpu-hour (per GPU) or instance-hour (per instance); "
                            "not the unit of the price columns, which are always per hour as named", sql="unit")
     fx_date: str | None = col("date of the ECB rate used for USD (null: listed in USD)")
-    allocation: str = col("on_demand, spot, marketplace, marketplace_median or bid_statistics")
-    availability: str | None = col("availability as the source states it")
+    allocation: str = col("on_demand, spot, marketplace, marketplace_median, bid_statistics or monthly, as the "
+                          "source labels it (allocation_class: how setups treat it)")
+    availability: str | None = col(_OFFER_DOC["availability"])
+    availability_status: str | None = col(_OFFER_DOC["availability_status"])
+    available_count: int | None = col(_OFFER_DOC["available_count"], unit="GPUs")
+    availability_observed_at: dt.datetime | None = col(
+        "when the availability was observed: the fetch of the offer's latest observation (last_seen); null when "
+        "the source states none", sql="CASE WHEN availability_status IS NOT NULL THEN last_seen END")
     first_seen: dt.datetime = col("first observation of the offer (UTC)")
     last_seen: dt.datetime = col("latest observation of the offer (UTC)")
     verified_at: dt.datetime = col("last time the price was actually seen at the source (UTC); a replayed "
@@ -190,13 +242,11 @@ class OffersCurrent(PublishedTable):
     reference_gpu_hour_usd: float | None = col("median of distinct providers' on-demand price for this GPU "
                                                "(gpu_price_reference)", unit="USD/GPU-hour")
     ratio_to_reference: float | None = col("price_per_gpu_hour_usd / reference_gpu_hour_usd", unit="ratio")
-    quality_reasons: builtins.list[str] | None = col(
-        "why the offer is suspicious: below_band, above_band, spot_reversed, placeholder (empty: none)",
-        sql="reasons", sql_type="VARCHAR[]")
+    quality_reasons: builtins.list[str] | None = col(_QUALITY_DOC["quality_reasons"], sql="reasons",
+                                                     sql_type="VARCHAR[]")
     confirmed_by: str | None = col("second_source or observations: why a band outlier is trusted anyway")
-    quarantined: bool | None = col("has a reason and is not confirmed: never used in setups")
-    eligible: bool | None = col("used for cheapest setups (kept by the dedupe, not quarantined, hourly-rentable, "
-                                "not stale/removed/fractional)")
+    quarantined: bool | None = col(_QUALITY_DOC["quarantined"] + " (null: offer quality not computed)")
+    eligible: bool = col(_QUALITY_DOC["eligible"])
     snapshot_id: str = SNAPSHOT_ID
 
 
@@ -237,28 +287,48 @@ class PriceObservations(PublishedTable):
     zone: str | None = col("availability zone")
     gpu_name: str = col("GPU name as the source writes it")
     gpu_id: str | None = col("canonical GPU id; null = unmapped")
-    gpu_count: int | None = col("whole GPUs in one instance (null for a fraction: see gpu_fraction)", unit="GPUs",
-                                sql="CASE WHEN gpu_count = floor(gpu_count) THEN gpu_count END")
-    gpu_fraction: float | None = col("share of one GPU a fractional offer rents", unit="GPUs",
-                                     sql="CASE WHEN gpu_count <> floor(gpu_count) THEN gpu_count END")
+    gpu_count: int | None = col(_OFFER_DOC["gpu_count"], unit="GPUs", sql="CASE WHEN NOT fractional THEN gpu_count END")
+    gpu_fraction: float | None = col(_OFFER_DOC["gpu_fraction"], unit="GPUs",
+                                     sql="CASE WHEN fractional THEN gpu_count END")
+    gpu_share: float | None = col(_OFFER_DOC["gpu_share"] + " (null: observed before issue #24)", unit="ratio")
     fractional: bool = col("the offer rents a share of a GPU")
-    gpu_memory_gb: float | None = col("GPU memory as listed", unit="GB")
-    vcpus: float | None = col("vCPUs", unit="vCPUs")
-    ram_gb: float | None = col("RAM as listed", unit="GB")
+    gpu_memory_gb: float | None = col(_OFFER_DOC["gpu_memory_gb"], unit="as listed (mixed)")
+    gpu_memory_gib: float | None = col(_OFFER_DOC["gpu_memory_gib"] + " (also null: observed before issue #24)",
+                                       unit="GiB (2^30 bytes)")
+    gpu_memory_gb_marketed: float | None = col(_OFFER_DOC["gpu_memory_gb_marketed"], unit="GB (as marketed)")
+    form_factor: str | None = col(_OFFER_DOC["form_factor"])
+    gpu_link: str | None = col(_OFFER_DOC["gpu_link"])
+    cluster_fabric: str | None = col(_OFFER_DOC["cluster_fabric"])
+    cluster_gbps: float | None = col(_OFFER_DOC["cluster_gbps"], unit="Gb/s")
+    interconnect_source: str | None = col(_OFFER_DOC["interconnect_source"])
+    vcpus: int | None = col(_OFFER_DOC["vcpus"], unit="vCPUs", sql="CASE WHEN vcpus = floor(vcpus) THEN vcpus END")
+    ram_gb: float | None = col(_OFFER_DOC["ram_gb"], unit="GiB")
     currency: str = col("ISO 4217 currency of the listed_* price columns")
-    listed_price_per_hour: float = col(_OFFER_COMMON_DOC["listed_price_per_hour"], unit="currency/instance-hour",
+    listed_price_per_hour: float = col(_OFFER_DOC["listed_price_per_hour"], unit="currency/instance-hour",
                                        sql="price_per_hour")
-    listed_price_per_gpu_hour: float = col("listed_price_per_hour / gpu_count", unit="currency/GPU-hour",
-                                           sql="price_per_gpu_hour")
+    listed_price_per_gpu_hour: float = col("listed_price_per_hour / GPUs (gpu_count, or gpu_fraction)",
+                                           unit="currency/GPU-hour", sql="price_per_gpu_hour")
     price_per_hour_usd: float = col("price of one instance per hour in USD", unit="USD/instance-hour")
     price_per_gpu_hour_usd: float = col("price per GPU-hour in USD", unit="USD/GPU-hour")
     listed_unit: str = col("how the source priced the offer: gpu-hour or instance-hour", sql="unit")
     listed_unit_scale: str = col("scale of the listed number before conversion: 1, cents, 1e-8, month/730",
                                  sql="unit_scale")
-    fx_rate: float = col("USD per unit of the listed currency used (1 for USD)", unit="USD/currency")
+    fx_rate: float = col("units of the listed currency per USD on fx_date (usd = listed / fx_rate; 1 for USD)",
+                         unit="currency/USD")
     fx_date: str | None = col("date of the ECB rate (null: listed in USD)")
-    allocation: str = col("on_demand, spot, marketplace, marketplace_median or bid_statistics")
-    availability: str | None = col("availability as the source states it")
+    allocation: str = col("on_demand, spot, marketplace, marketplace_median, bid_statistics or monthly")
+    availability: str | None = col(_OFFER_DOC["availability"])
+    availability_status: str | None = col(_OFFER_DOC["availability_status"] + " at observed_at")
+    available_count: int | None = col(_OFFER_DOC["available_count"], unit="GPUs")
+    quarantined: bool | None = col(_QUALITY_DOC["quarantined"] + "; the verdict when the observation was current "
+                                   "(null: observed before quality was recorded in the history)")
+    quality_reasons: builtins.list[str] | None = col(_QUALITY_DOC["quality_reasons"] + "; null as quarantined",
+                                                     sql_type="VARCHAR[]")
+    eligible: bool | None = col(
+        "rentable by the hour at this price when observed: the same rule as offers_current.eligible (the "
+        "offers_judged view, sql/020) as of observed_at, where stale and removed do not apply (an observation is "
+        "fresh and listed when it is made); stamped by the run that loaded it (null: observed before quality was "
+        "recorded in the history, or superseded within the run that loaded it)")
     mapping_version: str = col("version of the GPU-name mapping that produced gpu_id")
     raw_sha256: str | None = col("sha256 of the raw payload the row was parsed from (data/raw/...)")
     date: dt.date = col("UTC day of observed_at: the hive partition key, in the path date=YYYY-MM-DD (not inside "
@@ -363,6 +433,9 @@ class CheapestSetups(PublishedTable):
     flags: builtins.list[str] | None = col("what a user should know before renting this setup", sql_type="VARCHAR[]")
     fx_stale: bool | None = col("the price was converted with an ECB rate more than 4 days older than the "
                                 "snapshot's as-of time")
+    availability: str | None = col("available at fetch time (low stock), unavailable at fetch time, or listed, "
+                                   "capacity unknown: what the offer's source stated when its price was fetched "
+                                   "(null: computed before issue #24)")
     decode_tokens_per_s: float | None = col("decode speed of one request on this plan (null: no bandwidth figure)",
                                             unit="tokens/s")
     max_concurrent_requests: int | None = col("requests of 8K tokens the plan holds at once", unit="requests")

@@ -2,7 +2,8 @@
 
 Each earlier step runs through the same Dagster assets as the hourly job, observation by observation: the raw
 assets of the sources the step records (served that step's recordings, stamped with their capture times), then
-``core__fetch_log``, ``core__price_observations`` and ``core__offers_current`` judged as of the step's time. The
+``core__fetch_log``, ``core__price_observations``, ``core__offers_current`` and ``core__offer_quality`` judged as
+of the step's time (the quality verdict each observation gets in the history is the one it had when current). The
 last step (the current recordings) is the normal whole-graph run, which also publishes a snapshot.
 
 Idempotent: a step whose fetches are already in the fetch log (same source, same capture time) is skipped, and
@@ -18,7 +19,7 @@ from pathlib import Path
 from pipeline.sources.landing import read_log
 from pipeline.sources.replay import CURRENT_STEP, ReplayStep, captured_at, load_series
 
-CORE_PRICE_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current")
+CORE_PRICE_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current", "core__offer_quality")
 DONE = ("ok", "partial", "empty", "unchanged")
 
 

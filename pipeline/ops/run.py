@@ -303,12 +303,10 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
             quarantined = f"{n:,} offers"
         else:
             quarantined = "not tracked in this snapshot"
-        rows = con.execute(f"""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
-                               FROM read_parquet(?) WHERE {live} AND NOT fractional AND NOT jump_unconfirmed
+        rows = con.execute("""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
+                               FROM read_parquet(?) WHERE eligible
                                AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h200', 'b200')
-                               {'AND coalesce(eligible, true)' if 'eligible' in columns else
-                                'AND NOT coalesce(quarantined, false)' if 'quarantined' in columns else ''}
-                               GROUP BY 1""", source).fetchall()
+                               GROUP BY 1""", source).fetchall() if "eligible" in columns else []  # the verdict
     finally:
         con.close()
     order = {g: i for i, g in enumerate(MAIN_GPUS)}

@@ -170,8 +170,21 @@ SELECT f.offer_key, f.source, f.provider, f.canonical_provider, f.via, f.instanc
                     CASE WHEN f.placeholder THEN 'placeholder' END], lambda x: x IS NOT NULL) AS reasons,
        c.confirmed_by,
        (f.spot_reversed OR f.placeholder OR ((f.below_band OR f.above_band) AND c.confirmed_by IS NULL)) AS quarantined,
-       false AS eligible, $now
+       $now
 FROM q_flags f LEFT JOIN q_confirmed c USING (offer_key)
+"""
+
+
+#: the verdict goes into the history too (issue #24: every historical minimum included quarantined placeholders):
+#: each offer's current observation is stamped once, when first judged, with the ``offers_judged`` view's verdict
+#: (sql/020, the one definition) as of the observation's own time: ``eligible_when_observed`` (an observation is
+#: fresh and listed when it is made; stale and removed are judged against "now" and belong to current offers)
+_STAMP_HISTORY = """
+UPDATE price_observations p
+SET quarantined = coalesce(j.quarantined, false), quality_reasons = coalesce(j.reasons, []),
+    eligible = j.eligible_when_observed
+FROM offers_judged j
+WHERE p.offer_key = j.offer_key AND p.observed_at = j.last_seen AND p.eligible IS NULL
 """
 
 
@@ -189,8 +202,7 @@ def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict
                                    "days": CONFIRM_DAYS})
             con.execute("DELETE FROM offer_quality")
             con.execute(_WRITE, {"now": now})
-            con.execute("UPDATE offer_quality SET eligible = duplicate_of IS NULL AND NOT quarantined "
-                        "AND allocation_class IN ('on_demand', 'spot', 'marketplace')")
+            con.execute(_STAMP_HISTORY)
             con.execute("DELETE FROM gpu_price_reference")
             con.execute("INSERT INTO gpu_price_reference SELECT *, $now FROM q_reference", {"now": now})
             for table in ("q_base", "q_kept", "q_reference", "q_flags", "q_confirmed"):
@@ -200,10 +212,11 @@ def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict
 
 def quality_counts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """Figures for the asset metadata and checks."""
-    total, dupes, quarantined, confirmed, eligible = con.execute("""
+    total, dupes, quarantined, confirmed = con.execute("""
         SELECT count(*), count(*) FILTER (WHERE duplicate_of IS NOT NULL), count(*) FILTER (WHERE quarantined),
-               count(*) FILTER (WHERE confirmed_by IS NOT NULL), count(*) FILTER (WHERE eligible)
+               count(*) FILTER (WHERE confirmed_by IS NOT NULL)
         FROM offer_quality""").fetchall()[0]
+    eligible = con.execute("SELECT count(*) FILTER (WHERE eligible) FROM offers_judged").fetchall()[0][0]
     per_reason = {r: con.execute(f"SELECT count(*) FROM offer_quality WHERE quarantined AND {r}").fetchall()[0][0]
                   for r in REASONS}
     per_class = dict(con.execute("SELECT allocation_class, count(*) FROM offer_quality GROUP BY ALL ORDER BY 1")
@@ -220,17 +233,16 @@ def quality_counts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "quarantined_without_reason": unexplained}
 
 
-#: what ``vramlab gpus`` lists (pipeline/exports/snapshot_offers.py ``current_offers``, on-demand): a current, eligible,
-#: whole-GPU offer the source labels on-demand. The Dagster table ``cheapest_gpu_hour`` uses the same predicate and
-#: order, so the UI and the CLI name the same cheapest offer per GPU.
+#: what ``vramlab gpus`` lists (pipeline/exports/snapshot_offers.py ``current_offers``, on-demand): an eligible offer
+#: (the ``offers_judged`` view, sql/020) the source labels on-demand. The Dagster table ``cheapest_gpu_hour`` uses the
+#: same predicate and order, so the UI and the CLI name the same cheapest offer per GPU.
 _CHEAPEST_ELIGIBLE = """
-SELECT c.gpu_id, c.price_per_gpu_hour_usd, c.provider, c.instance_type, c.region, c.verified_at, c.source
-FROM offers_current c JOIN offer_quality q USING (offer_key)
-WHERE q.eligible AND c.allocation = 'on_demand' AND c.gpu_id IS NOT NULL AND NOT c.stale AND NOT c.removed
-  AND NOT c.jump_unconfirmed AND NOT c.fractional AND c.price_per_hour_usd > 0
-QUALIFY row_number() OVER (PARTITION BY c.gpu_id ORDER BY c.price_per_gpu_hour_usd, c.price_per_hour_usd,
-                                                         c.provider, c.instance_type, c.region, c.offer_key) = 1
-ORDER BY c.price_per_gpu_hour_usd, c.gpu_id
+SELECT gpu_id, price_per_gpu_hour_usd, provider, instance_type, region, verified_at, source
+FROM offers_judged
+WHERE eligible AND allocation = 'on_demand'
+QUALIFY row_number() OVER (PARTITION BY gpu_id ORDER BY price_per_gpu_hour_usd, price_per_hour_usd,
+                                                       provider, instance_type, region, offer_key) = 1
+ORDER BY price_per_gpu_hour_usd, gpu_id
 """
 
 

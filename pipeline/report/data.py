@@ -15,6 +15,8 @@ import polars as pl
 PRICE_CLASS = {"on_demand": "on_demand", "spot": "spot", "interruptible": "spot", "preemptible": "spot",
                "marketplace": "marketplace", "marketplace_median": "marketplace"}
 CLASSES = ("on_demand", "spot", "marketplace")
+#: offer facts shown beside each provider's price (issue #24): form factor, links, capacity at fetch time
+MACHINE_FACTS = ("form_factor", "gpu_link", "cluster_fabric", "cluster_gbps", "availability_status")
 
 
 @dataclass
@@ -29,17 +31,13 @@ class Snapshot:
     native_formats: dict[str, str] = field(default_factory=dict)  # model id -> the checkpoint's stored format
 
 
-def _flag(frame: pl.DataFrame, name: str) -> pl.Expr:
-    """A boolean column if the snapshot has it, else false (older or newer snapshots may lack it)."""
-    return pl.col(name).fill_null(False) if name in frame.columns else pl.lit(False)
-
-
 def priced(frame: pl.DataFrame) -> pl.DataFrame:
-    """Whole-GPU hourly prices on known GPUs, with their board class; quarantined offers are left out."""
-    if frame.is_empty():
-        return frame.with_columns(price_class=pl.lit(None, dtype=pl.String))
-    out = frame.filter(pl.col("gpu_id").is_not_null() & ~_flag(frame, "fractional") & ~_flag(frame, "removed")
-                       & ~_flag(frame, "quarantined"))
+    """Eligible hourly prices (the published ``eligible`` column: the ``offers_judged`` view's verdict, sql/020; in
+    the history, the verdict each observation got when it was current), with their board class. Rows without a
+    verdict (history observed before issue #24) are left out: they may be quarantined placeholders."""
+    if frame.is_empty() or "eligible" not in frame.columns:
+        return frame.head(0).with_columns(price_class=pl.lit(None, dtype=pl.String))
+    out = frame.filter(pl.col("eligible").fill_null(False))
     return out.with_columns(price_class=pl.col("allocation").replace_strict(PRICE_CLASS, default=None)) \
         .filter(pl.col("price_class").is_not_null())
 
@@ -51,7 +49,9 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
     models = [json.loads((path / m["path"]).read_text()) for m in index["models"] if m.get("status") == "ok"]
     offers = pl.read_parquet(path / "offers_current.parquet")
     obs_files = sorted((path / "price_observations").glob("*/*.parquet"))
-    history = pl.read_parquet(obs_files, hive_partitioning=False) if obs_files else offers.head(0)
+    # parts written before schema 3 lack the quality columns: read each, align by name (missing = null)
+    history = (pl.concat([pl.read_parquet(f, hive_partitioning=False) for f in obs_files], how="diagonal_relaxed")
+               if obs_files else offers.head(0))
     gpus = {r["id"]: r for r in pl.read_parquet(path / "gpus.parquet").to_dicts()}
     native = (pl.scan_parquet(path / "sizing.parquet").filter(pl.col("format") == "native")
               .select("model_id", "stored_format").unique("model_id").collect())
@@ -69,7 +69,8 @@ def board(snap: Snapshot) -> list[dict[str, Any]]:
             .group_by(["gpu_id", "provider", "price_class"], maintain_order=True)
             .agg(pl.col("price_per_gpu_hour_usd").first().alias("price"),
                  pl.col("instance_type").first().alias("instance_type"),
-                 pl.col("verified_at").first().alias("verified_at"), _first_flag(offers, "stale")))
+                 pl.col("verified_at").first().alias("verified_at"), _first_flag(offers, "stale"),
+                 *[pl.col(c).first().alias(c) for c in MACHINE_FACTS if c in offers.columns]))
     rows = []
     for gpu_id in sorted(best["gpu_id"].unique().to_list(), key=lambda g: _gpu_sort(snap, g)):
         per = best.filter(pl.col("gpu_id") == gpu_id)

@@ -49,6 +49,15 @@ class Akash(Source):
                               currency=str(price.get("currency", "USD")), allocation="bid_statistics",
                               observed_at=raw.fetched_at, rates=rates, resolve=resolve,
                               memory_gb=round(memory) if memory else None,
-                              availability=f"{avail.get('available')}/{avail.get('total')} GPUs free" if avail else None)
+                              availability=f"{avail.get('available')}/{avail.get('total')} GPUs free" if avail else None,
+                              **free_gpus(avail))
 
         return collect(models, build)
+
+
+def free_gpus(avail: dict) -> dict:
+    """``availability {total, available}`` as a status and a count of free GPUs (none when the model omits it)."""
+    free = avail.get("available")
+    if not isinstance(free, int | float) or isinstance(free, bool) or free < 0:
+        return {}
+    return {"availability_status": "available" if free > 0 else "unavailable", "available_count": int(free)}

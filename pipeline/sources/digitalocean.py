@@ -63,7 +63,8 @@ class DigitalOcean(Source):
                           observed_at=raw.fetched_at,
                           rates=rates, resolve=resolve, memory_gb=total_gb / count if total_gb and count else None,
                           vcpus=size.get("vcpus"), ram_gb=size["memory"] / 1024 if size.get("memory") else None,
-                          availability="available" if size.get("available") else "unavailable")
+                          availability="available" if size.get("available") else "unavailable",
+                          availability_status="available" if size.get("available") else "unavailable")
             regions = [r for r in size.get("regions") or [] if r]
             if not regions:
                 return NOT_DEPLOYABLE  # listed but rentable in no region

@@ -41,9 +41,14 @@ MACHINES = {
     "g2-standard-24": ("G2", "L4", 2, 24, 96), "g2-standard-32": ("G2", "L4", 1, 32, 128),
     "g2-standard-48": ("G2", "L4", 4, 48, 192), "g2-standard-96": ("G2", "L4", 8, 96, 384),
 }
+#: GPU SKU name -> GPU memory per GPU in GB as GCP's GPU models table lists it
+#: (https://cloud.google.com/compute/docs/gpus: A100 40GB, A100 80GB, H100 80GB, H200 141GB, L4 24GB); the
+#: billing catalog states none (before issue #24 GCP offers had no GPU memory)
+GPU_MEMORY_GB = {"Tesla A100": 40, "A100 80GB": 80, "H100 80GB": 80, "H200 141GB": 141, "L4": 24}
 #: on-demand "Nvidia L4 GPU running in Americas"; spot mostly "Nvidia L4 GPU attached to Spot Preemptible VMs running
-#: in Americas", a few "Spot Preemptible Nvidia ..." (usageType Preemptible says which, the wording varies)
-GPU_SKU = re.compile(r"^(?:Spot Preemptible )?Nvidia (?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)?"
+#: in Americas", a few "Spot Preemptible Nvidia ..." (usageType Preemptible says which, the wording varies); newer SKUs
+#: drop the vendor: "H200 141GB GPU running in Americas" (issue #24: a3-ultragpu-8g was never priced)
+GPU_SKU = re.compile(r"^(?:Spot Preemptible )?(?:Nvidia )?(?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)?"
                      r" running in (?P<geo>.+)$")
 NO_HOST_SKUS = Ignored("GPU SKU without its series' vCPU/RAM SKUs in that region")
 USAGES = {"OnDemand": "on_demand", "Preemptible": "spot"}  # commitments and reservations are other terms
@@ -85,7 +90,8 @@ class GoogleCloud(Source):
                 continue
             for region in sku.get("serviceRegions") or []:
                 if (m := GPU_SKU.match(desc)) and sku["category"].get("resourceGroup") == "GPU":
-                    gpus[(m["name"], usage, region)] = unit_price(self.name, sku)
+                    if price := unit_price(self.name, sku):  # 0: no GPU sold at that SKU (never a free GPU)
+                        gpus[(m["name"], usage, region)] = price
                 elif m := VM_SKU.match(desc):
                     vm[(m["series"], m["kind"], usage, region)] = unit_price(self.name, sku)
         rows = [(machine, spec, usage, region) for machine, spec in MACHINES.items()
@@ -98,7 +104,7 @@ class GoogleCloud(Source):
                 return NO_HOST_SKUS  # the machine cannot be priced whole
             price = vcpus * core + ram * mem + count * gpus[(gpu, usage, region)]
             return make_offer(self.name, self.provider, instance_type=machine, gpu_name=gpu, gpu_count=count,
-                              price=price, unit="instance-hour", currency="USD",
+                              price=price, unit="instance-hour", currency="USD", memory_gb=GPU_MEMORY_GB.get(gpu),
                               allocation=USAGES[usage], observed_at=raw.fetched_at,
                               rates=rates, resolve=resolve, region=region, vcpus=vcpus, ram_gb=ram)
 

@@ -23,7 +23,7 @@ from sizing_core.gpus import catalog
 
 MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
 BOUNDS_PATH = Path(__file__).parent / "data" / "gpu_memory_bounds.csv"
-MAPPING_VERSION = "2026-12-01.2"  # bump whenever gpu_map.csv changes
+MAPPING_VERSION = "2026-12-02.1"  # bump whenever gpu_map.csv changes
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,14 @@ def memory_fits(gpu_id: str, memory_gb: float | None) -> bool:
 def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: float | None = None
             ) -> tuple[str | None, str]:
     """(canonical gpu id or None, mapping version)."""
+    row = match(provider, raw_name, instance_type, memory_gb)
+    return (row.gpu_id if row else None), MAPPING_VERSION
+
+
+@lru_cache(maxsize=8192)
+def match(provider: str, raw_name: str, instance_type: str = "", memory_gb: float | None = None) -> MapRow | None:
+    """The first map row that accepts the listing (:func:`resolve`'s rule), or None. Cached: a catalog repeats
+    the same few hundred (name, instance, memory) listings over thousands of rows."""
     key = normalise(raw_name)
     for row in rows():
         if row.provider not in ("*", provider) or row.raw != key:
@@ -90,8 +98,36 @@ def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: fl
             continue
         if not memory_fits(row.gpu_id, memory_gb):
             continue  # e.g. a machine total read as per-GPU memory: never the bigger card
-        return row.gpu_id, MAPPING_VERSION
-    return None, MAPPING_VERSION
+        return row
+    return None
+
+
+#: a MIG slice named by its profile or its memory: "PRO 6000 MIG 24GB", "RTX PRO 6000 MIG 2g.48gb", "1g.10gb"
+MIG_NAME = re.compile(r"(?:^|\s|[_-])MIG[\s_-]*(?:(?P<slices>\d+)g\.)?(?P<gb>\d+(?:\.\d+)?)\s*gb\b", re.I)
+MIG_PROFILE = re.compile(r"^(?P<slices>\d+)g\.(?P<gb>\d+(?:\.\d+)?)gb$", re.I)
+
+
+def mig_slice(name: str) -> tuple[str, float] | None:
+    """``(parent card name, slice memory in GB)`` of a MIG slice's display name, or None for a whole card:
+    ``"PRO 6000 MIG 24GB"`` -> ``("PRO 6000", 24.0)``."""
+    m = MIG_NAME.search(name)
+    if m is None:
+        return None
+    return name[:m.start()].strip(" _-"), float(m["gb"])
+
+
+def slice_of(provider: str, parent_name: str, slice_memory_gb: float, instance_type: str = ""
+             ) -> tuple[str, float, float] | None:
+    """A slice of a card: ``(parent gpu id, share of the card, the card's marketed memory)``, the share being the
+    slice's memory over the card's (a MIG 1g.24gb slice of a 96 GB RTX PRO 6000 is 0.25, 2g.48gb 0.5: MIG divides
+    memory in these steps). None when the parent card is not in the map (the slice cannot be sized)."""
+    gpu_id, _ = resolve(provider, parent_name, instance_type)
+    if gpu_id is None:
+        return None
+    card = catalog()[gpu_id].memory_gb
+    if not 0 < slice_memory_gb < card:
+        return None
+    return gpu_id, slice_memory_gb / card, card
 
 
 def per_gpu_memory(provider: str, raw_name: str, instance_type: str, memory_gb: float | None, count: float

@@ -65,7 +65,8 @@ class LambdaCloud(Source):
                                gpu_count=count, price=cents / 100, unit="instance-hour", unit_scale="cents",
                                currency="USD", allocation="on_demand", observed_at=raw.fetched_at, rates=rates,
                                resolve=resolve, region=region, memory_gb=float(mem.group(1)) if mem else None,
-                               availability="capacity" if region else "no capacity")
+                               availability="capacity" if region else "no capacity",
+                               availability_status="available" if region else "unavailable")
                     for region in regions]
 
         return collect(data.values(), build)

@@ -42,11 +42,12 @@ from pipeline.sources.base import (
     Source,
     SourceError,
 )
+from pipeline.sources.drift import judge
 from pipeline.sources.fx import FxError, FxRates
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, http_settings, redact
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
-                  "parse_error", "not_configured", "gated", "missing", "error"]
+                  "parse_error", "not_configured", "gated", "missing", "error", "degraded"]
 
 
 class FetchLogEntry(BaseModel):
@@ -66,13 +67,14 @@ class FetchLogEntry(BaseModel):
     sha256: str | None = None
     raw_path: str | None = None  # metadata file of the landed payload, relative to the data directory
     retry_waits: list[float] = Field(default_factory=list)
+    drift: list[str] = Field(default_factory=list)  # what a live fetch changed (outcome degraded: pipeline/sources/drift)
 
     @field_validator("message", "raw_path")
     @classmethod
     def _no_secrets(cls, value: str | None) -> str | None:
         return redact(value) if value else value
 
-    @field_validator("rejected_reasons", "unmapped")
+    @field_validator("rejected_reasons", "unmapped", "drift")
     @classmethod
     def _no_secrets_in_lists(cls, value: list[str]) -> list[str]:
         return [redact(v) for v in value]
@@ -320,6 +322,9 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
     else:
         outcome = "ok" if result.offers and not result.rejected else "partial" if result.offers else "empty"
     message = f"{len(result.rejected)} rows rejected, none usable" if outcome == "empty" and result.rejected else None
+    drift = judge(source, raw, result, data_dir) if source.yields_offers and not replay else []
+    if drift:  # live drift canary: land and log it, but keep the last good offers (pending loads skip "degraded")
+        outcome, message = "degraded", "drift: " + "; ".join(drift)
     return finish(outcome, offers=len(result.offers), rejected=len(result.rejected), message=message,
                   rejected_reasons=result.rejected[:20], ignored=result.ignored, unmapped=result.unmapped,
-                  **landed), result
+                  drift=drift, **landed), result

@@ -5,6 +5,8 @@ not offer Instances and is skipped; any other error fails the fetch.
 
 The list is paginated (``per_page`` at most 100; the catalog has ~136 types, total in ``X-Total-Count``): pages
 are read until one comes back with fewer than ``per_page`` types. Types without a GPU are counted as ignored.
+A type with a ``mig_profile`` ("1g.10gb") rents MIG slices: a share of the card (slice memory / card memory),
+never whole GPUs (before issue #24 such a type was flagged fractional but counted as whole GPUs).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pipeline.sources.base import (
     NOT_A_GPU_OFFER,
     ParseResult,
     RawPayload,
+    RowRejected,
     Source,
     collect,
     field,
@@ -25,7 +28,7 @@ from pipeline.sources.base import (
     number,
 )
 from pipeline.sources.fx import FxRates
-from pipeline.sources.gpu_names import resolve
+from pipeline.sources.gpu_names import MIG_PROFILE, resolve, slice_of
 
 ZONES = ("fr-par-1", "fr-par-2", "nl-ams-1", "pl-waw-2")
 PER_PAGE = 100
@@ -64,11 +67,22 @@ class Scaleway(Source):
             if not gpus:
                 return NOT_A_GPU_OFFER
             info = field(self.name, spec, "gpu_info")
-            return make_offer(self.name, self.provider, instance_type=name, gpu_name=field(self.name, info, "gpu_name"),
-                              gpu_count=gpus, price=number(self.name, field(self.name, spec, "hourly_price"), "hourly_price"),
+            gpu_name = field(self.name, info, "gpu_name")
+            memory = info.get("gpu_memory", 0) / 2**30 or None
+            share, card = 1.0, None
+            if profile := spec.get("mig_profile"):  # a MIG slice ("1g.10gb"): a share of one card, never whole
+                m = MIG_PROFILE.match(str(profile))
+                sliced = slice_of(self.provider, gpu_name, float(m["gb"]), name) if m else None
+                if sliced is None:
+                    raise RowRejected(self.name, "mig_profile", f"{name}: MIG profile {profile!r} of {gpu_name!r} "
+                                                                "cannot be sized (unknown profile or card)")
+                _, share, card = sliced
+                memory = float(m["gb"])
+            return make_offer(self.name, self.provider, instance_type=name, gpu_name=gpu_name,
+                              gpu_count=gpus * share, gpu_share=share, parent_memory_gb=card,
+                              price=number(self.name, field(self.name, spec, "hourly_price"), "hourly_price"),
                               unit="instance-hour", currency="EUR", allocation="on_demand", observed_at=raw.fetched_at,
                               rates=rates, resolve=resolve, region=zone.rsplit("-", 1)[0] if zone else None, zone=zone,
-                              memory_gb=info.get("gpu_memory", 0) / 2**30 or None, vcpus=spec.get("ncpus"),
-                              ram_gb=spec.get("ram", 0) / 2**30 or None, fractional=bool(spec.get("mig_profile")))
+                              memory_gb=memory, vcpus=spec.get("ncpus"), ram_gb=spec.get("ram", 0) / 2**30 or None)
 
         return collect(rows, build)

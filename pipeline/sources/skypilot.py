@@ -18,12 +18,15 @@ from typing import Any
 import httpx
 
 from pipeline.sources.base import (
+    NOT_OFFERED,
+    Ignored,
     ParseError,
     ParseResult,
     RawPayload,
     RowOffers,
     Source,
     collect,
+    listed_price,
     make_offer,
     number,
 )
@@ -47,6 +50,7 @@ CLOUDS = {
 TOTAL_MEMORY_CLOUDS = ("vast",)
 #: catalogs whose prices are host-set marketplace prices, not a provider's list price
 MARKETPLACE_CLOUDS = {"vast": "marketplace_median", "lium": "marketplace"}
+NOT_OFFERED_HERE = Ignored(NOT_OFFERED)
 
 
 @lru_cache(maxsize=4096)
@@ -56,15 +60,18 @@ def _gpu_info(text: str) -> Any:  # noqa: ANN401 - a python literal of any shape
     return ast.literal_eval(text)
 
 
-def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "") -> float | None:
+def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "", instance_type: str = ""
+                      ) -> float | None:
     """Per-GPU memory in GB from SkyPilot's python-repr GpuInfo; None when absent or zero.
 
-    The field means different things per catalog: per GPU in most, the machine's total in some (Vast, and OCI
-    and Lium rows in some catalog versions), GB instead of MiB in Shadeform (H100 ``SizeInMiB`` 80). Rules, in
-    order: a value under 1 GiB is GB already; a catalog known to list totals is divided by the count; a value
-    equal to ``TotalGpuMemoryInMiB`` on a multi-GPU row is ambiguous (Lambda repeats the per-GPU size there,
-    Vast the total): the per-GPU reading is kept only if the GPU map accepts it for that name, else the total
-    is divided. A total that no card of that name can have leaves the offer unmapped (``gpu_memory_bounds.csv``).
+    The field means different things per catalog and per catalog version: per GPU in most, the machine's total in
+    some (Vast; OCI and Lium rows in some versions; catalog versions that write 537,600 MiB for 2x B300 even where
+    ``TotalGpuMemoryInMiB`` = Size x Count), GB instead of MiB in Shadeform (H100 ``SizeInMiB`` 80). So the figure
+    is read several ways, most likely first, and the first reading the GPU map accepts for that name
+    (``gpu_memory_bounds.csv``) wins: per GPU as listed, then the total divided by the count (first for catalogs
+    known to list totals; the per-GPU reading first when Size x Count = Total), then the same figure read as GB
+    (a GB total above 1024, e.g. 1128 for 8x H200). When no reading fits, the figure is kept as the old rule read it
+    and the offer stays unmapped (reported), never mapped to a card that cannot have that memory.
     """
     try:
         info = _gpu_info(gpu_info)
@@ -78,14 +85,15 @@ def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = 
     gb = mib if in_gb else mib / 1024
     if count <= 1:
         return gb
-    if cloud in TOTAL_MEMORY_CLOUDS:
-        return gb / count
     total = info.get("TotalGpuMemoryInMiB", gpu.get("TotalGpuMemoryInMiB"))
-    if total is not None and not in_gb and abs(float(total) - mib * count) < 1:
-        return gb  # Size x Count = Total: Size is per GPU
-    if resolve(cloud, name, "", gb)[0] is not None:
-        return gb
-    return gb / count
+    per_gpu_first = total is not None and not in_gb and abs(float(total) - mib * count) < 1  # Size x Count = Total
+    readings = [gb / count, gb] if cloud in TOTAL_MEMORY_CLOUDS else [gb, gb / count]
+    if not in_gb:
+        readings += [mib, mib / count]  # the number was GB after all
+    for reading in readings:
+        if resolve(cloud, name, instance_type, reading)[0] is not None:
+            return reading
+    return gb if per_gpu_first else gb / count
 
 
 class SkyPilotCatalog(Source):
@@ -121,18 +129,20 @@ class SkyPilotCatalog(Source):
                           unit="instance-hour", currency="USD", observed_at=raw.fetched_at, rates=rates,
                           resolve=resolve, region=row["Region"] or None, zone=row.get("AvailabilityZone") or None,
                           memory_gb=per_gpu_memory_gb(row.get("GpuInfo", ""), count, self.provider,
-                                                      row["AcceleratorName"]),
+                                                      row["AcceleratorName"], row["InstanceType"]),
                           vcpus=float(row["vCPUs"]) if row.get("vCPUs") else None,
                           ram_gb=float(row["MemoryGiB"]) if row.get("MemoryGiB") else None)
             offers = RowOffers()  # a bad on-demand price must not take the row's valid spot price with it
-            if row["Price"]:  # empty: spot-only shape; zero or negative: rejected by make_offer, counted
-                offers.add(lambda: make_offer(self.name, self.provider, allocation=allocation,
-                                              price=number(self.name, row["Price"], "Price"), **common))
-            # empty or 0: SkyPilot's marker for "no spot market" (every row of its Vast catalog); negative: rejected
-            if row.get("SpotPrice") and number(self.name, row["SpotPrice"], "SpotPrice") != 0:
-                offers.add(lambda: make_offer(self.name, self.provider, allocation="spot",
-                                              price=number(self.name, row["SpotPrice"], "SpotPrice"), **common))
-            return offers
+            # empty: a spot-only shape; 0: SkyPilot's marker for an unpriced shape (it fills 0 where the provider
+            # lists no price) and for "no spot market" (every row of its Vast catalog): not offered, skipped;
+            # negative: rejected by make_offer, counted
+            price = listed_price(self.name, row["Price"], "Price")
+            if price is not None:
+                offers.add(lambda: make_offer(self.name, self.provider, allocation=allocation, price=price, **common))
+            spot = listed_price(self.name, row.get("SpotPrice"), "SpotPrice")
+            if spot is not None:
+                offers.add(lambda: make_offer(self.name, self.provider, allocation="spot", price=spot, **common))
+            return offers if offers.offers or offers.rejected else NOT_OFFERED_HERE
 
         return collect(reader, build)
 

@@ -85,7 +85,9 @@ class VastAI(Source):
                           rates=rates, resolve=resolve, region=o.get("geolocation"),
                           memory_gb=per_gpu_memory_gb(o, count),
                           vcpus=o.get("cpu_cores_effective"), ram_gb=o["cpu_ram"] / 1024 if o.get("cpu_ram") else None,
-                          fractional=False, availability="rentable" if o.get("rentable", True) else "rented")
+                          fractional=False, availability="rentable" if o.get("rentable", True) else "rented",
+                          availability_status="available" if o.get("rentable", True) else "unavailable",
+                          available_count=int(count) if o.get("rentable", True) else 0)
             out = [make_offer(self.name, self.provider, allocation="marketplace",
                               price=number(self.name, field(self.name, o, "dph_total"), "dph_total"), **common)]
             if o.get("min_bid"):

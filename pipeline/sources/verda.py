@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 import httpx
 
 from pipeline.sources.base import (
+    NOT_OFFERED,
+    Ignored,
     ParseError,
     ParseResult,
     RawPayload,
@@ -17,11 +19,14 @@ from pipeline.sources.base import (
     collect,
     field,
     json_body,
+    listed_price,
     make_offer,
     number,
 )
 from pipeline.sources.fx import FxRates
 from pipeline.sources.gpu_names import resolve
+
+NOT_OFFERED_HERE = Ignored(NOT_OFFERED)
 
 URL = "https://api.verda.com/v1/instance-types?currency=usd"
 
@@ -52,12 +57,11 @@ class Verda(Source):
                           vcpus=(item.get("cpu") or {}).get("number_of_cores"),
                           ram_gb=(item.get("memory") or {}).get("size_in_gigabytes"))
             offers = []
-            if item.get("price_per_hour") not in (None, ""):
-                offers.append(make_offer(self.name, self.provider, allocation="on_demand",
-                                         price=number(self.name, item["price_per_hour"], "price_per_hour"), **common))
-            if item.get("spot_price") not in (None, "", "0", 0):
-                offers.append(make_offer(self.name, self.provider, allocation="spot",
-                                         price=number(self.name, item["spot_price"], "spot_price"), **common))
-            return offers
+            # empty: a spot-only type; "0", "0.0" or 0: not offered that way (skipped, not rejected)
+            if (price := listed_price(self.name, item.get("price_per_hour"), "price_per_hour")) is not None:
+                offers.append(make_offer(self.name, self.provider, allocation="on_demand", price=price, **common))
+            if (spot := listed_price(self.name, item.get("spot_price"), "spot_price")) is not None:
+                offers.append(make_offer(self.name, self.provider, allocation="spot", price=spot, **common))
+            return offers or NOT_OFFERED_HERE
 
         return collect(items, build)

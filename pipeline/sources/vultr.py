@@ -35,6 +35,7 @@ from pipeline.sources.base import (
     collect,
     field,
     json_body,
+    listed_price,
     make_offer,
     number,
 )
@@ -143,14 +144,13 @@ class Vultr(Source):
                               memory_gb=memory, parent_memory_gb=card, gpu_share=min(count, 1.0),
                               vcpus=plan.get("vcpu_count") or plan.get("cpu_threads"),
                               ram_gb=plan["ram"] / 1024 if plan.get("ram") else None)
-                price = cost.get("hourly_cost", plan.get("hourly_cost"))
-                if plan.get("deploy_ondemand", True) is not False:
-                    offers.append(make_offer(self.name, self.provider, price=number(self.name, price, "hourly_cost"),
-                                             allocation="on_demand", **common))
-                spot = cost.get("hourly_cost_preemptible", plan.get("hourly_cost_preemptible"))
-                if plan.get("deploy_preemptible") and spot:
-                    offers.append(make_offer(self.name, self.provider, price=number(self.name, spot, "preemptible"),
-                                             allocation="spot", **common))
+                price = listed_price(self.name, cost.get("hourly_cost", plan.get("hourly_cost")), "hourly_cost")
+                if plan.get("deploy_ondemand", True) is not False and price is not None:  # 0: not offered
+                    offers.append(make_offer(self.name, self.provider, price=price, allocation="on_demand", **common))
+                spot = listed_price(self.name, cost.get("hourly_cost_preemptible",
+                                                        plan.get("hourly_cost_preemptible")), "preemptible")
+                if plan.get("deploy_preemptible") and spot is not None:
+                    offers.append(make_offer(self.name, self.provider, price=spot, allocation="spot", **common))
             return offers or NOT_DEPLOYABLE
 
         return collect(plans, build)

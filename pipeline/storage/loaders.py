@@ -68,9 +68,9 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
     rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {
         "rejected_reasons": e.rejected_reasons, "unmapped": e.unmapped, "ignored": sum(e.ignored.values()),
         "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())]} for e in entries]
-    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS}).select(
+    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS, "drift": pl.List(pl.Utf8)}).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",
-        "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons",
+        "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons", "drift",
     ).unique(["source", "started_at"]).with_columns(loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
     with transaction(con):
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
@@ -87,7 +87,8 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
 IGNORED_REASONS = pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Int32}))
 FETCH_LOG_COLUMNS = ("source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers",
                      "rejected", "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "loaded_at", "ignored",
-                     "map_from_entries(ignored_reasons) AS ignored_reasons")
+                     "map_from_entries(ignored_reasons) AS ignored_reasons",
+                     "CASE WHEN len(drift) > 0 THEN drift END AS drift")
 
 
 def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime, str]]:
@@ -150,7 +151,12 @@ def request_reparse(con: duckdb.DuckDBPyConnection, source: str) -> int:
 _OBS_COLUMNS = ("offer_key", "observed_hour", "observed_at", "source", "provider", "instance_type", "region", "zone",
                 "gpu_name", "gpu_id", "gpu_count", "fractional", "gpu_memory_gb", "vcpus", "ram_gb", "currency",
                 "price_per_hour", "price_per_gpu_hour", "price_per_hour_usd", "price_per_gpu_hour_usd", "unit",
-                "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256")
+                "unit_scale", "fx_rate", "fx_date", "allocation", "availability", "mapping_version", "raw_sha256",
+                *(FACT_COLUMNS := ("gpu_share", "gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
+                                   "cluster_fabric", "cluster_gbps", "interconnect_source", "availability_status",
+                                   "available_count")))
+#: price_observations' quality verdict (sql/020), stamped by the offer-quality stage, NULL when loaded
+QUALITY_COLUMNS = ("quarantined", "quality_reasons", "eligible")
 
 
 #: $/GPU-hour above which a price is not believable for that kind of GPU (a 100x unit mistake lands far above)
@@ -243,8 +249,13 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                 FROM price_observations)
             WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""")
         con.execute("DELETE FROM offers_current")
-        con.execute("""
-            INSERT INTO offers_current
+        facts = ", ".join(f"r.{c}" for c in FACT_COLUMNS)
+        con.execute(f"""
+            INSERT INTO offers_current (offer_key, source, provider, instance_type, region, zone, gpu_name, gpu_id,
+                   gpu_count, fractional, gpu_memory_gb, vcpus, ram_gb, currency, price_per_hour, price_per_gpu_hour,
+                   price_per_hour_usd, price_per_gpu_hour_usd, unit, fx_date, allocation, availability, first_seen,
+                   last_seen, verified_at, removed, stale, previous_price_usd, jump_unconfirmed,
+                   {", ".join(FACT_COLUMNS)})
             WITH ranked AS (
                 SELECT *, row_number() OVER w AS rn, lag(price_per_hour_usd) OVER (PARTITION BY offer_key
                        ORDER BY observed_at) AS prev_price,
@@ -267,7 +278,8 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                    coalesce(date_trunc('hour', r.last_seen) < date_trunc('hour', f.last_ok), false) AS removed,
                    false AS stale,
                    r.prev_price,
-                   coalesce(r.price_per_hour_usd > ? * r.prev_price OR r.prev_price > ? * r.price_per_hour_usd, false)
+                   coalesce(r.price_per_hour_usd > ? * r.prev_price OR r.prev_price > ? * r.price_per_hour_usd, false),
+                   {facts}
             FROM ranked r LEFT JOIN fetches f USING (source)
             WHERE r.rn = 1""", [JUMP_FACTOR, JUMP_FACTOR])
         con.execute("UPDATE offers_current SET stale = verified_at < ?", [as_of - STALE_AFTER])
@@ -277,17 +289,20 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
 
 
 def source_freshness(con: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
-    """Per source: the last successful fetch (its verification time), the last outcome, and its age."""
+    """Per source: the last successful fetch (its verification time), the last outcome, its age, and whether the
+    last attempt was ``degraded`` by a drift canary (with what changed)."""
     rows = con.execute("""
         SELECT source,
                max(started_at) FILTER (WHERE outcome IN ('ok', 'partial', 'unchanged')) AS verified_at,
-               arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt
+               arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt,
+               arg_max(coalesce(drift, []), started_at) AS drift
         FROM fetch_log GROUP BY source ORDER BY source""").fetchall()
     out = []
-    for source, verified, outcome, attempt in rows:
+    for source, verified, outcome, attempt, drift in rows:
         age = (as_of - verified).total_seconds() / 3600 if verified else None
         out.append({"source": source, "verified_at": verified, "last_outcome": outcome, "last_attempt": attempt,
-                    "age_hours": age, "stale": age is None or age > STALE_AFTER.total_seconds() / 3600})
+                    "age_hours": age, "stale": age is None or age > STALE_AFTER.total_seconds() / 3600,
+                    "degraded": outcome == "degraded", "drift": list(drift or []) if outcome == "degraded" else []})
     return out
 
 

@@ -320,3 +320,58 @@ def duckdb_containing(db: Path, needle: str) -> list[str]:
     finally:
         con.close()
     return hits
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Comparing two runs' results: DuckDB tables row for row, published files content for content
+
+
+VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
+            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version", "updated"}
+
+
+def _strip(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE}
+    if isinstance(obj, list):
+        return [_strip(v) for v in obj]
+    return obj
+
+
+def _table(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple]:
+    cols = [d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description if d[0] not in VOLATILE]
+    return con.execute(f"SELECT {', '.join(cols)} FROM {source} ORDER BY ALL").fetchall()
+
+
+def snapshot_content(latest: Path) -> dict[str, Any]:
+    """Every published file's content, volatile fields removed (Parquet read back with DuckDB, as consumers do)."""
+    con = duckdb.connect()
+    out: dict[str, Any] = {}
+    for path in sorted(latest.rglob("*")):
+        rel = str(path.relative_to(latest))
+        if path.is_dir() or rel == "manifest.json":
+            continue
+        if path.suffix == ".parquet":
+            out[rel] = _table(con, f"read_parquet('{path}')")
+        elif path.suffix == ".json":
+            out[rel] = _strip(json.loads(path.read_text()))
+    manifest = json.loads((latest / "manifest.json").read_text())
+    out["manifest.sources"] = manifest["sources"]
+    out["manifest.row_counts"] = manifest["row_counts"]
+    return out
+
+
+def table_rows(db: Path) -> dict[str, list[tuple]]:
+    """Every table of the database but ``schema_version``, row for row (volatile columns aside)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_name <> "
+                                           "'schema_version' ORDER BY 1").fetchall()]
+        return {t: _table(con, t) for t in names}
+    finally:
+        con.close()
+
+
+#: tables a whole replay run fills (the others, e.g. price_changes, stay empty after one run)
+FILLED_BY_ONE_RUN = ("fetch_log", "price_observations", "offers_current", "offer_quality", "models",
+                     "model_revisions", "gpus", "sizing", "cheapest_setups", "gpu_price_reference")

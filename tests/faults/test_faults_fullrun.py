@@ -19,6 +19,7 @@ import duckdb
 import httpx
 import pytest
 from harness import (
+    FILLED_BY_ONE_RUN,
     ROOT,
     count,
     db_rows,
@@ -28,6 +29,8 @@ from harness import (
     price_assets,
     recorded,
     replay_client,
+    snapshot_content,
+    table_rows,
     url_of,
 )
 
@@ -103,55 +106,8 @@ def test_healthy_sources_complete_and_snapshot_consistent(full_run: dict) -> Non
 #: when a file or row was built, or which run built it: legitimately different between a run and its rebuild.
 #: Everything else must be identical (cheapest setups included: ``Setup.rank_key`` orders equal prices by
 #: provider, instance type, region, GPU and format, so ties cannot swap).
-VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
-            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version", "updated"}
-
-
-def _strip(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
-
-
-def _table(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple]:
-    cols = [d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description if d[0] not in VOLATILE]
-    return con.execute(f"SELECT {', '.join(cols)} FROM {source} ORDER BY ALL").fetchall()
-
-
-def _snapshot(latest: Path) -> dict[str, Any]:
-    """Every published file's content, volatile fields removed (Parquet read back with DuckDB, as consumers do)."""
-    con = duckdb.connect()
-    out: dict[str, Any] = {}
-    for path in sorted(latest.rglob("*")):
-        rel = str(path.relative_to(latest))
-        if path.is_dir() or rel == "manifest.json":
-            continue
-        if path.suffix == ".parquet":
-            out[rel] = _table(con, f"read_parquet('{path}')")
-        elif path.suffix == ".json":
-            out[rel] = _strip(json.loads(path.read_text()))
-    manifest = json.loads((latest / "manifest.json").read_text())
-    out["manifest.sources"] = manifest["sources"]
-    out["manifest.row_counts"] = manifest["row_counts"]
-    return out
-
-
-def _tables(db: Path) -> dict[str, list[tuple]]:
-    """Every table of the database but ``schema_version``, row for row (volatile columns aside)."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_name <> "
-                                           "'schema_version' ORDER BY 1").fetchall()]
-        return {t: _table(con, t) for t in names}
-    finally:
-        con.close()
-
-
 #: tables a whole replay run fills (the others, e.g. price_changes, stay empty after one run)
-FILLED = ("fetch_log", "price_observations", "offers_current", "offer_quality", "models", "model_revisions", "gpus",
-          "sizing", "cheapest_setups", "gpu_price_reference")
+FILLED = FILLED_BY_ONE_RUN
 
 
 def test_rebuild_reproduces_tables_and_exports(full_run: dict, tmp_path: Path) -> None:
@@ -163,20 +119,20 @@ def test_rebuild_reproduces_tables_and_exports(full_run: dict, tmp_path: Path) -
     offer was eligible, ``cheapest_setups`` came back empty and every model file lost its setups."""
     data = tmp_path / "data"
     shutil.copytree(full_run["data"], data, symlinks=True)
-    original_tables = _tables(data / "vramlab.duckdb")
+    original_tables = table_rows(data / "vramlab.duckdb")
     assert all(original_tables[t] for t in FILLED), {t: len(rows) for t, rows in original_tables.items()}
-    original_snapshot = _snapshot((data / "exports" / "latest").resolve())
+    original_snapshot = snapshot_content((data / "exports" / "latest").resolve())
     proc = subprocess.run([str(VRAMLAB), "rebuild", "--data-dir", str(data)], cwd=ROOT, capture_output=True,
                           text=True, timeout=900, env=env_for(data, tmp_path / "home"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert list(data.glob("vramlab.duckdb.aside-*")), "the previous database is kept aside"
-    rebuilt_tables = _tables(data / "vramlab.duckdb")
+    rebuilt_tables = table_rows(data / "vramlab.duckdb")
     assert sorted(rebuilt_tables) == sorted(original_tables)
     for table, rows in original_tables.items():
         assert rebuilt_tables[table] == rows, table
     rebuilt = (data / "exports" / "latest").resolve()
     assert rebuilt.name != (full_run["data"] / "exports" / "latest").resolve().name  # a new snapshot
-    rebuilt_snapshot = _snapshot(rebuilt)
+    rebuilt_snapshot = snapshot_content(rebuilt)
     assert sorted(rebuilt_snapshot) == sorted(original_snapshot)
     for rel, content in original_snapshot.items():
         assert rebuilt_snapshot[rel] == content, rel

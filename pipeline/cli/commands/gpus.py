@@ -79,4 +79,12 @@ def _offer_row(o: dict[str, Any]) -> dict[str, Any]:
             "price_per_hour_usd": o["price_per_hour_usd"], "price_per_gpu_hour_usd": o["price_per_gpu_hour_usd"],
             "provider": o["provider"], "source": o["source"], "instance_type": o["instance_type"],
             "region": o["region"], "allocation": o["allocation"], "currency": o["currency"],
-            "verified_at": o["verified_at"].isoformat() if hasattr(o["verified_at"], "isoformat") else o["verified_at"]}
+            "verified_at": _iso(o["verified_at"]),
+            # issue #24 (added keys): memory in two stated units, form factor, interconnect, availability
+            **{k: o.get(k) for k in ("gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
+                                     "cluster_fabric", "cluster_gbps", "availability_status", "available_count")},
+            "availability_observed_at": _iso(o.get("availability_observed_at"))}
+
+
+def _iso(value: Any) -> Any:  # noqa: ANN401 - a datetime, ISO text or None
+    return value.isoformat() if hasattr(value, "isoformat") else value
