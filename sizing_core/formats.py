@@ -38,8 +38,10 @@ def ggml_bpw(ggml_type: str) -> float:
 
 
 #: GGUF mixes: base type per file type.
+#: ``q4_0`` (the legacy 4.5-bit type llama-bench tables still use) sizes calibration cases only: it is not one of
+#: the published WEIGHT_FORMATS.
 GGUF_MIXES = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q4_k_m": "Q4_K", "iq4_xs": "IQ4_XS",
-              "q3_k_m": "Q3_K", "q2_k": "Q2_K"}
+              "q3_k_m": "Q3_K", "q2_k": "Q2_K", "q4_0": "Q4_0"}
 
 #: Non-GGUF formats: bits per element of a quantized linear weight, with the scale overhead included.
 #: fp8_block: 1 fp32 scale per 128x128 block; int8: W8 with one fp32 scale per output row (added per tensor);

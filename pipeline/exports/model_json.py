@@ -177,7 +177,11 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
             gpu = get_gpu(placed.gpu)
             th = estimate(arch, gpu, get_engine(placed.engine), placed)
             speed[key] = {"gpus": placed.gpus, "decodeTokensPerS": th.decode_tokens_per_s,
-                          "prefillTokensPerS": th.prefill_tokens_per_s, "ttftMs": th.ttft_ms}
+                          "prefillTokensPerS": th.prefill_tokens_per_s, "ttftMs": th.ttft_ms,
+                          "decodeTokensPerSRange": list(th.decode_tokens_per_s_range)
+                          if th.decode_tokens_per_s_range else None,
+                          "prefillTokensPerSRange": list(th.prefill_tokens_per_s_range)
+                          if th.prefill_tokens_per_s_range else None}
     fine = {m: finetune_memory(arch, m, seq_len=2048, batch=1).model_dump(mode="json") for m in ("qlora", "lora", "full")}
     fallback = None
     if h100.plan is not None:

@@ -183,6 +183,11 @@ class ThroughputCell(_Strict):
                                        "bandwidth figure for the GPU)", unit="tokens/s")
     prefillTokensPerS: float | None = d("prefill speed estimate (null: no compute figure for the GPU)", unit="tokens/s")
     ttftMs: float | None = d("time to first token for the scenario's prompt (null: no compute figure)", unit="ms")
+    decodeTokensPerSRange: list[float] | None = d(
+        "[low, high] of decodeTokensPerS: the calibration band of the engine, GPU class and model class "
+        "(docs/calibration.md)", default=None, unit="tokens/s")
+    prefillTokensPerSRange: list[float] | None = d("[low, high] of prefillTokensPerS (calibration band)", default=None,
+                                                   unit="tokens/s")
 
 
 class Throughput(_Strict):
