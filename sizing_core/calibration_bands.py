@@ -56,9 +56,9 @@ BANDS: dict[str, dict[str, dict]] = {
         'vllm|datacenter|*': {"band": (0.27, 2.8487), "n": 8, "median": 0.7071},
     },
     'weights': {
-        '*|*|*': {"band": (0.8861, 1.0456), "n": 11, "median": 1.0021},
-        'vllm|*|*': {"band": (0.8861, 1.0456), "n": 11, "median": 1.0021},
+        '*|*|*': {"band": (0.8861, 1.0454), "n": 11, "median": 1.0021},
+        'vllm|*|*': {"band": (0.8861, 1.0454), "n": 11, "median": 1.0021},
         'vllm|*|dense': {"band": (0.977, 1.0065), "n": 6, "median": 1.0021},
-        'vllm|datacenter|*': {"band": (0.977, 1.0456), "n": 7, "median": 1.0011},
+        'vllm|datacenter|*': {"band": (0.977, 1.0454), "n": 7, "median": 1.0011},
     },
 }
