@@ -1,6 +1,7 @@
 -- Issue #27: the order in which fetches happened, independent of the clock. fetch_seq is the fetch's line number in
 -- raw/fetch_log.jsonl (append-only: a later fetch always has a larger number, whatever the machine's clock said).
--- offers_current takes each offer's latest observation by this order first, observed_at second, so a run whose
--- clock was behind (allowed with --allow-clock-behind) still replaces the prices it saw after.
--- Rows loaded before this migration get their number from the same file on the next core__fetch_log.
+-- Recorded for audits (which fetch came after which when a clock was wrong); current prices are still ordered by
+-- observed_at, because a replay backfill legitimately loads older captures after newer ones (a fetch sequence
+-- order would make a backfilled old price current). A live run whose clock is behind the log is refused instead
+-- (pipeline/sources/landing.py::check_clock). Rows loaded before this migration get their number on the next load.
 ALTER TABLE fetch_log ADD COLUMN fetch_seq BIGINT;

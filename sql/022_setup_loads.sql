@@ -46,6 +46,12 @@ CREATE TABLE cheapest_setups (
     aggregate_tokens_per_s          DOUBLE,
     usd_per_million_tokens          DOUBLE,
     usd_per_million_tokens_batched  DOUBLE,
+    decode_tokens_per_s_low         DOUBLE,             -- the calibration band's range (sql/014, issue #22)
+    decode_tokens_per_s_high        DOUBLE,
+    aggregate_tokens_per_s_low      DOUBLE,
+    aggregate_tokens_per_s_high     DOUBLE,
+    usd_per_million_tokens_batched_low  DOUBLE,
+    usd_per_million_tokens_batched_high DOUBLE,
     tokens_per_s_per_request        DOUBLE,             -- each request while `concurrency` run together
     usd_per_million_tokens_at_load  DOUBLE,             -- cost per output token at the load
     PRIMARY KEY (model_id, list, context, concurrency, sort, format, rank)

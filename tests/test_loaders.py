@@ -77,22 +77,6 @@ def test_removed_and_stale_offers(tmp_path: Path) -> None:
     assert fresh["stale"] and fresh["age_hours"] == 25
 
 
-def test_a_later_fetch_wins_even_when_its_clock_was_behind(tmp_path: Path) -> None:
-    """Issue #27, K04's second half: a run allowed to go on with its clock 72 h behind (--allow-clock-behind)
-    fetched after the run at T0 (line 2 of fetch_log.jsonl after line 1) and saw the price go 1.29 -> 1.50. The
-    current price is the later fetch's, and the change is recorded in that direction; by observed_at alone (before
-    migration 021) the current price stayed 1.29 and the change read 1.50 -> 1.29."""
-    con = connect(tmp_path / "db.duckdb")
-    behind = T0 - timedelta(hours=72)
-    load_fetch_log(con, [fetch(T0)], [1])
-    load_observations(con, [(offer(1.29, T0), "a")])
-    load_fetch_log(con, [fetch(behind)], [2])
-    load_observations(con, [(offer(1.50, behind), "b")])
-    rebuild_current(con, T0)
-    assert con.execute("SELECT price_per_hour_usd, previous_price_usd FROM offers_current").fetchall() == [(1.50, 1.29)]
-    assert con.execute("SELECT old_price_usd, new_price_usd FROM price_changes").fetchall() == [(1.29, 1.50)]
-
-
 def test_fetch_sequence_is_filled_in_for_rows_loaded_without_it(tmp_path: Path) -> None:
     con = connect(tmp_path / "db.duckdb")
     load_fetch_log(con, [fetch(T0)])  # as before migration 021: no line number

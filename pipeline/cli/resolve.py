@@ -27,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WATCHLIST = REPO_ROOT / "pipeline" / "data" / "watchlist.json"
 REPLAY_CONFIGS = REPO_ROOT / "pipeline" / "replay" / "hub" / "configs"
 REGISTRY = REPO_ROOT / "sizing_core" / "data" / "models"
+CALIBRATION_CONFIGS = REPO_ROOT / "sizing_core" / "data" / "calibration" / "configs"
 
 
 class ResolveError(CliError):
@@ -109,9 +110,20 @@ def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] 
         return None
 
 
+def _bundled_config(key: str) -> Path | None:
+    """A Hub repo id that is not tracked but whose config ships with the project: the Hub replay's configs, then
+    the calibration set's (``sizing_core/data/calibration/configs``, issue #22), by normalized ``org/name``."""
+    for folder in (REPLAY_CONFIGS, CALIBRATION_CONFIGS):
+        for path in sorted(folder.glob("*.json")):
+            if not path.name.endswith(".hf_quant_config.json") and norm(path.stem.replace("__", "/")) == key:
+                return path
+    return None
+
+
 def resolve_model(ref: str, data_dir: Path | None = None, *, live: bool | None = None) -> ModelRef:
     """``ref`` as a path, registry id, watchlist id or repo id (case-insensitive), or any Hub repo id (look-up;
-    ``live`` defaults to ``VRAMLAB_LIVE``); ResolveError otherwise."""
+    ``live`` defaults to ``VRAMLAB_LIVE``; a config the project ships answers when the Hub, or offline its replay,
+    has none); ResolveError otherwise."""
     path = Path(ref)
     if path.exists():
         if path.is_dir():
@@ -152,7 +164,16 @@ def resolve_model(ref: str, data_dir: Path | None = None, *, live: bool | None =
     from pipeline.ingest.lookup import is_repo_id
 
     if is_repo_id(ref):
-        looked_up = _looked_up(ref, data_dir, live)
+        from pipeline.ingest.lookup import LookupError_
+
+        try:
+            looked_up = _looked_up(ref, data_dir, live)
+        except LookupError_:
+            bundled = _bundled_config(key)
+            if bundled is None:
+                raise
+            return ModelRef(id=bundled.stem, repo=bundled.stem.replace("__", "/"), kind="path", path=bundled,
+                            origin=f"bundled config ({bundled.parent.parent.name}/{bundled.parent.name})")
         assert looked_up is not None
         return looked_up
     if ref.endswith(".json") or "/" in ref or "\\" in ref:

@@ -106,8 +106,8 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], limit: Any = No
     for c in contexts:
         table.add_column(f"total @{_ctx(c)}{'*' if over(next(r for r in totals if r['context'] == c)) else ''}",
                          justify="right")
-    for fmt, weights in report.weights_gib.items():
-        table.add_row(fmt, f"{weights:,.2f}", *(f"{row['byFormat'][fmt]:,.2f}" for row in totals))
+    for fmt, weights in report.weights_gib.items():  # null: a native format we cannot read (warned on stderr)
+        table.add_row(fmt, *("-" if v is None else f"{v:,.2f}" for v in (weights, *(r["byFormat"][fmt] for r in totals))))
     _show(console, table)
     kv = _table(f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
     for col in ("context", "bf16", "fp8"):
@@ -161,11 +161,21 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                                                "engineOverhead", "total", "headroom")))
     _show(console, table)
 
-    def fmt(v: float | None, unit: str) -> str:
-        return "n/a" if v is None else f"{v:,.1f} {unit}"
-    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s')}, prefill {fmt(speed['prefillTokensPerS'], 'tok/s')}, "
-                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
+    def fmt(v: float | None, unit: str, span: list[float] | None = None) -> str:
+        if v is None:
+            return "n/a"
+        around = f" ({span[0]:,.0f}-{span[1]:,.0f})" if span else ""
+        return f"~{v:,.0f} {unit}{around}" if span else f"{v:,.1f} {unit}"
+    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s', speed.get('decodeTokensPerSRange'))}, prefill "
+                  f"{fmt(speed['prefillTokensPerS'], 'tok/s', speed.get('prefillTokensPerSRange'))}, "
+                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms', speed.get('ttftMsRange'))}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
+    start = result.get("engineStartup")
+    if start:
+        console.print(f"{result['engine']} start-up per GPU: weights {start['weightsGiBPerGpu']:.2f} GiB, activation "
+                      f"peak {start['activationGiB']:.2f} GiB, KV cache {start['kvCacheGiBPerGpu']:.2f} GiB = "
+                      f"{start['kvCacheTokens']:,} tokens, {start['maxConcurrency']:g}x requests of "
+                      f"{start['maxModelLen']:,} tokens")
     _print_cost(result, console)
     console.print(f"[dim]{result['launch']['note']}[/dim]")
     console.print(result["launch"]["command"], soft_wrap=True, markup=False, highlight=False)

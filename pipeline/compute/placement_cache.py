@@ -19,9 +19,10 @@ from typing import Any
 from sizing_core.gpus import GPU
 
 #: the code a cached row depends on: the sizing library (its data files are keyed separately: GPU rows by hash,
-#: model specs by revision), the planner that shapes GPUs into instances and the decode rates it keeps
+#: model specs by revision; the calibration's bands are a generated module), the planner that shapes GPUs into
+#: instances, the rates it caches and the per-token bounds of its search
 _CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py",
-         Path(__file__).resolve().parent / "rates.py"]
+         Path(__file__).resolve().parent / "setup_costs.py", Path(__file__).resolve().parent / "rates.py"]
 
 
 @lru_cache(maxsize=1)

@@ -1,21 +1,15 @@
-"""What a placement decodes and what its tokens cost: the decode rates of a placement (one request, the plan kept
-full, the planned load), a setup's cost fields from them, and the bound that lets the cheapest-setups search
-(``pipeline/compute/setups.py``) rank by cost per output token without placing every group."""
+"""Cost per output token at a load (issue #23): the rate a placement decodes the whole load at, and the bound that
+lets the cheapest-setups search (``pipeline/compute/setups.py``) rank by cost per token without placing every
+group. The cost fields themselves: ``pipeline/compute/setup_costs.py``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pipeline.compute.placement_cache import Rates
 from sizing_core import Architecture
-from sizing_core.cost import per_million_tokens
-from sizing_core.engines import Engine, default_engine
 from sizing_core.formats import tensor_bits
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
 from sizing_core.layers import MoE
-from sizing_core.placement import Placement
-from sizing_core.throughput import estimate
 from sizing_core.units import GB
 
 
@@ -75,32 +69,3 @@ def per_token_floor(arch: Architecture, fmt: str, gpu: GPU, concurrency: int, co
 
 #: (id(arch), context, kv dtype) -> (arch, KV cache and state bytes of one request)
 _CACHE: dict[tuple[int, int, str], tuple[Architecture, float]] = {}
-
-
-COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
-               "usd_per_million_tokens_batched")
-
-
-def placement_rates(arch: Architecture, gpu: GPU, placed: Placement, engine: Engine | None = None) -> Rates:
-    """Decode rate of one request, the aggregate rate at the most requests of the planned context the plan holds
-    at once, and the aggregate rate at the planned load (the placement's concurrency) (``sizing_core.throughput``)."""
-    engine = engine or default_engine(gpu)
-    speed = estimate(arch, gpu, engine, placed)  # batch = the placement's concurrency: the load
-    batch = max(1, speed.max_concurrent_requests)
-    batched = estimate(arch, gpu, engine, placed, batch=batch) if batch != speed.batch else speed
-    return Rates(speed.decode_tokens_per_s, batch, batched.aggregate_tokens_per_s, speed.aggregate_tokens_per_s)
-
-
-def costs_from_rates(rates: Rates, price_per_hour: float, concurrency: int = 1) -> dict[str, Any]:
-    """The cost fields of a setup from its placement's decode rates and its price; the load's own fields when
-    the rates carry the aggregate at the load (``concurrency`` requests)."""
-    single, aggregate = rates.decode_tokens_per_s, rates.aggregate_tokens_per_s
-    at_load = rates.load_tokens_per_s if rates.load_tokens_per_s is not None else (single if concurrency == 1 else None)
-    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": rates.batch,
-            "aggregate_tokens_per_s": round(aggregate, 2) if aggregate else None,
-            "usd_per_million_tokens": round(per_million_tokens(price_per_hour, single), 4) if single else None,
-            "usd_per_million_tokens_batched": round(per_million_tokens(price_per_hour, aggregate), 4)
-            if aggregate else None,
-            "tokens_per_s_per_request": round(at_load / concurrency, 2) if at_load else None,
-            "usd_per_million_tokens_at_load": round(per_million_tokens(price_per_hour, at_load), 4)
-            if at_load else None}

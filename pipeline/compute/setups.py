@@ -32,9 +32,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from pipeline.compute.offer_groups import (
+    ON_DEMAND as ON_DEMAND,  # the offer side lives there; names kept here
+)
+from pipeline.compute.offer_groups import SPOT_LIKE as SPOT_LIKE
+from pipeline.compute.offer_groups import OfferGroups as OfferGroups
+from pipeline.compute.offer_groups import eligible_offers as eligible_offers
+from pipeline.compute.offer_groups import usable_offer as usable_offer
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
-from pipeline.compute.rates import costs_from_rates, load_rate, per_token_floor, placement_rates, weight_bytes
+from pipeline.compute.rates import load_rate, per_token_floor, weight_bytes
+from pipeline.compute.setup_costs import costs_from_rates, placement_rates
 from sizing_core import Architecture
+from sizing_core.calibration import band
 from sizing_core.cost import HOURS_PER_MONTH
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, catalog
@@ -52,22 +61,10 @@ RPC_FLAG = ("llama.cpp RPC across separately rented machines over their public n
             "proof of concept, fragile and insecure on an open network (ggml-org/llama.cpp tools/rpc/README.md)")
 Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
 
-ON_DEMAND = ("on_demand",)
-SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
 #: what a setup says about capacity, from its offer's ``availability_status`` (stated by the source's API at fetch)
 AVAILABILITY_NOTES = {"available": "available at fetch time", "low": "available at fetch time (low stock)",
                       "unavailable": "unavailable at fetch time"}
 CAPACITY_UNKNOWN = "listed, capacity unknown"
-
-
-def eligible_offers(con: Any) -> list[dict[str, Any]]:
-    """Current offers a setup may use: the ``offers_judged`` view's ``eligible`` (sql/020, the one definition),
-    with the canonical provider and the allocation class in place of the source's own labels."""
-    cursor = con.execute("""
-        SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
-        FROM offers_judged WHERE eligible ORDER BY offer_key""")
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
 @record(many=True)
@@ -122,6 +119,19 @@ class Setup(CamelRecord):
     usd_per_million_tokens_batched: float | None = described(
         None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
         unit="USD per 1M output tokens")
+    # issue #22: the calibration's range (measured / predicted on published measurements) around the speeds and the
+    # cost at the served concurrency
+    decode_tokens_per_s_low: float | None = described(None, "low end of decode_tokens_per_s's range", unit="tokens/s")
+    decode_tokens_per_s_high: float | None = described(None, "high end of decode_tokens_per_s's range",
+                                                       unit="tokens/s")
+    aggregate_tokens_per_s_low: float | None = described(None, "low end of aggregate_tokens_per_s's range",
+                                                         unit="tokens/s")
+    aggregate_tokens_per_s_high: float | None = described(None, "high end of aggregate_tokens_per_s's range",
+                                                          unit="tokens/s")
+    usd_per_million_tokens_batched_low: float | None = described(
+        None, "usd_per_million_tokens_batched at the high end of the speed range", unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched_high: float | None = described(
+        None, "usd_per_million_tokens_batched at the low end of the speed range", unit="USD per 1M output tokens")
     # issue #23: the load answered (`concurrency` requests of `context` tokens), every region of this setup
     regions: list[str] = described(default_factory=list, description="every region offering this very setup at "
                                    "this price (region is the first); empty when the offer names none")
@@ -185,12 +195,6 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
     return math.ceil(gpus_needed / gpus_per_instance)
 
 
-def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
-    """Eligible (the ``offers_judged`` view's verdict, which offers from DuckDB and the published table carry;
-    never re-derived here) and of one of ``allocations``."""
-    return (offer.get("allocation_class") or offer["allocation"]) in allocations and offer.get("eligible") is True
-
-
 class Planner:
     """Caches the fewest-GPU placement per (GPU, GPUs per instance) for one model, format and scenario; with a
     :class:`PlacementCache` and the model's (id, revision), also across runs (perf #14): the floors, placements
@@ -208,6 +212,7 @@ class Planner:
         self._floors: dict[str, int] = {}
         self._token_floors: dict[str, float | None] = {}
         self._keys: dict[tuple[str, int], Key | None] = {}
+        self._bands: dict[str, tuple[float, float]] = {}
         self._search_state: PlanSearch | None = None  # sizing_core's fewest-GPU search, shared by every GPU kind
         self.store = cache if model is not None else None
         self.model = model
@@ -226,6 +231,12 @@ class Planner:
             key = self._keys[(gpu.id, per_instance)] = (*self.model, self.fmt, self.context, self.concurrency,
                                                          self.kv, gpu.id, self._hashes[gpu.id], per_instance)
         return key
+
+    def band(self, gpu: GPU) -> tuple[float, float]:
+        """The calibration's decode band for this model on ``gpu`` with the planner's engine."""
+        if gpu.id not in self._bands:
+            self._bands[gpu.id] = band("decode", self.engine(gpu).id, gpu, self.arch)
+        return self._bands[gpu.id]
 
     def known_floor(self, gpu: GPU) -> int | None:  # :meth:`gpus_floor` if known (here or cached), never computed
         if gpu.id in self._floors:
@@ -306,24 +317,6 @@ class Planner:
                     self.store.put_rates(key, hit)
             self._rates[(gpu.id, per_instance)] = hit
         return self._rates[(gpu.id, per_instance)]
-
-
-class OfferGroups:
-    """Usable offers of some allocations grouped by (GPU, GPUs per instance), each group cheapest first (a stable
-    sort: equal prices keep their input order), with each group's cheapest price: built once per run and shared by
-    every model and format (perf #14). Cheapest first lets :func:`cheapest_setups` stop in a group at the first
-    offer priced out of the top, instead of building a Setup for every offer cheaper than the top so far."""
-
-    def __init__(self, offers: Iterable[dict[str, Any]], allocations: tuple[str, ...] = ON_DEMAND):
-        gpus = catalog()
-        self.allocations = allocations
-        self.groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for offer in offers:
-            if usable_offer(offer, allocations) and offer["gpu_id"] in gpus:
-                self.groups.setdefault((offer["gpu_id"], int(offer["gpu_count"])), []).append(offer)
-        for group in self.groups.values():
-            group.sort(key=lambda o: o["price_per_hour_usd"])
-        self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
 
 
 Sort = Literal["price", "per_token"]
@@ -409,8 +402,9 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     out = []
     for key in sorted(best, key=keys.__getitem__)[:top]:
         f = best[key]
-        rates = planners[f["format"]].rates(gpus[f["gpu"]], f["gpus_per_instance"])
-        out.append(Setup(**f, **costs_from_rates(rates, f["price_per_hour"], concurrency),
+        plan, gpu = planners[f["format"]], gpus[f["gpu"]]
+        out.append(Setup(**f, **costs_from_rates(plan.rates(gpu, f["gpus_per_instance"]), f["price_per_hour"],
+                                                 plan.band(gpu), concurrency),
                          regions=sorted(r for r in regions[key] if r), context=context, concurrency=concurrency))
     return out
 

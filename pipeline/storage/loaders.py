@@ -260,11 +260,9 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
         con.execute("""
             INSERT OR IGNORE INTO price_changes
             SELECT offer_key, prev, price_per_hour_usd, observed_at FROM (
-                SELECT o.offer_key, o.observed_at, o.price_per_hour_usd,
-                       lag(o.price_per_hour_usd) OVER (PARTITION BY o.offer_key
-                                                       ORDER BY f.fetch_seq NULLS FIRST, o.observed_at) AS prev
-                FROM price_observations o
-                LEFT JOIN fetch_log f ON f.source = o.source AND f.started_at = o.observed_at)
+                SELECT offer_key, observed_at, price_per_hour_usd,
+                       lag(price_per_hour_usd) OVER (PARTITION BY offer_key ORDER BY observed_at) AS prev
+                FROM price_observations)
             WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""")
         con.execute("DELETE FROM offers_current")
         facts = ", ".join(f"r.{c}" for c in FACT_COLUMNS)
@@ -274,18 +272,13 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                    price_per_hour_usd, price_per_gpu_hour_usd, unit, fx_date, allocation, availability, first_seen,
                    last_seen, verified_at, removed, stale, previous_price_usd, jump_unconfirmed,
                    {", ".join(FACT_COLUMNS)})
-            WITH sequenced AS (  -- each observation with its fetch's place in fetch_log.jsonl (migration 021)
-                SELECT o.*, f.fetch_seq FROM price_observations o
-                LEFT JOIN fetch_log f ON f.source = o.source AND f.started_at = o.observed_at),
-            ranked AS (
+            WITH ranked AS (
                 SELECT *, row_number() OVER w AS rn, lag(price_per_hour_usd) OVER (PARTITION BY offer_key
-                       ORDER BY fetch_seq NULLS FIRST, observed_at) AS prev_price,
+                       ORDER BY observed_at) AS prev_price,
                        min(observed_at) OVER (PARTITION BY offer_key) AS first_seen,
                        max(observed_at) OVER (PARTITION BY offer_key) AS last_seen
-                FROM sequenced
-                -- the latest fetch first, whatever its clock said; observed_at within one fetch and for rows
-                -- without a number
-                WINDOW w AS (PARTITION BY offer_key ORDER BY fetch_seq DESC NULLS LAST, observed_at DESC)),
+                FROM price_observations
+                WINDOW w AS (PARTITION BY offer_key ORDER BY observed_at DESC)),
             fetches AS (
                 SELECT source,
                        max(started_at) FILTER (WHERE outcome IN ('ok', 'partial')) AS last_ok,

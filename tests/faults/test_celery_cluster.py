@@ -45,6 +45,10 @@ def without_run_times(tables: dict[str, list[tuple]], db: Path) -> dict[str, lis
                                                                          "loaded_at", "snapshot", "created_at",
                                                                          "latest", "updated_at", "code_version",
                                                                          "updated")]
+            if table == "fetch_log":  # a Hub attempt's start time is the clock's (a price fetch's in replay is
+                # its recording's), and its landed file is named after it
+                keep = [f"CASE WHEN starts_with(source, 'hub:') THEN NULL ELSE {c} END AS {c}"
+                        if c in ("started_at", "raw_path") else c for c in keep]
             out[table] = con.execute(f"SELECT {', '.join(keep)} FROM {table} ORDER BY ALL").fetchall()
         return out
     finally:

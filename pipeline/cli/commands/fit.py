@@ -7,6 +7,7 @@ from typing import Any
 
 from pipeline.cli.args import (
     CONTEXT,
+    FRACTION,
     HOURS,
     NONNEG,
     POSITIVE,
@@ -26,11 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "$/1M tokens) and rent-versus-buy. Without --format: every format in one table.",
                          epilog=examples("vramlab fit gpt-oss-20b --gpu rtx-4090",
                                           "vramlab fit llama-3.1-70b --gpu H100 --format FP8 --context 32k",
-                                          "vramlab fit qwen3-8b --gpu h200 --format q4km --hours-per-day 8 --json"))
+                                          "vramlab fit qwen3-8b --gpu h200 --format q4km --hours-per-day 8 --json",
+                                          "vramlab fit openai/gpt-oss-120b --gpu h100 --gpus 1 --engine vllm "
+                                          "--format native --context 32k --gpu-memory-utilization 0.95 --json"))
     fit.add_argument("model", metavar="MODEL", help="model id, Hub repo id, registry id or config path")
     fit.add_argument("--gpu", required=True, metavar="GPU[:N]",
                      help="GPU id or alias, any case (H100, h100-sxm, rtx-4090, mac-m5-max-128); with :N, the answer "
-                          "on exactly N of them (H100:2)")
+                          "on exactly N of them, as --gpus N (H100:2)")
     fit.add_argument("--format", default=None, metavar="FMT",
                      help="weight format, any case (bf16, FP8, q4km, awq, native; default: every format)")
     fit.add_argument("--context", type=CONTEXT, default=8192, metavar="N", help="tokens per request: 8192, 32k, 1M "
@@ -40,6 +43,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="vllm, sglang, llama.cpp, ollama, mlx (default: vLLM on data-centre GPUs, llama.cpp "
                           "elsewhere)")
     fit.add_argument("--kv-cache-dtype", default="bf16", metavar="T", help="bf16, fp16, fp8, q8_0, q4_0 (default bf16)")
+    fit.add_argument("--gpus", type=POSITIVE, default=None, metavar="N",
+                     help="answer for exactly N GPUs in the engine's default layout (default: the fewest that fit)")
+    fit.add_argument("--gpu-memory-utilization", type=FRACTION, default=None, metavar="U",
+                     help="vLLM's --gpu-memory-utilization (default 0.9); SGLang's --mem-fraction-static with "
+                          "--engine sglang (default: its formula by GPU memory)")
+    fit.add_argument("--max-num-batched-tokens", type=POSITIVE, default=None, metavar="T",
+                     help="vLLM's --max-num-batched-tokens (default by GPU: 8192 on >= 70 GiB non-A100 GPUs, else "
+                          "2048); llama.cpp's --ubatch-size (default 512)")
+    fit.add_argument("--max-num-seqs", type=POSITIVE, default=None, metavar="S",
+                     help="vLLM's --max-num-seqs (default by GPU: 1024 on >= 70 GiB non-A100 GPUs, else 256)")
+    fit.add_argument("--engine-version", default=None, metavar="V",
+                     help="the engine release to model where behaviour changed (e.g. vLLM 0.11; default: newest)")
     fit.add_argument("--offload", nargs="?", const="auto", default=None, choices=("auto", "experts", "layers"),
                      metavar="WHAT",
                      help="with llama.cpp, keep what does not fit in system RAM: experts (--n-cpu-moe, MoE models), "
@@ -56,13 +71,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
+    from pipeline.cli.errors import CliError
     from pipeline.cli.fit import ALL_FORMATS, fit_result, with_context
     from pipeline.cli.models import context_of, load_ref, model_repo
     from pipeline.cli.resolve import gpu_family, resolve_format, resolve_gpu, resolve_model, split_count
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
     from sizing_core.gpus import get_gpu
 
-    name, count = split_count(args.gpu)
+    name, count = split_count(args.gpu)  # `--gpu H100:2` = `--gpu H100 --gpus 2` (#23)
+    if count is not None and args.gpus is not None and count != args.gpus:
+        raise CliError(f"--gpu {args.gpu} and --gpus {args.gpus} ask for different GPU counts")
+    gpus = args.gpus if args.gpus is not None else count
     gpu = get_gpu(resolve_gpu(name))
     fmt = resolve_format(args.format) if args.format else None
     data_dir = data_dir_of(args)
@@ -70,6 +89,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     arch = load_ref(ref)
     repo = model_repo(ref, arch)
     snapshot = latest_snapshot(data_dir)
+    settings = {"memory_fraction": args.gpu_memory_utilization, "max_num_batched_tokens": args.max_num_batched_tokens,
+                "max_num_seqs": args.max_num_seqs, "version": args.engine_version}
     offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
     limit = context_of(ref, arch, args.rope_scaling)
     planned = arch  # above max_position_embeddings: answered as size answers it, and said (#23)
@@ -78,7 +99,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
         result = fit_result(args.model, gpu.id, f, args.context, args.concurrency, args.engine, args.kv_cache_dtype,
-                            arch=planned, repo=repo, substitute=substitute, count=count,
+                            arch=planned, repo=repo, substitute=substitute, gpus=gpus, settings=settings,
                             gguf_files=(ref.hub or {}).get("gguf_files"))
         if result["fits"] and snapshot is not None and gpu.id not in offers:
             offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
@@ -87,13 +108,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                           offers=offers.get(gpu.id))}
 
     if args.offload:
-        return _offload(args, arch, gpu, count or 1, fmt)
+        return _offload(args, arch, gpu, gpus or 1, fmt)
     family = gpu_family(name)
     if len(family) > 1 and not args.json:  # `fit` answers for one GPU: say which one a family name meant
         from pipeline.cli.tables import say
 
         say(f"note: {name} is answered for {gpu.id} ({gpu.name}); the other {name} variants: "
             f"{', '.join(g for g in family if g != gpu.id)} (`--gpu` one of them for its answer)")
+
     if fmt is None:
         rows = [answer(f, substitute=False) for f in ALL_FORMATS]  # every format has its own row
         if args.json:

@@ -1,0 +1,47 @@
+"""The offers a cheapest-setups search may rent, and their grouping: eligible current offers (the ``offers_judged``
+view, sql/020), split by allocation class and grouped by (GPU, GPUs per instance), cheapest first, once per run
+for every model (``pipeline/compute/setups.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sizing_core.gpus import catalog
+
+ON_DEMAND = ("on_demand",)
+SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
+
+
+def eligible_offers(con: Any) -> list[dict[str, Any]]:
+    """Current offers a setup may use: the ``offers_judged`` view's ``eligible`` (sql/020, the one definition),
+    with the canonical provider and the allocation class in place of the source's own labels."""
+    cursor = con.execute("""
+        SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
+        FROM offers_judged WHERE eligible ORDER BY offer_key""")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
+    """Eligible (the ``offers_judged`` view's verdict, which offers from DuckDB and the published table carry;
+    never re-derived here) and of one of ``allocations``."""
+    return (offer.get("allocation_class") or offer["allocation"]) in allocations and offer.get("eligible") is True
+
+
+class OfferGroups:
+    """Usable offers of some allocations grouped by (GPU, GPUs per instance), each group cheapest first (a stable
+    sort: equal prices keep their input order), with each group's cheapest price: built once per run and shared by
+    every model and format (perf #14). Cheapest first lets :func:`cheapest_setups` stop in a group at the first
+    offer priced out of the top, instead of building a Setup for every offer cheaper than the top so far."""
+
+    def __init__(self, offers: Iterable[dict[str, Any]], allocations: tuple[str, ...] = ON_DEMAND):
+        gpus = catalog()
+        self.allocations = allocations
+        self.groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for offer in offers:
+            if usable_offer(offer, allocations) and offer["gpu_id"] in gpus:
+                self.groups.setdefault((offer["gpu_id"], int(offer["gpu_count"])), []).append(offer)
+        for group in self.groups.values():
+            group.sort(key=lambda o: o["price_per_hour_usd"])
+        self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
