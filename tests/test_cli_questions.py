@@ -133,14 +133,16 @@ def test_q4_what_did_h100_prices_do(data: Path) -> None:
     rows = got["rows"]
     days = sorted({r["day"] for r in rows})
     assert days[0] < days[-1]  # more than one day
-    # by hand: the snapshot's observations of eligible whole-GPU on-demand H100s, the cheapest per day
+    # by hand: the snapshot's observations of eligible whole-GPU on-demand H100s, the cheapest per day (eligible as
+    # stamped when observed, #24; older rows without the stamp: not quarantined and no duplicate today)
     snap = snapshot(data)
     con = duckdb.connect()
     want = dict(con.execute("""
         SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE::VARCHAR, round(min(h.price_per_gpu_hour_usd), 4)
         FROM read_parquet(?) h LEFT JOIN read_parquet(?) o USING (offer_key)
         WHERE h.gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND h.allocation = 'on_demand' AND NOT h.fractional
-          AND coalesce(o.eligible, true) GROUP BY 1""", [[str(p) for p in (snap / "price_observations").glob(
+          AND coalesce(h.eligible, o.offer_key IS NULL OR (NOT coalesce(o.quarantined, false)
+                                                            AND o.duplicate_of IS NULL)) GROUP BY 1""", [[str(p) for p in (snap / "price_observations").glob(
         "*/*.parquet")], str(snap / "offers_current.parquet")]).fetchall())
     assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want
     # Lambda's own API priced the H100 PCIe at $3.29/GPU-h on 2026-07-30 (shared/reference/prices/NOTES.md)

@@ -10,7 +10,7 @@ import pytest
 from helpers import arch
 
 from pipeline.compute.answers import overall, standard_loads
-from pipeline.compute.setups import Planner, cheapest_setups
+from pipeline.compute.setups import Planner, cheapest_setups, eligible_offers
 
 NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
 MODELS = {"llama8": arch("meta-llama__Llama-3.1-8B"), "llama70": arch("meta-llama__Llama-3.1-70B"),
@@ -26,9 +26,7 @@ def offer(**kw: object) -> dict:
 
 def test_per_token_top5_equals_the_full_ranking_and_places_fewer_groups(published: dict) -> None:
     con = duckdb.connect(str(published["db"]), read_only=True)
-    cursor = con.execute("SELECT * FROM offers_current WHERE gpu_id IS NOT NULL")
-    names = [d[0] for d in cursor.description]
-    offers = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    offers = [o for o in eligible_offers(con) if o["gpu_id"] is not None]
     con.close()
     pruned = full = compared = 0
     for a in MODELS.values():
@@ -125,9 +123,7 @@ def test_one_search_over_formats_equals_the_overall_of_every_format(published: d
     from pipeline.compute.answers import FIDELITY
 
     con = duckdb.connect(str(published["db"]), read_only=True)
-    cursor = con.execute("SELECT * FROM offers_current WHERE gpu_id IS NOT NULL")
-    names = [d[0] for d in cursor.description]
-    offers = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    offers = [o for o in eligible_offers(con) if o["gpu_id"] is not None]
     con.close()
     for a in (MODELS["llama70"], MODELS["dsv3"]):
         for context, concurrency in ((8192, 1), (32768, 8)):
@@ -144,3 +140,15 @@ def test_one_search_over_formats_equals_the_overall_of_every_format(published: d
                     assert set(shape(got)) == set(shape(expected)) or [
                         round(s.usd_per_million_tokens_at_load, 2) for s in got] == [
                         round(s.usd_per_million_tokens_at_load, 2) for s in expected]
+
+
+def test_every_published_setup_serves_its_load_as_the_engine_would(published: dict) -> None:
+    """#22's engine model pages the KV pool with its own working memory: a plan the planner's budget holds may
+    leave the engine room for fewer requests than the load. Setups move up to the GPUs that serve it (as `fit`
+    does), so no published row says it holds fewer requests of its context than it was planned for."""
+    con = duckdb.connect(str(published["db"]), read_only=True)
+    rows = con.execute("SELECT model_id, context, concurrency, gpu_id, gpus_needed, max_concurrent_requests "
+                       "FROM cheapest_setups WHERE max_concurrent_requests IS NOT NULL").fetchall()
+    con.close()
+    assert any(r[2] > 1 for r in rows)
+    assert [r for r in rows if r[5] < r[2]] == []

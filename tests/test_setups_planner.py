@@ -1,5 +1,6 @@
-"""The planner's placement search (perf #14) answers what ``sizing_core.placement.fewest_gpus`` answers for a GPU
-shaped to each instance size, while sharing between instance sizes whether a (TP, PP) plan fits."""
+"""The planner's placement search (perf #14) answers what ``sizing_core.deployment.fewest`` answers for a GPU
+shaped to each instance size (the planner's fewest GPUs, moved up while the engine's pool cannot serve the load:
+#22's rule, applied by setups since #23), while sharing between instance sizes whether a (TP, PP) plan fits."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from helpers import arch
 
 from pipeline.compute.placement_cache import Placed
 from pipeline.compute.setups import Planner
+from sizing_core.deployment import fewest
 from sizing_core.engines import default_engine
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
-from sizing_core.placement import fewest_gpus
 from sizing_core.registry import load_registered
 
 MODELS = {"llama8": arch("meta-llama__Llama-3.1-8B"), "llama70": arch("meta-llama__Llama-3.1-70B"),
@@ -28,8 +29,8 @@ SHAPES = (8, 1, 4, 2, 3, 16, 6)
 
 
 def _reference(a, gpu, fmt: str, per_instance: int) -> Placed:  # noqa: ANN001 - test helper
-    p = fewest_gpus(a, gpu.model_copy(update={"max_gpus_per_node": per_instance}), default_engine(gpu), fmt, 8192,
-                    1, "bf16")
+    p, _ = fewest(a, gpu.model_copy(update={"max_gpus_per_node": per_instance}), default_engine(gpu), fmt, 8192, 1,
+                  "bf16")
     ok = p.gpus is not None and p.plan is not None
     return Placed(p.gpus if ok else None, p.plan.tensor_parallel if ok else None,
                   p.plan.pipeline_parallel if ok else None, p.native_support, p.support_note)
@@ -46,6 +47,9 @@ def test_the_shared_search_equals_fewest_gpus_on_every_instance_size(model: str)
             for shape in SHAPES:
                 got, want = planner.placed(gpus[gpu_id], shape), _reference(a, gpus[gpu_id], fmt, shape)
                 assert got == want, (model, fmt, gpu_id, shape)
+                full = planner.place(gpus[gpu_id], shape)  # the placement a setup's rates are computed on
+                assert (full.plan.gpus, full.plan.tensor_parallel) == (got.gpus, got.tensor_parallel) if full.plan \
+                    else got.gpus is None
                 if want.gpus is None:
                     seen["none"] += 1
                 else:

@@ -22,7 +22,8 @@ from sizing_core.gpus import GPU
 #: model specs by revision; the calibration's bands are a generated module), the planner that shapes GPUs into
 #: instances, the rates it caches and the per-token bounds of its search
 _CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py",
-         Path(__file__).resolve().parent / "setup_costs.py", Path(__file__).resolve().parent / "rates.py"]
+         Path(__file__).resolve().parent / "setup_costs.py", Path(__file__).resolve().parent / "rates.py",
+         Path(__file__).resolve().parent / "serving.py"]
 
 
 @lru_cache(maxsize=1)

@@ -32,15 +32,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pipeline.compute.offer_groups import (
-    ON_DEMAND as ON_DEMAND,  # the offer side lives there; names kept here
-)
-from pipeline.compute.offer_groups import SPOT_LIKE as SPOT_LIKE
-from pipeline.compute.offer_groups import OfferGroups as OfferGroups
-from pipeline.compute.offer_groups import eligible_offers as eligible_offers
-from pipeline.compute.offer_groups import usable_offer as usable_offer
+from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers, usable_offer  # noqa: F401
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from pipeline.compute.rates import load_rate, per_token_floor, weight_bytes
+from pipeline.compute.serving import Serving
 from pipeline.compute.setup_costs import costs_from_rates, placement_rates
 from sizing_core import Architecture
 from sizing_core.calibration import band
@@ -268,15 +263,25 @@ class Planner:
         """The full placement (plan and per-stage memory), computed in this process."""
         key = (gpu.id, per_instance)
         if key not in self._cache:
-            shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
-            self._cache[key] = fewest_gpus(self.arch, shaped, self.engine(gpu), self.fmt, self.context,
-                                           self.concurrency, self.kv)
+            shaped, engine = gpu.model_copy(update={"max_gpus_per_node": per_instance}), self.engine(gpu)
+            placed = fewest_gpus(self.arch, shaped, engine, self.fmt, self.context, self.concurrency, self.kv)
+            if (plan := placed.plan) is not None:  # moved up while the engine's pool cannot serve the load
+                n, tp, pp = self._serving().layout(self._planner(), shaped, engine, (
+                    plan.gpus, plan.tensor_parallel, plan.pipeline_parallel))
+                if n != plan.gpus or (tp, pp) != (plan.tensor_parallel, plan.pipeline_parallel):
+                    placed = placed.model_copy(update={"gpus": n, "plan": self._planner().plan(shaped, engine, tp, pp)})
+            self._cache[key] = placed
         return self._cache[key]
 
     def _planner(self) -> PlanSearch:
         if self._search_state is None:
             self._search_state = PlanSearch(self.arch, self.fmt, self.context, self.concurrency, self.kv)
+            self._serving_state = Serving(self.arch, self.fmt, self.context, self.concurrency, self.kv)
         return self._search_state
+
+    def _serving(self) -> Serving:
+        self._planner()
+        return self._serving_state
 
     def _search(self, gpu: GPU, per_instance: int) -> Placed:
         """:func:`sizing_core.placement.fewest_gpus`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances
@@ -289,10 +294,11 @@ class Planner:
         support = engine.supports(gpu, self.fmt, arch)
         if not support.runs:
             return Placed(None, None, None, support.native, support.note)
-        found = self._planner().fewest(gpu.model_copy(update={"max_gpus_per_node": per_instance}), engine)
+        shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
+        found = self._planner().fewest(shaped, engine)
         if found is None:
             return Placed(None, None, None, support.native, support.note)
-        return Placed(*found, support.native, support.note)
+        return Placed(*self._serving().layout(self._planner(), shaped, engine, found), support.native, support.note)
 
     def placed(self, gpu: GPU, per_instance: int) -> Placed:
         """What a setup needs of the placement: read from the cross-run cache when it has it."""

@@ -61,7 +61,7 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
             verdict = verdict & ~pl.col("quarantined").fill_null(False)
         if "duplicate_of" in offers.columns:
             verdict = verdict & pl.col("duplicate_of").is_null()
-        rejected = offers.filter(~verdict)["offer_key"]
+        rejected = offers.filter(~verdict)["offer_key"].to_list()
         kept = ~pl.col("offer_key").is_in(rejected)
         if "eligible" in history.columns:  # stamped when observed (issue #24): that verdict, else the current one
             kept = pl.when(pl.col("eligible").is_null()).then(kept).otherwise(pl.col("eligible"))
