@@ -131,21 +131,27 @@ def test_cli_and_json_list_the_same_setups_in_the_same_order(snap, capsys, monke
         assert len(lines) == len(rows), model
         for line, r in zip(lines, rows, strict=True):
             assert f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']} " in line, (model, line)
-            assert f"{r['provider']} {r['region'] or ''}".strip() in line and r["format"] in line, (model, line)
+            # provider and regions in two columns since #23 (one row per setup, its regions in one cell)
+            assert f" {r['provider']} " in line and f" {r['region'] or '-'}" in line and r["format"] in line, (
+                model, line)
         checked += 1
     assert checked >= 40
 
 
 def test_ties_are_broken_by_a_total_order(snap) -> None:  # type: ignore[no-untyped-def]
-    """Within every published list (model, list, format) the setups follow ``Setup.rank_key`` strictly: no two
+    """Within every published list (model, list, format, load, order) the setups follow their rank value, then
+    ``Setup.rank_key``, strictly: no two
     setups share a key, so no order depends on how offers happened to arrive; the overall list of every model
     file follows the rank price, then fidelity."""
-    from pipeline.compute.answers import setup_from_row
+    from pipeline.compute.answers import rank_value, setup_from_row
 
-    rows = q(snap["con"], "SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank")
+    rows = q(snap["con"], "SELECT * FROM cheapest_setups ORDER BY model_id, list, format, context, concurrency, "
+                          "sort, rank")
     lists: dict[tuple, list] = {}
-    for r in rows:
-        lists.setdefault((r["model_id"], r["list"], r["format"]), []).append(setup_from_row(r).rank_key)
+    for r in rows:  # a list per load and order since #23: by price (the rank price) or by cost per output token
+        s = setup_from_row(r)
+        lists.setdefault((r["model_id"], r["list"], r["format"], r["context"], r["concurrency"], r["sort"]),
+                         []).append((rank_value(s, r["sort"]), s.rank_key))
     assert len(lists) > 100
     for where, keys in lists.items():
         assert all(a < b for a, b in zip(keys, keys[1:], strict=False)), where

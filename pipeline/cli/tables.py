@@ -355,16 +355,16 @@ def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _Ri
 
 # ------------------------------------------------------------------------------------------------ cheapest
 
-def _regions(r: dict[str, Any]) -> str:
+def _regions(r: dict[str, Any], width: int = 13) -> str:
     """``CA, CZ +6`` — the regions offering one setup at its price, short enough for the table."""
     regions = r.get("regions") or ([r["region"]] if r.get("region") else [])
     if not regions:
         return "-"
-    for n in range(len(regions), 0, -1):  # as many names as fit 13 characters, the count of the rest
+    for n in range(len(regions), 0, -1):  # as many names as fit `width` characters, the count of the rest
         text = ", ".join(regions[:n]) + (f" +{len(regions) - n}" if n < len(regions) else "")
-        if len(text) <= 13:
+        if len(text) <= width:
             return text
-    return regions[0][:9] + "…" + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
+    return regions[0][:width - 4] + "…" + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
 
 
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
@@ -391,15 +391,16 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
                                   "load; tok/s = "
                                   f"decode per request with {load} running; req = requests of {result['context']:,} "
                                   "tokens the plan holds; verified = last seen at the source")
+    wide = console.width >= 140  # a wide terminal: names in full (100 columns: shortened with an ellipsis)
+    widths = {} if wide else {"provider": 10, "regions": 13, "setup": 17}
     for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
                       ("regions", "left"), ("$/h", "right"), ("$/1M tok", "right"), ("tok/s", "right"),
                       ("req", "right"), ("verified", "left")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",
-                         max_width={"provider": 10, "regions": 13, "setup": 17}.get(col))
+        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis", max_width=widths.get(col))
     for r in result["setups"]:
         table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
                       f"{r['tensor_parallel']}x{r['pipeline_parallel']}", f"{r['format']}", r["provider"],
-                      _regions(r), _money(r["price_per_hour"]), _money(r.get("usd_per_million_tokens_at_load")),
+                      _regions(r, 40 if wide else 13), _money(r["price_per_hour"]), _money(r.get("usd_per_million_tokens_at_load")),
                       _num(r.get("tokens_per_s_per_request")), _num(r.get("max_concurrent_requests"), 0),
                       _day(r["verified_at"]))
     if result.get("gpuNote"):
