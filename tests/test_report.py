@@ -53,9 +53,12 @@ def expected(snapshot: Path) -> dict:
     obs = f"read_parquet('{snapshot}/price_observations/*/*.parquet')"
     board_gpus = con.execute(f"SELECT count(DISTINCT gpu_id) FROM {offers} WHERE {_where(snapshot, offers)}"
                              ).fetchall()[0][0]
-    # observations of offers the quality stage rejects (quarantined, merged duplicates) are not drawn
-    kept = (f"(SELECT * FROM {obs} WHERE offer_key NOT IN (SELECT offer_key FROM {offers} WHERE NOT eligible) "
-            f"AND {_where(snapshot, obs)})")
+    # observations the quality stage rejected are not drawn: by the eligible stamp each got when observed (#24),
+    # else (rows without it) by the offer's current quarantine and duplicate verdict (staleness: not the past's)
+    kept = (f"(SELECT * REPLACE (coalesce(h.eligible, o.offer_key IS NULL OR (NOT coalesce(o.quarantined, false) "
+            f"AND o.duplicate_of IS NULL)) AS eligible) FROM {obs} h LEFT JOIN (SELECT offer_key, quarantined, "
+            f"duplicate_of FROM {offers}) o USING (offer_key))")
+    kept = f"(SELECT * FROM {kept} WHERE {_where(snapshot, kept)})"
     providers = dict(con.execute(f"""SELECT gpu_id, count(DISTINCT provider) FILTER (WHERE {CLASSES} = 'on_demand')
                                      FROM {kept} GROUP BY gpu_id""").fetchall())
     spot = {r[0] for r in con.execute(f"SELECT DISTINCT gpu_id FROM {kept} WHERE {CLASSES} <> 'on_demand'"

@@ -65,7 +65,7 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
         kept = ~pl.col("offer_key").is_in(rejected)
         if "eligible" in history.columns:  # stamped when observed (issue #24): that verdict, else the current one
             kept = pl.when(pl.col("eligible").is_null()).then(kept).otherwise(pl.col("eligible"))
-        history = history.filter(kept)
+        history = history.with_columns(eligible=kept)  # what priced() keeps
     return Snapshot(path=path, manifest=manifest, index=index, models=models, offers=priced(offers),
                     history=priced(history), gpus=gpus,
                     native_formats=dict(zip(native["model_id"], native["stored_format"], strict=True)))
