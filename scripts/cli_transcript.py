@@ -60,6 +60,7 @@ def main(argv: list[str]) -> None:
     blocks += [f"$ {command}\n{run(command)}" for command in COMMANDS]
     body = "\n\n".join(blocks)
     body = "\n".join(line.rstrip() for line in body.splitlines())
+    body = body.replace(str(Path(sys.executable).parent.parent), "~/vramlab/.venv")  # a venv elsewhere (worktrees)
     body = body.replace(str(ROOT), "~/vramlab")  # no machine paths in the docs
     text = DOC.read_text()
     head, _, rest = text.partition(BEGIN)
