@@ -5,6 +5,7 @@ import dagster as dg
 
 from pipeline.assets.core import CORE_ASSETS
 from pipeline.assets.out import OUT_ASSETS
+from pipeline.assets.partitioned import PARTITIONED_ASSETS, PARTITIONED_JOBS
 from pipeline.assets.quality import QUALITY_ASSETS
 from pipeline.assets.raw import RAW_ASSETS
 from pipeline.resources import default_resources
@@ -14,7 +15,9 @@ ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *QUALITY_ASSETS, *OUT_ASSETS]
 
 # in-process by default (UI materializations, vramlab run): no process start-up per step; the scheduled
 # hourly_refresh_job runs under the multiprocess executor (pipeline/schedules.py, docs/decisions.md)
-defs = dg.Definitions(assets=ALL_ASSETS, jobs=[hourly_refresh_job, vramlab_refresh, *celery_jobs()],
+# the partitioned graph (issue #28, group "parts") beside it: its own jobs, one partitions definition each
+defs = dg.Definitions(assets=[*ALL_ASSETS, *PARTITIONED_ASSETS],
+                      jobs=[hourly_refresh_job, vramlab_refresh, *celery_jobs(), *PARTITIONED_JOBS],
                       schedules=[hourly_refresh], resources=default_resources(), executor=dg.in_process_executor)
 
 
@@ -26,3 +29,13 @@ def refresh_job() -> dg.JobDefinition:
 def celery_refresh_job() -> dg.JobDefinition:
     """The refresh job on Celery workers (``VRAMLAB_CELERY_BROKER`` set): ``dg.reconstructable`` of this runs it."""
     return defs.resolve_job_def("celery_refresh_job")
+
+
+def parts_prices_job() -> dg.JobDefinition:
+    """One price source partition per run, steps in their own processes (``pipeline/ops/partitioned.py``)."""
+    return defs.resolve_job_def("parts_prices_job")
+
+
+def parts_models_job() -> dg.JobDefinition:
+    """One model partition per run (sizing and setups), steps in their own processes."""
+    return defs.resolve_job_def("parts_models_job")

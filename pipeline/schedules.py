@@ -28,8 +28,10 @@ REFRESH_TAG = {"vramlab/refresh": "hourly"}
 #: the whole graph as the job ``vramlab run`` runs (in process), tagged like the scheduled hourly_refresh_job so the
 #: run limit on ``vramlab/refresh`` and the schedule's skip-while-active guard cover both
 REFRESH_JOB = "vramlab_refresh"
+#: the whole unpartitioned graph (the partitioned one, group "parts", has its own jobs: pipeline/assets/partitioned.py)
+WHOLE_GRAPH = dg.AssetSelection.all() - dg.AssetSelection.groups("parts")
 
-vramlab_refresh = dg.define_asset_job(REFRESH_JOB, selection=dg.AssetSelection.all(), tags=REFRESH_TAG,
+vramlab_refresh = dg.define_asset_job(REFRESH_JOB, selection=WHOLE_GRAPH, tags=REFRESH_TAG,
                                       description="Fetch every source, load DuckDB, size, publish a snapshot.")
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
           dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -41,7 +43,7 @@ REFRESH_EXECUTOR = dg.multiprocess_executor.configured(
     name="refresh_multiprocess")
 
 hourly_refresh_job = dg.define_asset_job(
-    "hourly_refresh_job", selection=dg.AssetSelection.all(), executor_def=REFRESH_EXECUTOR, tags=REFRESH_TAG,
+    "hourly_refresh_job", selection=WHOLE_GRAPH, executor_def=REFRESH_EXECUTOR, tags=REFRESH_TAG,
     description="Fetch every source, load DuckDB, size what changed, recompute setups, publish (multiprocess).")
 
 
@@ -68,5 +70,5 @@ def celery_jobs() -> list:
     from dagster_celery import celery_executor
 
     executor = celery_executor.configured({"broker": CELERY_BROKER, "backend": CELERY_BROKER}, name="celery")
-    return [dg.define_asset_job("celery_refresh_job", selection=dg.AssetSelection.all(), executor_def=executor,
+    return [dg.define_asset_job("celery_refresh_job", selection=WHOLE_GRAPH, executor_def=executor,
                                 tags=REFRESH_TAG, description="The refresh job with each step on a Celery worker.")]

@@ -238,9 +238,16 @@ def top_setups_table(rows: list[dict]) -> dg.TableMetadataValue:
                       "data/exports/latest to it.")
 def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                  duckdb: DuckDBResource) -> dg.MaterializeResult:
+    return export_snapshot(context, vramlab, duckdb)
+
+
+def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings, duckdb: DuckDBResource,
+                    offers_asset: str = "core__offers_current") -> dg.MaterializeResult:
+    """Publish a snapshot of what DuckDB holds (``out__exports``; the partitioned graph's publishing step calls it
+    after consolidating, with its own offers asset as the provenance's origin)."""
     s = vramlab.settings
     tracked = tracked_models(s.data_dir)
-    offers_md = context.instance.get_latest_materialization_event(dg.AssetKey("core__offers_current"))
+    offers_md = context.instance.get_latest_materialization_event(dg.AssetKey(offers_asset))
     provenance = {"code_version": code_version()}
     if offers_md is not None and offers_md.asset_materialization is not None:
         provenance |= dict(offers_md.asset_materialization.metadata["provenance"].value)
