@@ -41,7 +41,6 @@ from pipeline.assets.partitions import (
 )
 from pipeline.assets.raw import _clock_sane, _metadata, raw_hub__models
 from pipeline.compute.model_parts import catalog_digest, gpu_hashes, setup_rows, sizing_rows
-from pipeline.compute.offer_groups import eligible_offers
 from pipeline.compute.tracked import Tracked, tracked_models
 from pipeline.ingest.prices import client_for, latest_rates
 from pipeline.quality.offers import rebuild_offer_quality
@@ -88,7 +87,7 @@ def parts__prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
                           "offer": [o.model_dump_json() for o in offers]},
                          schema={"offer_key": pl.String, "observed_at": pl.Datetime("us", "UTC"), "gpu_id": pl.String,
                                  "price_per_hour_usd": pl.Float64, "offer": pl.String})
-    part = write_part(parts_root(s.data_dir), "prices", source.name, context.run_id, frame,
+    part = write_part(parts_root(s.data_dir), "prices", source.name, context.run.run_id, frame,
                       {"entry": entry.model_dump(mode="json"), "loadable": loadable})
     if entry.outcome not in ("ok", "partial", "unchanged"):
         context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
@@ -126,6 +125,7 @@ def parts__offers(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         mark_loaded(con, loaded, datetime.now(UTC))
         current = rebuild_current(con, as_of)
         quality = rebuild_offer_quality(con, datetime.now(UTC))
+        # the rows eligible_offers() reads (pipeline/compute/offer_groups.py), as Arrow for the part
         eligible = con.sql("""SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
                               FROM offers_judged WHERE eligible ORDER BY offer_key""").to_arrow_table()
         fingerprints = dict(con.execute("""SELECT source, arg_max(sha256, started_at) FROM fetch_log
@@ -133,7 +133,7 @@ def parts__offers(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     if eligible.num_rows == 0:
         raise dg.Failure(description="no eligible offer after consolidating the price parts: nothing to price "
                                      "setups on (see core__offer_quality's checks)", allow_retries=False)
-    part = write_part(root, *OFFERS_PART, context.run_id, eligible, {"as_of": as_of.isoformat()})
+    part = write_part(root, *OFFERS_PART, context.run.run_id, eligible, {"as_of": as_of.isoformat()})
     pruned = prune(root, "prices") + prune(root, OFFERS_PART[0])
     provenance = {"code_version": code_version(), "as_of": as_of.isoformat(), "mode": "live" if vramlab.live else
                   "replay", "source_sha256": fingerprints}
@@ -192,7 +192,7 @@ def parts__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
     frame = sizing_rows(t, gpus)
     meta = {"revision": t.revision, "sizing_version": frame["sizing_version"][0] if frame.height else None,
             "catalog": catalog_digest(gpu_hashes(gpus))}
-    part = write_part(parts_root(vramlab.settings.data_dir), "sizing", t.entry.id, context.run_id, frame, meta)
+    part = write_part(parts_root(vramlab.settings.data_dir), "sizing", t.entry.id, context.run.run_id, frame, meta)
     return dg.MaterializeResult(metadata={"dagster/row_count": frame.height, "revision": t.revision or "",
                                           "seconds": round(time.perf_counter() - started, 3),
                                           "part": dg.MetadataValue.path(str(part.path))})
@@ -224,7 +224,7 @@ def parts__setups(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
     rows = setup_rows(t, read_offers(str(offers_part.path)), formats=SETUP_FORMATS, top=TOP,
                       as_of=vramlab.as_of(), now=datetime.now(UTC))
     frame = pl.DataFrame(rows, infer_schema_length=None)
-    part = write_part(root, "setups", t.entry.id, context.run_id, frame,
+    part = write_part(root, "setups", t.entry.id, context.run.run_id, frame,
                       {"revision": t.revision, "offers_part": offers_part.path.name})
     return dg.MaterializeResult(metadata={"dagster/row_count": frame.height, "revision": t.revision or "",
                                           "offers_part": offers_part.path.name,
@@ -302,14 +302,13 @@ parts_prepare_job = dg.define_asset_job(
     "parts_prepare_job", selection=["raw_hub__models", "core__gpus", "core__models", "parts__models"],
     description="Hub models, GPU catalog and model table; registers the model partitions (discovery).")
 parts_prices_job = dg.define_asset_job(
-    "parts_prices_job", selection=["parts__prices"], partitions_def=SOURCE_PARTITIONS, executor_def=PARTS_EXECUTOR,
+    "parts_prices_job", selection=["parts__prices"], executor_def=PARTS_EXECUTOR,
     description="One price source per run: backfill it over the source partitions.")
 parts_offers_job = dg.define_asset_job(
     "parts_offers_job", selection=["parts__offers"],
     description="Consolidates the price parts into DuckDB; writes the eligible-offers part.")
 parts_models_job = dg.define_asset_job(
-    "parts_models_job", selection=["parts__sizing", "parts__setups"], partitions_def=MODEL_PARTITIONS,
-    executor_def=PARTS_EXECUTOR, description="One model's sizing and setups per run: backfill it over the models.")
+    "parts_models_job", selection=["parts__sizing", "parts__setups"], executor_def=PARTS_EXECUTOR, description="One model's sizing and setups per run: backfill it over the models.")
 parts_publish_job = dg.define_asset_job(
     "parts_publish_job", selection=["parts__publish"],
     description="Consolidates the model parts into DuckDB and publishes the snapshot.")

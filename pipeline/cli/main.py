@@ -21,6 +21,7 @@ from pipeline.cli.commands import (
     gpus,
     history,
     models,
+    parts,
     rebuild,
     replay,
     run,
@@ -31,7 +32,8 @@ from pipeline.cli.commands import (
 )
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, models, gpus, cheapest, history, track, sources, export, run, serve, replay, rebuild)  # --help order
+COMMANDS = (size, fit, models, gpus, cheapest, history, track, sources, export, run, serve, replay, rebuild,
+            parts)  # --help order
 
 
 def build_parser() -> argparse.ArgumentParser:

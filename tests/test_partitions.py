@@ -1,0 +1,182 @@
+"""The partitioned graph (issue #28): price sources as static partitions, models as dynamic partitions registered by
+discovery, each partition step writing an atomic Parquet part, one step consolidating into DuckDB.
+
+Real Dagster runs on the replayed recordings, real DuckDB files, real processes: the only thing in the way of a
+step is the file system itself (a file where a part's folder belongs, a file-size limit set on a writer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+from faults.harness import FILLED_BY_ONE_RUN, ROOT, resources_for, snapshot_content, table_rows
+
+from pipeline.assets.core import core__models
+from pipeline.assets.partitioned import parts__models, parts__prices
+from pipeline.assets.partitions import MODELS, SOURCES
+from pipeline.assets.raw import raw_hub__models
+from pipeline.storage.parts import latest_part, parts_of, parts_root, write_part
+
+VRAMLAB = Path(sys.executable).parent / "vramlab"
+WATCHLIST = ROOT / "pipeline" / "data" / "watchlist.json"
+#: columns that say when a run did its work, not what it found (as tests/faults/test_celery_cluster.py): when a
+#: fetch finished and its line in fetch_log.jsonl (partition runs finish in any order), when a Hub record was
+#: fetched, the export cache's key (it hashes that time), and the usual stamps
+RUN_TIMES = {"finished_at", "fetched_at", "cache_key", "applied_at", "fetch_seq", "computed_at", "generated_at",
+             "snapshot_id", "loaded_at", "snapshot", "created_at", "latest", "updated_at", "code_version", "updated"}
+#: the placement cache is the one-process run's memo (out__cheapest_setups), which the model steps do not keep: a
+#: cache, never an answer (docs/decisions.md)
+NOT_COMPARED = {"placement_cache"}
+
+
+def _env(data: Path, home: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "VRAMLAB_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}
+    for name in ("VRAMLAB_DB", "VRAMLAB_PARTS_DIR", "VRAMLAB_LIVE", "VRAMLAB_DISCOVERY"):
+        env.pop(name, None)
+    return env
+
+
+def _rows(db: Path) -> dict[str, list[tuple]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out = {}
+        for table in table_rows(db):
+            if table in NOT_COMPARED:
+                continue
+            cols = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description if d[0] not in RUN_TIMES]
+            if table == "fetch_log":  # a Hub attempt's start is the clock's (a replayed price fetch's is the
+                # recording's), and its landed file is named after it
+                cols = [f"CASE WHEN starts_with(source, 'hub:') THEN NULL ELSE {c} END AS {c}"
+                        if c in ("started_at", "raw_path") else c for c in cols]
+            out[table] = con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY ALL").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp_path: Path) -> None:
+    local, parts = tmp_path / "local", tmp_path / "parts"
+    out = subprocess.run([str(VRAMLAB), "run", "--quiet"], cwd=ROOT, env=_env(local / "data", local / "home"),
+                         capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    out = subprocess.run([str(VRAMLAB), "parts", "run", "--json", "--concurrency", "2"], cwd=ROOT,
+                         env=_env(parts / "data", parts / "home"), capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    outcome = json.loads(out.stdout.strip().splitlines()[-1])
+    watchlist = [m["id"] for m in json.loads(WATCHLIST.read_text())["models"]]
+    assert outcome["sources"] == dict.fromkeys(SOURCES, True)  # every source partition ran, ecb among them
+    assert sorted(outcome["models"]) == sorted(watchlist) and all(outcome["models"].values())
+    assert outcome["prepare"] and outcome["offers"] and outcome["publish"]
+
+    # each partition was its own run, its step in a process of its own (the parallel writers)
+    with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(parts / "home"))) as instance:
+        runs = instance.get_runs(dg.RunsFilter(job_name="parts_models_job"))
+        assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(watchlist)
+        pids = set()
+        for run in runs:
+            for record in instance.all_logs(run.run_id):
+                event = record.dagster_event
+                if event and event.event_type_value == "STEP_START":
+                    pids.add(event.pid)
+        assert len(pids) == 2 * len(watchlist)  # sizing and setups of every model: each step its own process
+        assert len(instance.get_runs(dg.RunsFilter(job_name="parts_prices_job"))) == len(SOURCES)
+
+    expected, got = _rows(local / "data" / "vramlab.duckdb"), _rows(parts / "data" / "vramlab.duckdb")
+    assert all(expected[t] for t in FILLED_BY_ONE_RUN)
+    assert sorted(got) == sorted(expected)
+    for table, rows in expected.items():
+        assert got[table] == rows, table
+    # the published snapshot too (the exports read the consolidated tables), file for file
+    a = snapshot_content((local / "data" / "exports" / "latest").resolve())
+    b = snapshot_content((parts / "data" / "exports" / "latest").resolve())
+    assert sorted(a) == sorted(b)
+    for rel in a:
+        assert a[rel] == b[rel], rel
+    # consolidation kept the newest part of each partition only
+    root = parts_root(parts / "data")
+    assert {p.parent.name for p in (root / "sizing").glob("*/*.parquet")} == set(watchlist)
+    assert all(len(parts_of(root, "sizing", m)) == 1 for m in watchlist)
+
+
+def _materialize_source(data: Path, instance: dg.DagsterInstance, source: str) -> dg.ExecuteInProcessResult:
+    return dg.materialize([parts__prices], partition_key=source, resources=resources_for(data), instance=instance,
+                          raise_on_error=False)
+
+
+def test_a_failing_source_partition_leaves_no_part_stops_no_other_and_a_retry_writes_one(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    obstacle = parts_root(data) / "prices" / "runpod"
+    obstacle.parent.mkdir(parents=True)
+    obstacle.write_text("a file where the partition's folder belongs")  # the runpod step cannot write its part
+    with dg.instance_for_test() as instance:
+        failed = _materialize_source(data, instance, "runpod")
+        other = _materialize_source(data, instance, "vastai")
+        assert not failed.success and other.success
+        retries = [e for e in failed.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+        assert len(retries) == 2  # PARTITION_RETRY: tried three times, each attempt failing before a part exists
+        assert obstacle.read_text().startswith("a file")  # nothing half-written in its place
+        assert latest_part(parts_root(data), "prices", "vastai") is not None
+        obstacle.unlink()
+        again = _materialize_source(data, instance, "runpod")
+        assert again.success
+    written = parts_of(parts_root(data), "prices", "runpod")
+    assert len(written) == 1 and not [p for p in obstacle.iterdir() if p.name.startswith(".tmp-")]
+    meta, frame = written[0].meta(), written[0].frame()
+    # the part holds what the recording holds: every row of the runpod fetch that parsed as an offer
+    assert meta["entry"]["source"] == "runpod" and meta["entry"]["outcome"] in ("ok", "partial")
+    assert frame.height == meta["entry"]["offers"] > 0
+    status = again.asset_materializations_for_node("parts__prices")[0].metadata
+    assert status["dagster/row_count"].value == frame.height
+
+
+WRITER = """
+import resource, signal, sys
+from pathlib import Path
+import polars as pl
+from pipeline.storage.parts import write_part
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit a write fails with EFBIG instead of a signal
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+frame = pl.DataFrame({"offer": [f"row {i} " * 40 for i in range(20000)]})
+try:
+    write_part(Path(sys.argv[1]), "prices", "runpod", "run-killed", frame, {"n": frame.height})
+except OSError as exc:
+    print(type(exc).__name__, exc.errno)
+"""
+
+
+def test_a_write_that_fails_midway_leaves_no_part_and_no_temporary_file(tmp_path: Path) -> None:
+    root = tmp_path / "parts"
+    earlier = write_part(root, "prices", "runpod", "run-ok", __import__("polars").DataFrame({"offer": ["a", "b"]}),
+                         {"n": 2})
+    out = subprocess.run([sys.executable, "-c", WRITER, str(root)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["OSError", "27"], out.stdout + out.stderr  # EFBIG
+    # the ~5 MB part stopped at 64 KiB: readers see the earlier complete part only, and no temporary file is left
+    assert [p.run_id for p in parts_of(root, "prices", "runpod")] == ["run-ok"]
+    assert sorted(p.name for p in (root / "prices" / "runpod").iterdir()) == [earlier.path.name]
+    assert latest_part(root, "prices", "runpod").frame()["offer"].to_list() == ["a", "b"]
+
+
+def test_discovery_registers_every_tracked_model_as_a_partition_and_adds_new_ones(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    watchlist = json.loads(WATCHLIST.read_text())
+    everyone = [m["id"] for m in watchlist["models"]]
+    held_back = watchlist["models"][-1]["id"]
+    (data / "watchlist.json").write_text(json.dumps({**watchlist, "models": watchlist["models"][:-1]}))
+    assets = [raw_hub__models, core__models, parts__models]
+    with dg.instance_for_test() as instance:
+        first = dg.materialize(assets, resources=resources_for(data), instance=instance)
+        assert sorted(instance.get_dynamic_partitions(MODELS)) == sorted(everyone[:-1])
+        (data / "watchlist.json").write_text(json.dumps(watchlist))  # the watchlist gains a model
+        second = dg.materialize(assets, resources=resources_for(data), instance=instance)
+        assert sorted(instance.get_dynamic_partitions(MODELS)) == sorted(everyone)
+    added = [r.asset_materializations_for_node("parts__models")[0].metadata["partitions_added"].value
+             for r in (first, second)]
+    assert sorted(added[0]) == sorted(everyone[:-1]) and added[1] == [held_back]
+
