@@ -15,7 +15,7 @@ def test_operating_md_counts_the_graphs_steps_and_assets() -> None:
     steps, assets = map(int, re.search(r"The graph has (\d+) steps over (\d+) assets", text).groups())
     job = defs.resolve_job_def("vramlab_refresh")
     assert len(job.graph.node_defs) == steps  # one node per step (raw_prices is one multi-asset step)
-    assert len(list(defs.resolve_asset_graph().get_all_asset_keys())) == assets
+    assert len(job.asset_layer.selected_asset_keys) == assets  # the partitioned graph (group parts) apart
 
 
 def test_readme_lists_every_command_and_its_flags() -> None:
