@@ -186,3 +186,37 @@ def test_discovery_registers_every_tracked_model_as_a_partition_and_adds_new_one
              for r in (first, second)]
     assert sorted(added[0]) == sorted(everyone[:-1]) and added[1] == [held_back]
 
+
+
+def test_publishing_names_each_model_whose_parts_are_missing_or_stale(tmp_path: Path) -> None:
+    import polars as pl
+
+    from pipeline.assets.partitioned import stale_parts
+    from pipeline.compute.tracked import Tracked
+    from pipeline.sources.huggingface import load_watchlist
+    from pipeline.storage.parts import latest_parts
+
+    root = tmp_path / "parts"
+    entries = {e.id: e for e in load_watchlist(data_dir=tmp_path).models}
+    a, b, c, d, e = (entries[m] for m in ("qwen3-8b", "qwen3-14b", "qwq-32b", "qwen3-1.7b", "qwen2.5-7b-instruct"))
+    tracked = [Tracked(x, None, None, "rev-1", None) for x in (a, b, c, d, e)]
+    current = {"catalog": "cat-1", "sizing_version": "code-1"}
+    sized = {"revision": "rev-1", "catalog": "cat-1", "sizing_version": "code-1"}
+    rows = pl.DataFrame({"x": [1]})
+    for model, sizing, setups in (
+            (a.id, sized, {"revision": "rev-1", "offers_part": "offers-2"}),  # current
+            (b.id, sized, None),  # its setups step never ran
+            (c.id, {**sized, "revision": "rev-0"}, {"revision": "rev-0", "offers_part": "offers-2"}),  # old revision
+            (d.id, sized, {"revision": "rev-1", "offers_part": "offers-1"}),  # priced before the last consolidation
+            (e.id, {**sized, "catalog": "cat-0"}, {"revision": "rev-1", "offers_part": "offers-2"})):  # old catalog
+        write_part(root, "sizing", model, "r1", rows, sizing)
+        if setups is not None:
+            write_part(root, "setups", model, "r1", rows, setups)
+    stale = stale_parts(tracked, latest_parts(root, "sizing"), latest_parts(root, "setups"), "offers-2", current)
+    assert stale == {b.id: "no setups part", c.id: "parts of revision rev-0/rev-0, tracked rev-1",
+                     d.id: "setups priced on offers offers-1, current offers-2",
+                     e.id: "sized with another GPU catalog or sizing code"}
+    # a newer part of the same partition (a retry, a back-fill) supersedes the stale one
+    write_part(root, "setups", d.id, "r2", rows, {"revision": "rev-1", "offers_part": "offers-2"})
+    assert d.id not in stale_parts(tracked, latest_parts(root, "sizing"), latest_parts(root, "setups"), "offers-2",
+                                   current)
