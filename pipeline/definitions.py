@@ -5,7 +5,7 @@ import dagster as dg
 
 from pipeline.assets.core import CORE_ASSETS
 from pipeline.assets.out import OUT_ASSETS
-from pipeline.assets.partitioned import PARTITIONED_ASSETS, PARTITIONED_JOBS
+from pipeline.assets.partitioned import PARTITIONED_ASSETS, PARTITIONED_JOBS, celery_partition_jobs
 from pipeline.assets.quality import QUALITY_ASSETS
 from pipeline.assets.raw import RAW_ASSETS
 from pipeline.resources import default_resources
@@ -17,7 +17,8 @@ ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *QUALITY_ASSETS, *OUT_ASSETS]
 # hourly_refresh_job runs under the multiprocess executor (pipeline/schedules.py, docs/decisions.md)
 # the partitioned graph (issue #28, group "parts") beside it: its own jobs, one partitions definition each
 defs = dg.Definitions(assets=[*ALL_ASSETS, *PARTITIONED_ASSETS],
-                      jobs=[hourly_refresh_job, vramlab_refresh, *celery_jobs(), *PARTITIONED_JOBS],
+                      jobs=[hourly_refresh_job, vramlab_refresh, *celery_jobs(), *PARTITIONED_JOBS,
+                            *celery_partition_jobs()],
                       schedules=[hourly_refresh], resources=default_resources(), executor=dg.in_process_executor)
 
 
@@ -39,3 +40,13 @@ def parts_prices_job() -> dg.JobDefinition:
 def parts_models_job() -> dg.JobDefinition:
     """One model partition per run (sizing and setups), steps in their own processes."""
     return defs.resolve_job_def("parts_models_job")
+
+
+def parts_prices_celery_job() -> dg.JobDefinition:
+    """``parts_prices_job`` with its step on a Celery worker (``VRAMLAB_CELERY_BROKER`` set)."""
+    return defs.resolve_job_def("parts_prices_celery_job")
+
+
+def parts_models_celery_job() -> dg.JobDefinition:
+    """``parts_models_job`` with its steps on Celery workers (``VRAMLAB_CELERY_BROKER`` set)."""
+    return defs.resolve_job_def("parts_models_celery_job")

@@ -313,3 +313,21 @@ parts_publish_job = dg.define_asset_job(
     "parts_publish_job", selection=["parts__publish"],
     description="Consolidates the model parts into DuckDB and publishes the snapshot.")
 PARTITIONED_JOBS = [parts_prepare_job, parts_prices_job, parts_offers_job, parts_models_job, parts_publish_job]
+
+
+def celery_partition_jobs() -> list:
+    """The two partitioned jobs with their steps sent to ``dagster-celery`` workers, when a broker is configured
+    (``VRAMLAB_CELERY_BROKER``, as ``celery_refresh_job``; no Celery import otherwise): ``vramlab parts run
+    --celery`` runs them."""
+    import os
+
+    broker = os.environ.get("VRAMLAB_CELERY_BROKER")
+    if not broker:
+        return []
+    from dagster_celery import celery_executor
+
+    executor = celery_executor.configured({"broker": broker, "backend": broker}, name="parts_celery")
+    return [dg.define_asset_job("parts_prices_celery_job", selection=["parts__prices"], executor_def=executor,
+                                description="parts_prices_job with its step on a Celery worker."),
+            dg.define_asset_job("parts_models_celery_job", selection=["parts__sizing", "parts__setups"],
+                                executor_def=executor, description="parts_models_job with its steps on Celery workers.")]

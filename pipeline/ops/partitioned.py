@@ -12,6 +12,7 @@ publishing, naming it).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -29,7 +30,7 @@ def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, st
 
     from pipeline import definitions
 
-    target = dg.reconstructable(getattr(definitions, job))  # parts_prices_job / parts_models_job: functions there
+    target = dg.reconstructable(getattr(definitions, job))  # parts_*_job: functions of that name there
     with dg.DagsterInstance.from_ref(instance_ref) as instance:
         result = dg.execute_job(target, instance=instance, tags={"dagster/partition": key}, raise_on_error=False)
     return key, result.success, result.run_id
@@ -37,12 +38,17 @@ def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, st
 
 def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # noqa: ANN401 - a DagsterInstance
                     models: Sequence[str] | None = None, concurrency: int = 2, publish: bool = True,
-                    log: Callable[[str], None] = print) -> dict[str, Any]:
+                    celery: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the partitioned graph once into the configured data directory; returns each run's outcome:
-    ``{"prepare": ok, "sources": {key: ok}, "offers": ok, "models": {key: ok}, "publish": ok, "seconds": s}``."""
+    ``{"prepare": ok, "sources": {key: ok}, "offers": ok, "models": {key: ok}, "publish": ok, "seconds": s}``.
+    ``celery``: the partition runs' steps go to the Celery workers (``VRAMLAB_CELERY_BROKER``, docs/operating.md)."""
     from pipeline.assets.partitions import MODELS, SOURCES
     from pipeline.definitions import defs
 
+    if celery and not os.environ.get("VRAMLAB_CELERY_BROKER"):
+        raise UserError("--celery needs VRAMLAB_CELERY_BROKER (start the workers first: scripts/cluster.py up)")
+    prices_job, models_job = ("parts_prices_celery_job", "parts_models_celery_job") if celery else \
+        ("parts_prices_job", "parts_models_job")
     known_sources = list(SOURCES)
     unknown = [s for s in sources or () if s not in SOURCES]
     if unknown:
@@ -75,8 +81,7 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
         return out
     chosen = list(sources) if sources else known_sources
     first = [k for k in chosen if k == "ecb"]  # the currency first: the other sources convert with its rates
-    out["sources"] = backfill("parts_prices_job", first) | backfill("parts_prices_job", [k for k in chosen
-                                                                                        if k not in first])
+    out["sources"] = backfill(prices_job, first) | backfill(prices_job, [k for k in chosen if k not in first])
     out["offers"] = in_process("parts_offers_job")
     registered = instance.get_dynamic_partitions(MODELS)
     unknown = [m for m in models or () if m not in registered]
@@ -84,7 +89,7 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
         raise UserError(f"unknown model partition(s): {', '.join(unknown)} (registered by discovery: "
                         f"{len(registered)}; `vramlab models` lists the tracked ids)")
     if out["offers"]:
-        out["models"] = backfill("parts_models_job", list(models) if models else list(registered))
+        out["models"] = backfill(models_job, list(models) if models else list(registered))
         if publish:
             out["publish"] = in_process("parts_publish_job")
     out["seconds"] = time.monotonic() - started

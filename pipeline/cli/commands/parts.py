@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="only these model partitions (default: every registered model); publishing needs every "
                           "tracked model's parts to be current")
     run.add_argument("--concurrency", type=int, default=2, metavar="N", help="partition runs at a time (default 2)")
+    run.add_argument("--celery", action="store_true",
+                     help="the partition steps on dagster-celery workers (VRAMLAB_CELERY_BROKER; scripts/cluster.py)")
     run.add_argument("--no-publish", action="store_true", help="stop after the model partitions (no consolidation)")
     run.add_argument("--json", action="store_true", help="print the outcome of every run as one JSON object")
     run.set_defaults(func=cmd_parts_run)
@@ -49,7 +51,8 @@ def cmd_parts_run(args: argparse.Namespace) -> int:
     os.environ["DAGSTER_HOME"] = str(dagster_home())  # the persistent instance: partition runs record there
     with dg.DagsterInstance.get() as instance:
         out = run_partitioned(instance, sources=args.sources, models=args.models, concurrency=args.concurrency,
-                              publish=not args.no_publish, log=(lambda _line: None) if args.json else print)
+                              publish=not args.no_publish, celery=args.celery,
+                              log=(lambda _line: None) if args.json else print)
     ok = out["prepare"] and all(out["sources"].values()) and out.get("offers", False) and \
         all(out["models"].values()) and out.get("publish", args.no_publish)
     if args.json:
