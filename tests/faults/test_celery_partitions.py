@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from harness import FILLED_BY_ONE_RUN, ROOT, snapshot_content, table_rows
 from test_celery_cluster import in_process_run, without_run_times
 
@@ -25,7 +26,8 @@ def by_day(content: dict) -> dict:
     return {re.sub(r"part-[0-9TZ]+\.parquet$", "part.parquet", rel): v for rel, v in content.items()}
 
 
-def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp_path: Path) -> None:
+def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     local = tmp_path / "local"
     in_process_run(local / "data", local / "home")
     with LocalCluster(root=tmp_path / "cluster", data_dir=tmp_path / "cluster" / "data", workers=2) as cluster:
@@ -33,6 +35,7 @@ def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp
                              capture_output=True, text=True, timeout=3000)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
         outcome = json.loads(out.stdout.strip().splitlines()[-1])
+        monkeypatch.setenv("DAGSTER_PG_PASSWORD", cluster.env()["DAGSTER_PG_PASSWORD"])  # the instance's storage
         with dg.DagsterInstance.from_config(str(cluster.home)) as instance:
             hosts = set()
             for job in ("parts_prices_celery_job", "parts_models_celery_job"):
