@@ -13,6 +13,7 @@ import duckdb
 import pytest
 from dagster_duckdb import DuckDBResource
 
+from pipeline.assets.partitioned import PARTITIONED_ASSETS
 from pipeline.definitions import ALL_ASSETS, defs
 from pipeline.resources import VramlabSettings
 from pipeline.settings import REPLAY_SNAPSHOT_AT
@@ -28,7 +29,7 @@ def spec_snapshot() -> dict:
         graph[spec.key.to_user_string()] = {
             "group": spec.group_name,
             "deps": sorted(d.asset_key.to_user_string() for d in spec.deps),
-            "pool": next((a.op.pool for a in ALL_ASSETS if spec.key in a.keys), None),
+            "pool": next((a.op.pool for a in [*ALL_ASSETS, *PARTITIONED_ASSETS] if spec.key in a.keys), None),
             "partitions": spec.partitions_def is not None,
             "automation": str(spec.automation_condition) if spec.automation_condition else None,
             "freshness": spec.freshness_policy is not None,
@@ -58,9 +59,12 @@ def test_layer_names_groups_and_pool() -> None:
     assert len([k for k in snapshot if k.startswith("raw_prices__")]) == len(PRICE_SOURCES) + 1  # + the ECB rates
     for key, spec in snapshot.items():
         layer = key.split("__")[0].split("_")[0]
-        assert layer in ("raw", "core", "out") and spec["group"] == layer
-        # every asset that opens DuckDB (core and out) is in the pool; raw fetches never open it
-        assert (spec["pool"] == "duckdb") == (not key.startswith("raw_")), key
+        assert layer in ("raw", "core", "out", "parts") and spec["group"] == layer
+        # every asset that opens DuckDB (core and out; the two consolidations of the partitioned graph) is in the
+        # pool; raw fetches and partition steps never open it
+        opens_duckdb = layer in ("core", "out") or key in ("parts__offers", "parts__publish")
+        assert (spec["pool"] == "duckdb") == opens_duckdb, key
+        assert spec["partitions"] == (key in ("parts__prices", "parts__sizing", "parts__setups")), key
 
 
 def test_schedule_is_hourly_utc_over_the_whole_graph() -> None:
@@ -68,7 +72,9 @@ def test_schedule_is_hourly_utc_over_the_whole_graph() -> None:
     assert schedule.cron_schedule == "0 * * * *" and schedule.execution_timezone == "UTC"
     assert schedule.tags == {"vramlab/refresh": "hourly"}
     job = defs.resolve_job_def(schedule.job_name)
-    assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == set(spec_snapshot()["assets"])
+    graph = spec_snapshot()["assets"]  # every asset but the partitioned graph's (its own jobs, docs/operating.md)
+    assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == {
+        k for k, spec in graph.items() if spec["group"] != "parts"}
 
 
 def test_schedule_skips_while_a_refresh_is_running() -> None:
