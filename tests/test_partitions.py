@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
-import duckdb
-from faults.harness import FILLED_BY_ONE_RUN, ROOT, resources_for, snapshot_content, table_rows
+from faults.harness import ROOT, assert_same_results, resources_for, vramlab_run
 
 from pipeline.assets.core import core__models
 from pipeline.assets.partitioned import parts__models, parts__prices
@@ -25,16 +23,6 @@ from pipeline.storage.parts import latest_part, parts_of, parts_root, write_part
 
 VRAMLAB = Path(sys.executable).parent / "vramlab"
 WATCHLIST = ROOT / "pipeline" / "data" / "watchlist.json"
-#: columns that say when a run did its work, not what it found (as tests/faults/test_celery_cluster.py): when a
-#: fetch finished and its line in fetch_log.jsonl (partition runs finish in any order), when a Hub record was
-#: fetched, the export cache's key (it hashes that time), and the usual stamps
-RUN_TIMES = {"finished_at", "fetched_at", "cache_key", "applied_at", "fetch_seq", "computed_at", "generated_at",
-             "snapshot_id", "loaded_at", "snapshot", "created_at", "latest", "updated_at", "code_version", "updated"}
-#: the placement cache is the one-process run's memo (out__cheapest_setups), which the model steps do not keep: a
-#: cache, never an answer (docs/decisions.md)
-NOT_COMPARED = {"placement_cache"}
-
-
 def _env(data: Path, home: Path) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VRAMLAB_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}
     for name in ("VRAMLAB_DB", "VRAMLAB_PARTS_DIR", "VRAMLAB_LIVE", "VRAMLAB_DISCOVERY"):
@@ -42,34 +30,9 @@ def _env(data: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def _rows(db: Path) -> dict[str, list[tuple]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        out = {}
-        for table in table_rows(db):
-            if table in NOT_COMPARED:
-                continue
-            cols = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description if d[0] not in RUN_TIMES]
-            if table == "fetch_log":  # a Hub attempt's start is the clock's (a replayed price fetch's is the
-                # recording's), and its landed file is named after it
-                cols = [f"CASE WHEN starts_with(source, 'hub:') THEN NULL ELSE {c} END AS {c}"
-                        if c in ("started_at", "raw_path") else c for c in cols]
-            out[table] = con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY ALL").fetchall()
-        return out
-    finally:
-        con.close()
-
-
-def by_day(content: dict) -> dict:
-    """History parts are named after the snapshot that wrote them (``part-<snapshot>.parquet``): keyed by day."""
-    return {re.sub(r"part-[0-9TZ]+\.parquet$", "part.parquet", rel): v for rel, v in content.items()}
-
-
 def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp_path: Path) -> None:
     local, parts = tmp_path / "local", tmp_path / "parts"
-    out = subprocess.run([str(VRAMLAB), "run", "--quiet"], cwd=ROOT, env=_env(local / "data", local / "home"),
-                         capture_output=True, text=True, timeout=1800)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    vramlab_run(local / "data", local / "home")
     out = subprocess.run([str(VRAMLAB), "parts", "run", "--json", "--concurrency", "2"], cwd=ROOT,
                          env=_env(parts / "data", parts / "home"), capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
@@ -92,17 +55,9 @@ def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp
         assert len(pids) == 2 * len(watchlist)  # sizing and setups of every model: each step its own process
         assert len(instance.get_runs(dg.RunsFilter(job_name="parts_prices_job"))) == len(SOURCES)
 
-    expected, got = _rows(local / "data" / "vramlab.duckdb"), _rows(parts / "data" / "vramlab.duckdb")
-    assert all(expected[t] for t in FILLED_BY_ONE_RUN)
-    assert sorted(got) == sorted(expected)
-    for table, rows in expected.items():
-        assert got[table] == rows, table
-    # the published snapshot too (the exports read the consolidated tables), file for file
-    a = by_day(snapshot_content((local / "data" / "exports" / "latest").resolve()))
-    b = by_day(snapshot_content((parts / "data" / "exports" / "latest").resolve()))
-    assert sorted(a) == sorted(b)
-    for rel in a:
-        assert a[rel] == b[rel], rel
+    # every table but the placement cache (the one-process run's memo, which the model steps do not keep:
+    # docs/decisions.md), and the published snapshot too (the exports read the consolidated tables), file for file
+    assert_same_results(local / "data", parts / "data", skip=("placement_cache",))
     # consolidation kept the newest part of each partition only
     root = parts_root(parts / "data")
     assert {p.parent.name for p in (root / "sizing").glob("*/*.parquet")} == set(watchlist)

@@ -375,3 +375,69 @@ def table_rows(db: Path) -> dict[str, list[tuple]]:
 #: tables a whole replay run fills (the others, e.g. price_changes, stay empty after one run)
 FILLED_BY_ONE_RUN = ("fetch_log", "price_observations", "offers_current", "offer_quality", "models",
                      "model_revisions", "gpus", "sizing", "cheapest_setups", "gpu_price_reference")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two whole runs of the same recordings, done differently (in one process; on Celery workers; partitioned), compared
+
+
+#: columns that say when a run did its work, not what it found (measured: the only ones that differ between two
+#: runs of the same recordings besides VOLATILE's stamps): when a fetch finished and its line in fetch_log.jsonl
+#: (concurrent fetches and partition runs finish in any order), when the Hub record was fetched, the export cache's
+#: key (it hashes that time), when a migration was applied. Fetch start times (the recordings' capture times in
+#: replay), landed paths, payload hashes and every published value are compared.
+RUN_TIMES = frozenset({"finished_at", "fetched_at", "cache_key", "applied_at", "fetch_seq"}) | VOLATILE
+
+
+def vramlab_run(data: Path, home: Path) -> None:
+    """``vramlab run`` of the replayed recordings into ``data``, in its own process (the reference run)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "VRAMLAB_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}
+    for name in ("VRAMLAB_DB", "VRAMLAB_PARTS_DIR", "VRAMLAB_LIVE", "VRAMLAB_DISCOVERY"):
+        env.pop(name, None)
+    out = subprocess.run([str(Path(sys.executable).parent / "vramlab"), "run", "--quiet"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def comparable_rows(db: Path, skip: tuple[str, ...] = ()) -> dict[str, list[tuple]]:
+    """Every table but ``skip`` and ``schema_version``, row for row, without RUN_TIMES columns. A Hub attempt's start
+    time is the clock's (a replayed price fetch's is its recording's), and its landed file is named after it."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out = {}
+        for table in table_rows(db):
+            if table in skip:
+                continue
+            cols = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description if d[0] not in RUN_TIMES]
+            if table == "fetch_log":
+                cols = [f"CASE WHEN starts_with(source, 'hub:') THEN NULL ELSE {c} END AS {c}"
+                        if c in ("started_at", "raw_path") else c for c in cols]
+            out[table] = con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY ALL").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+def _published_by_day(data: Path) -> dict[str, Any]:
+    """The published files; history parts, named after the snapshot that wrote them, keyed by day."""
+    import re
+
+    content = snapshot_content((data / "exports" / "latest").resolve())
+    return {re.sub(r"part-[0-9TZ]+\.parquet$", "part.parquet", rel): v for rel, v in content.items()}
+
+
+def assert_same_results(ours: Path, theirs: Path, skip: tuple[str, ...] = ()) -> None:
+    """Two data directories hold the same tables (``skip`` aside) and the same published files."""
+    expected, got = comparable_rows(ours / "vramlab.duckdb", skip), comparable_rows(theirs / "vramlab.duckdb", skip)
+    assert all(expected[t] for t in FILLED_BY_ONE_RUN)
+    assert sorted(got) == sorted(expected)
+    for table, rows in expected.items():
+        assert got[table] == rows, table
+    a, b = _published_by_day(ours), _published_by_day(theirs)
+    assert sorted(a) == sorted(b)
+    for rel, content in a.items():
+        assert b[rel] == content, rel

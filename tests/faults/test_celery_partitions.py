@@ -6,15 +6,13 @@ process. Tables and published files must equal an in-process ``vramlab run``'s."
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from harness import FILLED_BY_ONE_RUN, ROOT, snapshot_content, table_rows
-from test_celery_cluster import in_process_run, without_run_times
+from harness import ROOT, assert_same_results, vramlab_run
 
 from pipeline.assets.partitions import SOURCES
 from pipeline.ops.cluster import LocalCluster
@@ -22,14 +20,10 @@ from pipeline.ops.cluster import LocalCluster
 VRAMLAB = Path(sys.executable).parent / "vramlab"
 
 
-def by_day(content: dict) -> dict:
-    return {re.sub(r"part-[0-9TZ]+\.parquet$", "part.parquet", rel): v for rel, v in content.items()}
-
-
 def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     local = tmp_path / "local"
-    in_process_run(local / "data", local / "home")
+    vramlab_run(local / "data", local / "home")
     with LocalCluster(root=tmp_path / "cluster", data_dir=tmp_path / "cluster" / "data", workers=2) as cluster:
         out = subprocess.run([str(VRAMLAB), "parts", "run", "--celery", "--json"], cwd=ROOT, env=cluster.env(),
                              capture_output=True, text=True, timeout=3000)
@@ -47,16 +41,5 @@ def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp
     assert outcome["sources"] == dict.fromkeys(SOURCES, True) and all(outcome["models"].values())
     assert outcome["offers"] and outcome["publish"]
     assert len(hosts) == 2  # every partition step ran in one of the two (single-process) workers, both used
-    ours, theirs = local / "data" / "vramlab.duckdb", tmp_path / "cluster" / "data" / "vramlab.duckdb"
-    expected = without_run_times(table_rows(ours), ours)
-    got = without_run_times(table_rows(theirs), theirs)
-    expected.pop("placement_cache"), got.pop("placement_cache")  # the one-process run's memo (docs/decisions.md)
-    assert all(expected[t] for t in FILLED_BY_ONE_RUN)
-    assert sorted(got) == sorted(expected)
-    for table, rows in expected.items():
-        assert got[table] == rows, table
-    a = by_day(snapshot_content((local / "data" / "exports" / "latest").resolve()))
-    b = by_day(snapshot_content((tmp_path / "cluster" / "data" / "exports" / "latest").resolve()))
-    assert sorted(a) == sorted(b)
-    for rel, content in a.items():
-        assert b[rel] == content, rel
+    # the placement cache is the one-process run's memo, which the model steps do not keep (docs/decisions.md)
+    assert_same_results(local / "data", tmp_path / "cluster" / "data", skip=("placement_cache",))
