@@ -88,9 +88,8 @@ def _polars_schema() -> dict[str, Any]:
 
 
 class PlacementCache:
-    """Rows of ``placement_cache`` still valid for this run, plus what this run computes; :meth:`save` drops the
-    rows no longer valid and writes the rows this run added or completed (a run that only re-used rows writes
-    nothing)."""
+    """Rows of ``placement_cache`` still valid for this run (for some models), plus what this run computes;
+    :meth:`save` writes the rows this run added or completed (a run that only re-used rows writes nothing)."""
 
     def __init__(self, rows: dict[Key, dict[str, Any]] | None = None):
         self.rows: dict[Key, dict[str, Any]] = rows or {}
@@ -99,45 +98,51 @@ class PlacementCache:
         self.dirty = False
         self.loaded: set[Key] = set(self.rows)  # keys read from the table
         self.touched: set[Key] = set()  # keys this run added or completed
-        self.stale = False  # the table holds rows of other revisions, GPU rows or code
-        self.valid_models: dict[str, str] = {}
-        self.valid_gpus: dict[str, str] = {}
+        self.read = 0  # valid rows read from the table
         self.computed_models: set[str] = set()  # models and GPUs with anything planned in this run
         self.computed_gpus: set[str] = set()
 
     @classmethod
     def load(cls, con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> PlacementCache:
-        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows)."""
+        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows): only
+        these models' rows are read (#28: a run reads the table a chunk of models at a time). Rows of other code,
+        revisions or GPU rows are dropped by :meth:`prune`, once per run, before."""
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        cursor = con.execute("SELECT * FROM placement_cache WHERE sizing_version = ?", [sizing_version()])
+        cursor = con.execute("SELECT * FROM placement_cache WHERE sizing_version = ? "
+                             "AND model_id IN (SELECT UNNEST(?::VARCHAR[]))", [sizing_version(), list(models)])
         names = [d[0] for d in cursor.description]
-        found = cursor.fetchall()
-        total = con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0]
         rows: dict[Key, dict[str, Any]] = {}
-        for values in found:
+        for values in cursor.fetchall():
             row = dict(zip(names, values, strict=True))
             if models.get(row["model_id"]) != row["revision"] or hashes.get(row["gpu_id"]) != row["gpu_row_hash"]:
                 continue
             rows[tuple(row[c] for c in _KEY_COLUMNS)] = row  # type: ignore[index]
         cache = cls(rows)
-        cache.stale = cache.dirty = len(rows) != total
-        cache.valid_models, cache.valid_gpus = dict(models), hashes
+        cache.read = len(rows)
         return cache
 
+    @staticmethod
+    def prune(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> int:
+        """Drop the rows no longer valid: other sizing code, another revision of a model or no longer tracked,
+        another GPU catalog row (inside the caller's transaction); rows dropped."""
+        hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
+        where = ("sizing_version <> ? "
+                 "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
+                 "OR (gpu_id, gpu_row_hash) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))")
+        params = [sizing_version(), list(models), list(models.values()), list(hashes), list(hashes.values())]
+        stale = con.execute(f"SELECT count(*) FROM placement_cache WHERE {where}", params).fetchall()[0][0]
+        if stale:
+            con.execute(f"DELETE FROM placement_cache WHERE {where}", params)
+        return stale
+
     def save(self, con: Any) -> int:
-        """Rewrite the table with the valid and new rows (inside the caller's transaction); rows written."""
+        """Write the rows this run added or completed (inside the caller's transaction); rows written."""
         if not self.dirty:
             return 0
         import polars as pl
 
         from pipeline.storage.loaders import insert_frame, registered
 
-        if self.stale:  # rows of other code, revisions or GPU rows
-            con.execute("DELETE FROM placement_cache WHERE sizing_version <> ? "
-                        "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
-                        "OR (gpu_id, gpu_row_hash) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
-                        [sizing_version(), list(self.valid_models), list(self.valid_models.values()),
-                         list(self.valid_gpus), list(self.valid_gpus.values())])
         completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
         if completed:
             keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
@@ -149,7 +154,7 @@ class PlacementCache:
             frame = pl.DataFrame([self.rows[k] | {"sizing_version": sizing_version()} for k in self.touched],
                                  schema=_polars_schema())
             insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
-        self.dirty = self.stale = False
+        self.dirty = False
         written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
         return written
 

@@ -1,0 +1,151 @@
+"""The ``cheapest_setups`` table for every tracked model, computed and written a chunk of models at a time.
+
+What the step holds in memory is one chunk's placement-cache rows and setups rows, whatever the number of models
+(#28: with 2,000 models the cache is ~1.9 M rows and the table ~280 k; loaded whole they took ~4 GiB). The table
+is still replaced in one transaction (a reader sees the old setups or the new ones, never a mix), and the
+placement cache is pruned of rows no longer valid once per run, then read and written chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from pipeline.compute.placement_cache import PlacementCache
+from pipeline.compute.setups import (
+    ON_DEMAND,
+    SPOT_LIKE,
+    OfferGroups,
+    Planner,
+    Setup,
+    cheapest_setups,
+    eligible_offers,
+    overall,
+    setup_from_row,
+    setup_row,
+)
+from pipeline.compute.tracked import Tracked
+from pipeline.storage.loaders import insert_frame, transaction
+from sizing_core.formats import WEIGHT_FORMATS
+from sizing_core.gpus import catalog
+from sizing_core.placement import ContextTooLongError, check_context
+
+SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
+TOP = 5
+#: the scenario every setup is planned for: one request of this many tokens, BF16 KV cache
+SETUP_CONTEXT = 8192
+#: models per chunk (about 700 placement-cache rows and 140 setups rows per model)
+SETUP_CHUNK_MODELS = 50
+
+
+@dataclass
+class SetupsRun:
+    """What one run of the table did: rows written, each model's cheapest on-demand row (the UI's table), models
+    without setups and why, and the placement cache's hits and misses summed over the chunks."""
+
+    rows: int = 0
+    best: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    hits: dict[str, int] = field(default_factory=lambda: {"floor": 0, "placement": 0, "rates": 0})
+    misses: dict[str, int] = field(default_factory=lambda: {"floor": 0, "placement": 0, "rates": 0})
+    loaded: int = 0  # valid cache rows read
+    written: int = 0  # cache rows written
+    pruned: int = 0  # cache rows dropped (other code, revisions, GPU rows, untracked models)
+    computed_models: set[str] = field(default_factory=set)
+    computed_gpus: set[str] = field(default_factory=set)
+
+    def add(self, cache: PlacementCache, written: int) -> None:
+        for kind in self.hits:
+            self.hits[kind] += cache.hits[kind]
+            self.misses[kind] += cache.misses[kind]
+        self.loaded += cache.read
+        self.written += written
+        self.computed_models |= cache.computed_models
+        self.computed_gpus |= cache.computed_gpus
+
+
+def model_setup_rows(t: Tracked, lists: tuple[tuple[str, tuple[str, ...], OfferGroups], ...],
+                     cache: PlacementCache, *, as_of: datetime, now: datetime) -> list[dict[str, Any]]:
+    """Every ``cheapest_setups`` row of one model: per format and list, its top setups in rank order."""
+    assert t.arch is not None and t.revision is not None
+    rows = []
+    for fmt in SETUP_FORMATS:
+        planner = Planner(t.arch, fmt, SETUP_CONTEXT, 1, "bf16", cache=cache, model=(t.entry.id, t.revision))
+        for list_name, allocations, grouped in lists:
+            for rank, s in enumerate(cheapest_setups(t.arch, fmt, grouped, top=TOP, allocations=allocations,
+                                                     planner=planner, as_of=as_of)):
+                rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "computed_at": now,
+                             **setup_row(s)})
+    return rows
+
+
+def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
+                          chunk: int = SETUP_CHUNK_MODELS) -> SetupsRun:
+    """Replace ``cheapest_setups`` with the setups of ``tracked`` (models with an architecture), ``chunk`` models
+    at a time. A model that cannot hold one request of :data:`SETUP_CONTEXT` tokens (its maximum context is
+    shorter, as for many small Hub models) gets no setups and a reason, instead of failing the step."""
+    offers = eligible_offers(con)
+    lists = (("on_demand", ON_DEMAND, OfferGroups(offers, ON_DEMAND)),
+             ("spot", SPOT_LIKE, OfferGroups(offers, SPOT_LIKE)))  # grouped once for every model (perf #14)
+    gpus = catalog()
+    run = SetupsRun()
+    with transaction(con):
+        con.execute("DELETE FROM cheapest_setups")
+        run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
+        for i in range(0, len(tracked), chunk):
+            part = tracked[i:i + chunk]
+            # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs
+            cache = PlacementCache.load(con, {t.entry.id: t.revision for t in part}, gpus)
+            rows: list[dict[str, Any]] = []
+            for t in part:
+                try:
+                    check_context(t.arch, SETUP_CONTEXT)
+                except ContextTooLongError as exc:
+                    run.skipped[t.entry.id] = str(exc)
+                    continue
+                found = model_setup_rows(t, lists, cache, as_of=as_of, now=now)
+                cheapest = min((r for r in found if r["list"] == "on_demand"), key=lambda r: r["price_per_hour"],
+                               default=None)
+                if cheapest is not None:
+                    run.best[t.entry.id] = cheapest
+                rows += found
+            if rows:
+                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
+            run.rows += len(rows)
+            run.add(cache, cache.save(con))
+    return run
+
+
+def read_overall(con: Any, model_ids: list[str]) -> dict[str, tuple[list[Setup], list[Setup]]]:
+    """Per model of ``model_ids``: its overall on-demand and spot lists (:func:`overall` of its stored rows)."""
+    cursor = con.execute("SELECT * FROM cheapest_setups WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) "
+                         "ORDER BY model_id, list, format, rank", [model_ids])
+    cols = [d[0] for d in cursor.description]
+    lists: dict[str, tuple[list[Setup], list[Setup]]] = {}
+    for values in cursor.fetchall():
+        row = dict(zip(cols, values, strict=True))
+        model_lists = lists.setdefault(row["model_id"], ([], []))
+        (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup_from_row(row))
+    return {m: (overall(od), overall(sp)) for m, (od, sp) in lists.items()}
+
+
+class StoredSetups:
+    """The overall setups lists of the models in ``order``, read from ``cheapest_setups`` ``chunk`` models at a time
+    as they are asked for (``get``, like a dict's): only one chunk's Setup records live at once (#28: the whole
+    table read back as records was ~280 k of them for 2,000 models)."""
+
+    def __init__(self, con: Any, order: list[str], chunk: int = 4 * SETUP_CHUNK_MODELS):
+        self.con, self.order, self.chunk = con, order, max(1, chunk)
+        self.position = {m: i for i, m in enumerate(order)}
+        self.ids: set[str] = set()
+        self.lists: dict[str, tuple[list[Setup], list[Setup]]] = {}
+
+    def get(self, model_id: str, default: Any = None) -> Any:  # noqa: ANN401 - a dict's get
+        if model_id not in self.ids:
+            i = self.position.get(model_id)
+            ids = self.order[i:i + self.chunk] if i is not None else [model_id]
+            self.lists, self.ids = read_overall(self.con, ids), set(ids)
+        return self.lists.get(model_id, default)
