@@ -148,7 +148,8 @@ def main() -> None:
     env = world_env(work / "world", args.models)
     info = json.loads((work / "world" / "world.json").read_text())
     results: dict[str, tuple[dict, float, str]] = {}
-    full_dir = work / "full"
+    full_dir = work / "full"  # the first full run's data directory, where every incremental run starts from
+    shutil.rmtree(full_dir, ignore_errors=True)
     for kind in ("full", "incremental"):
         for _ in range(args.repeat):
             d = work / "run"

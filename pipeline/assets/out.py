@@ -13,6 +13,7 @@ from dagster_duckdb import DuckDBResource
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
+from pipeline.compute.gc_passes import fewer_gc_passes
 from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.setups_table import StoredSetups, write_cheapest_setups
 from pipeline.compute.tracked import tracked_models
@@ -57,7 +58,7 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                 duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     gpus = catalog()
-    with store(duckdb) as con:
+    with fewer_gc_passes(), store(duckdb) as con:
         hashes = dict(con.execute("SELECT id, row_hash FROM gpus").fetchall())
         # a model counts as done only when all its rows come from this sizing code (sql/013)
         done_models = dict(con.execute("SELECT model_id, any_value(revision) FROM sizing GROUP BY model_id "
@@ -126,7 +127,7 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                       "marketplace or monthly offer), priced on whole instances; spot/marketplace apart.")
 def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
-    with store(duckdb) as con:
+    with fewer_gc_passes(), store(duckdb) as con:
         run = write_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC))
         schema = column_schema(con, "cheapest_setups")
     return dg.MaterializeResult(metadata={
@@ -175,7 +176,7 @@ def out__exports(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     provenance = {"code_version": code_version()}
     if offers_md is not None and offers_md.asset_materialization is not None:
         provenance |= dict(offers_md.asset_materialization.metadata["provenance"].value)
-    with store(duckdb) as con:
+    with fewer_gc_passes(), store(duckdb) as con:
         setups = StoredSetups(con, [t.entry.id for t in tracked])  # read a chunk of models at a time (#28)
         stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),

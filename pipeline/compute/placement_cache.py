@@ -87,12 +87,20 @@ def _polars_schema() -> dict[str, Any]:
     return {name: getattr(pl, kind) for name, kind in _SCHEMA.items()}
 
 
+#: the value columns of a row, in the order a cached row (a list) holds them
+_VALUES = ("gpus_floor", "gpus", "tensor_parallel", "pipeline_parallel", "native_support", "support_note",
+           "rates_known", "decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s")
+_FLOOR, _GPUS, _TP, _PP, _NATIVE, _NOTE, _RATES_KNOWN, _DECODE, _BATCH, _AGGREGATE = range(len(_VALUES))
+
+
 class PlacementCache:
     """Rows of ``placement_cache`` still valid for this run (for some models), plus what this run computes;
-    :meth:`save` writes the rows this run added or completed (a run that only re-used rows writes nothing)."""
+    :meth:`save` writes the rows this run added or completed (a run that only re-used rows writes nothing). A row
+    is held as a list of its :data:`_VALUES` under its key (#28: a dict per row made the 1.9 M rows of 2,000 models
+    ~3x larger and slower to read)."""
 
-    def __init__(self, rows: dict[Key, dict[str, Any]] | None = None):
-        self.rows: dict[Key, dict[str, Any]] = rows or {}
+    def __init__(self, rows: dict[Key, list[Any]] | None = None):
+        self.rows: dict[Key, list[Any]] = rows or {}
         self.hits = {"floor": 0, "placement": 0, "rates": 0}  # lookups answered from the table, per kind
         self.misses = {"floor": 0, "placement": 0, "rates": 0}  # lookups computed in this run
         self.dirty = False
@@ -108,16 +116,13 @@ class PlacementCache:
         these models' rows are read (#28: a run reads the table a chunk of models at a time). Rows of other code,
         revisions or GPU rows are dropped by :meth:`prune`, once per run, before."""
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        cursor = con.execute("SELECT * FROM placement_cache WHERE sizing_version = ? "
-                             "AND model_id IN (SELECT UNNEST(?::VARCHAR[]))", [sizing_version(), list(models)])
-        names = [d[0] for d in cursor.description]
-        rows: dict[Key, dict[str, Any]] = {}
-        for values in cursor.fetchall():
-            row = dict(zip(names, values, strict=True))
-            if models.get(row["model_id"]) != row["revision"] or hashes.get(row["gpu_id"]) != row["gpu_row_hash"]:
-                continue
-            rows[tuple(row[c] for c in _KEY_COLUMNS)] = row  # type: ignore[index]
-        cache = cls(rows)
+        found = con.execute(f"SELECT {', '.join(_KEY_COLUMNS + _VALUES)} FROM placement_cache WHERE sizing_version = ? "
+                            "AND model_id IN (SELECT UNNEST(?::VARCHAR[]))", [sizing_version(), list(models)]).fetchall()
+        n = len(_KEY_COLUMNS)
+        # (key: model_id, revision, ..., gpu_id, gpu_row_hash, gpus_per_instance; a row of another revision or GPU
+        # row is not used)
+        rows = {r[:n]: list(r[n:]) for r in found if models.get(r[0]) == r[1] and hashes.get(r[6]) == r[7]}
+        cache = cls(rows)  # type: ignore[arg-type]
         cache.read = len(rows)
         return cache
 
@@ -151,55 +156,60 @@ class PlacementCache:
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
         if self.touched:
-            frame = pl.DataFrame([self.rows[k] | {"sizing_version": sizing_version()} for k in self.touched],
-                                 schema=_polars_schema())
+            version = sizing_version()
+            frame = pl.DataFrame([(*k, *self.rows[k], version) for k in self.touched], orient="row",
+                                 schema={c: _polars_schema()[c] for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
             insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
         self.dirty = False
         written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
         return written
 
-    def _get(self, key: Key, column: str, kind: str) -> dict[str, Any] | None:
+    def _get(self, key: Key, column: int, kind: str) -> list[Any] | None:
         row = self.rows.get(key)
-        if row is None or row.get(column) is None:
+        if row is None or row[column] is None:
             self.misses[kind] += 1
             return None
         self.hits[kind] += 1
         return row
 
-    def _row(self, key: Key) -> dict[str, Any]:
+    def _row(self, key: Key) -> list[Any]:
         self.dirty = True
         self.touched.add(key)
         self.computed_models.add(key[0])
         self.computed_gpus.add(key[6])
-        return self.rows.setdefault(key, dict(zip(_KEY_COLUMNS, key, strict=True)) | {"rates_known": False})
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = [None] * len(_VALUES)
+            row[_RATES_KNOWN] = False
+        return row
 
     def floor(self, key: Key) -> int | None:
-        row = self._get(key, "gpus_floor", "floor")
-        return None if row is None else row["gpus_floor"]
+        row = self._get(key, _FLOOR, "floor")
+        return None if row is None else row[_FLOOR]
 
     def put_floor(self, key: Key, floor: int) -> None:
-        self._row(key)["gpus_floor"] = floor
+        self._row(key)[_FLOOR] = floor
 
     def placed(self, key: Key) -> Placed | None:
-        row = self._get(key, "native_support", "placement")  # set on every placement row, fitting or not
+        row = self._get(key, _NATIVE, "placement")  # set on every placement row, fitting or not
         if row is None:
             return None
-        return Placed(row["gpus"], row["tensor_parallel"], row["pipeline_parallel"], row["native_support"],
-                      row["support_note"])
+        return Placed(row[_GPUS], row[_TP], row[_PP], row[_NATIVE], row[_NOTE])
 
     def put_placed(self, key: Key, placed: Placed) -> None:
-        self._row(key).update(gpus=placed.gpus, tensor_parallel=placed.tensor_parallel,
-                              pipeline_parallel=placed.pipeline_parallel, native_support=placed.native_support,
-                              support_note=placed.support_note)
+        row = self._row(key)
+        row[_GPUS], row[_TP], row[_PP] = placed.gpus, placed.tensor_parallel, placed.pipeline_parallel
+        row[_NATIVE], row[_NOTE] = placed.native_support, placed.support_note
 
     def rates(self, key: Key) -> Rates | None:
         row = self.rows.get(key)
-        if row is None or not row.get("rates_known"):
+        if row is None or not row[_RATES_KNOWN]:
             self.misses["rates"] += 1
             return None
         self.hits["rates"] += 1
-        return Rates(row["decode_tokens_per_s"], row["max_concurrent_requests"], row["aggregate_tokens_per_s"])
+        return Rates(row[_DECODE], row[_BATCH], row[_AGGREGATE])
 
     def put_rates(self, key: Key, rates: Rates) -> None:
-        self._row(key).update(rates_known=True, decode_tokens_per_s=rates.decode_tokens_per_s,
-                              max_concurrent_requests=rates.batch, aggregate_tokens_per_s=rates.aggregate_tokens_per_s)
+        row = self._row(key)
+        row[_RATES_KNOWN], row[_DECODE], row[_BATCH] = True, rates.decode_tokens_per_s, rates.batch
+        row[_AGGREGATE] = rates.aggregate_tokens_per_s

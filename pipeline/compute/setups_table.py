@@ -9,7 +9,7 @@ placement cache is pruned of rows no longer valid once per run, then read and wr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
@@ -121,12 +121,17 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
 
 def read_overall(con: Any, model_ids: list[str]) -> dict[str, tuple[list[Setup], list[Setup]]]:
     """Per model of ``model_ids``: its overall on-demand and spot lists (:func:`overall` of its stored rows)."""
-    cursor = con.execute("SELECT * FROM cheapest_setups WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) "
+    # verified_at read as UTC wall time and marked UTC here: DuckDB converting TIMESTAMPTZ values to the session's
+    # time zone one by one was a third of this read (#28), and the session's zone is the machine's (the Parquet
+    # files pin UTC the same way); computed_at is no Setup field
+    cursor = con.execute("SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at "
+                         "FROM cheapest_setups WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) "
                          "ORDER BY model_id, list, format, rank", [model_ids])
     cols = [d[0] for d in cursor.description]
     lists: dict[str, tuple[list[Setup], list[Setup]]] = {}
     for values in cursor.fetchall():
         row = dict(zip(cols, values, strict=True))
+        row["verified_at"] = row["verified_at"].replace(tzinfo=UTC)
         model_lists = lists.setdefault(row["model_id"], ([], []))
         (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup_from_row(row))
     return {m: (overall(od), overall(sp)) for m, (od, sp) in lists.items()}
