@@ -132,6 +132,40 @@ def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict) -
     assert _query(world["db"], SETUP_ROWS) == before and len(before) > 1000
 
 
+def _overall_of_every_row(con: duckdb.DuckDBPyConnection) -> dict:
+    """The reference: every stored row read back as a Setup and ``overall`` applied in Python (the read before #28)."""
+    from pipeline.compute.setups import overall, setup_from_row
+
+    cursor = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, format, rank")
+    cols = [d[0] for d in cursor.description]
+    lists: dict = {}
+    for values in cursor.fetchall():
+        row = dict(zip(cols, values, strict=True))
+        lists.setdefault(row["model_id"], ([], []))[0 if row["list"] == "on_demand" else 1].append(setup_from_row(row))
+    return {m: (overall(od), overall(sp)) for m, (od, sp) in lists.items()}
+
+
+def test_the_overall_lists_read_from_candidates_equal_those_of_every_row(world: dict) -> None:
+    """``read_overall`` reads only the rows that can be in a model's overall lists (filtered in DuckDB); the lists
+    must be those ``overall`` makes of every row, setup for setup. A second pass doubles every multi-machine
+    price's weight by making each model's cheapest on-demand row a 2-node one, so the x1.25 rank factor decides."""
+    con = duckdb.connect(str(world["db"]))
+    try:
+        ids = [m for (m,) in con.execute("SELECT DISTINCT model_id FROM cheapest_setups ORDER BY 1").fetchall()]
+        reference = _overall_of_every_row(con)
+        assert read_overall(con, ids) == reference and len(reference) > 30
+        total = con.execute("SELECT count(*) FROM cheapest_setups").fetchall()[0][0]
+        shown = sum(len(od) + len(sp) for od, sp in reference.values())
+        assert shown < total / 5  # (what the filter saves: most rows are never shown)
+        con.execute("UPDATE cheapest_setups SET nodes = 2, instances = 2 WHERE (model_id, list, format, rank) IN "
+                    "(SELECT model_id, list, format, rank FROM cheapest_setups WHERE list = 'on_demand' "
+                    "QUALIFY row_number() OVER (PARTITION BY model_id ORDER BY price_per_hour, format) = 1)")
+        changed = _overall_of_every_row(con)
+        assert changed != reference and read_overall(con, ids) == changed
+    finally:
+        con.close()
+
+
 def test_setups_read_back_a_chunk_at_a_time_equal_a_whole_read(published: dict) -> None:
     con = duckdb.connect(str(published["db"]), read_only=True)
     try:

@@ -16,6 +16,8 @@ import polars as pl
 
 from pipeline.compute.placement_cache import PlacementCache
 from pipeline.compute.setups import (
+    FIDELITY,
+    MULTI_MACHINE_RANK_FACTOR,
     ON_DEMAND,
     SPOT_LIKE,
     OfferGroups,
@@ -35,6 +37,8 @@ from sizing_core.placement import ContextTooLongError, check_context
 
 SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 TOP = 5
+#: setups per overall list in a model file
+OVERALL_TOP = 5
 #: the scenario every setup is planned for: one request of this many tokens, BF16 KV cache
 SETUP_CONTEXT = 8192
 #: models per chunk (about 700 placement-cache rows and 140 setups rows per model)
@@ -119,14 +123,39 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
     return run
 
 
+#: the rows that can be in a model's overall lists (:func:`~pipeline.compute.setups.overall`), found in DuckDB so
+#: that only those are read back as records (#28: ~10 of ~140 rows per model). Both filters are exact or err on
+#: the side of keeping a row: ``overall`` takes, per (provider, instance type, region, instances), the row of the
+#: most faithful format (an integer order, compared exactly here), then the 5 cheapest by rank price (the price,
+#: x1.25 over several machines; a row more than 1e-3 USD/h above the 5th such price cannot be among them). Python
+#: then picks exactly as before from what is left.
+_OVERALL_CANDIDATES = """
+WITH ranked AS (
+    SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at,
+           list_position(?::VARCHAR[], format) AS fidelity,
+           price_per_hour * CASE WHEN coalesce(nullif(nodes, 0), instances) > 1 THEN ? ELSE 1.0 END AS rank_price
+    FROM cheapest_setups
+    WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) AND list_contains(?::VARCHAR[], format)
+), winners AS (
+    SELECT * FROM ranked
+    QUALIFY fidelity = min(fidelity) OVER (PARTITION BY model_id, list, provider, instance_type, region, instances)
+)
+SELECT * EXCLUDE (fidelity, rank_price) FROM winners
+QUALIFY rank_price <= coalesce(nth_value(rank_price, ?) OVER (
+    PARTITION BY model_id, list ORDER BY rank_price ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING),
+    'inf'::DOUBLE) + 1e-3
+ORDER BY model_id, list, format, rank
+"""
+
+
 def read_overall(con: Any, model_ids: list[str]) -> dict[str, tuple[list[Setup], list[Setup]]]:
-    """Per model of ``model_ids``: its overall on-demand and spot lists (:func:`overall` of its stored rows)."""
-    # verified_at read as UTC wall time and marked UTC here: DuckDB converting TIMESTAMPTZ values to the session's
-    # time zone one by one was a third of this read (#28), and the session's zone is the machine's (the Parquet
-    # files pin UTC the same way); computed_at is no Setup field
-    cursor = con.execute("SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at "
-                         "FROM cheapest_setups WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) "
-                         "ORDER BY model_id, list, format, rank", [model_ids])
+    """Per model of ``model_ids``: its overall on-demand and spot lists (:func:`overall` of its stored rows).
+
+    ``verified_at`` is read as UTC wall time and marked UTC here: DuckDB converting TIMESTAMPTZ values to the
+    session's time zone one by one was a third of this read (#28), and the session's zone is the machine's (the
+    Parquet files pin UTC the same way)."""
+    cursor = con.execute(_OVERALL_CANDIDATES, [list(FIDELITY), MULTI_MACHINE_RANK_FACTOR, model_ids, list(FIDELITY),
+                                               OVERALL_TOP])
     cols = [d[0] for d in cursor.description]
     lists: dict[str, tuple[list[Setup], list[Setup]]] = {}
     for values in cursor.fetchall():
@@ -134,7 +163,7 @@ def read_overall(con: Any, model_ids: list[str]) -> dict[str, tuple[list[Setup],
         row["verified_at"] = row["verified_at"].replace(tzinfo=UTC)
         model_lists = lists.setdefault(row["model_id"], ([], []))
         (model_lists[0] if row["list"] == "on_demand" else model_lists[1]).append(setup_from_row(row))
-    return {m: (overall(od), overall(sp)) for m, (od, sp) in lists.items()}
+    return {m: (overall(od, OVERALL_TOP), overall(sp, OVERALL_TOP)) for m, (od, sp) in lists.items()}
 
 
 class StoredSetups:
