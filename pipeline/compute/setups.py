@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import csv
 import dataclasses
+import heapq
 import math
 from collections.abc import Iterable
 from datetime import date, datetime
@@ -312,21 +313,27 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
     # (the multi-machine factor is >= 1). Groups are visited by that floor; once it exceeds the current top-th
     # rank price no later group can enter the top, and the placements (the expensive part) of the remaining
     # groups are never computed. A (provider, instance type, region) lives in one group, so the visiting order
-    # changes nothing else.
-    floors: dict[tuple[str, int], float] = {}
-    for gpu_id, per_instance in groups:
-        need = planner.gpus_floor(gpus[gpu_id])
-        if need > per_instance and not default_engine(gpus[gpu_id]).splits_layers:
-            continue  # one instance is too small and the engine cannot span machines: no setup
-        floors[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
+    # changes nothing else. The floors themselves are computed lazily (#28): a group enters the queue at its
+    # cheapest offer's price, a lower bound of its floor (the floor is at least 1 GPU, so at least 1 instance),
+    # and its floor is computed only when that bound is the lowest left; a group whose cheapest offer is already
+    # above the limit never needs its floor. The visiting order by floor is the same.
+    queue = [(price, False, key) for key, price in grouped.cheapest.items()]
+    heapq.heapify(queue)
     # the best setup per (provider, instance type, region)
     best: dict[tuple[str, str, str | None], dict[str, Any]] = {}  # the fields of a Setup
     keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
     ranks: list[float] = []  # the best setups' rank prices, sorted (the top-th is the limit)
     limit = math.inf  # the current top-th rank price (+1e-6: rank prices are rounded to 1e-6); it only falls
-    for gpu_id, per_instance in sorted(floors, key=lambda k: (floors[k], k)):
-        if floors[(gpu_id, per_instance)] > limit:
+    while queue:
+        bound, exact, (gpu_id, per_instance) = heapq.heappop(queue)
+        if bound > limit:
             break
+        if not exact:
+            need = planner.gpus_floor(gpus[gpu_id])
+            if need > per_instance and not default_engine(gpus[gpu_id]).splits_layers:
+                continue  # one instance is too small and the engine cannot span machines: no setup
+            heapq.heappush(queue, (bound * math.ceil(need / per_instance), True, (gpu_id, per_instance)))
+            continue
         group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
         placed = planner.placed(gpu, per_instance)
@@ -400,10 +407,16 @@ _COLUMN_OF_FIELD = {"gpu": "gpu_id"}
 _NOT_COLUMNS = ("gpu_name",)
 
 
-def setup_row(s: Setup) -> dict[str, Any]:
+_ROW_FIELDS = tuple(f for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS)
+#: the ``cheapest_setups`` columns a Setup fills, in :func:`setup_values` order
+SETUP_COLUMNS = tuple(_COLUMN_OF_FIELD.get(f, f) for f in _ROW_FIELDS)
+
+
+def setup_values(s: Setup) -> tuple[Any, ...]:
     """A Setup as its ``cheapest_setups`` table row (sql/ DDL; ``exports/tables.py::CheapestSetups`` publishes it):
-    every field under its column name. The one place the row shape is written; :func:`setup_from_row` reads it."""
-    return {_COLUMN_OF_FIELD.get(f, f): getattr(s, f) for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS}
+    every field's value, in :data:`SETUP_COLUMNS` order (the column names). The one place the row shape is
+    written; :func:`setup_from_row` reads it."""
+    return tuple(getattr(s, f) for f in _ROW_FIELDS)
 
 
 def setup_from_row(row: dict[str, Any]) -> Setup:

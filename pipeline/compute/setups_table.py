@@ -19,6 +19,7 @@ from pipeline.compute.setups import (
     FIDELITY,
     MULTI_MACHINE_RANK_FACTOR,
     ON_DEMAND,
+    SETUP_COLUMNS,
     SPOT_LIKE,
     OfferGroups,
     Planner,
@@ -27,7 +28,7 @@ from pipeline.compute.setups import (
     eligible_offers,
     overall,
     setup_from_row,
-    setup_row,
+    setup_values,
 )
 from pipeline.compute.tracked import Tracked
 from pipeline.storage.loaders import insert_frame, transaction
@@ -71,9 +72,18 @@ class SetupsRun:
         self.computed_gpus |= cache.computed_gpus
 
 
+#: the columns :func:`model_setup_rows` fills, in its rows' order
+ROW_COLUMNS = ("model_id", "list", "rank", "computed_at", *SETUP_COLUMNS)
+#: DuckDB column types of ``cheapest_setups`` as polars types (the frame inserted is typed, not inferred)
+_POLARS_TYPES = {"VARCHAR": pl.String, "INTEGER": pl.Int32, "BIGINT": pl.Int64, "DOUBLE": pl.Float64,
+                 "BOOLEAN": pl.Boolean, "TIMESTAMP WITH TIME ZONE": pl.Datetime("us", "UTC"), "DATE": pl.Date,
+                 "VARCHAR[]": pl.List(pl.String)}
+
+
 def model_setup_rows(t: Tracked, lists: tuple[tuple[str, tuple[str, ...], OfferGroups], ...],
-                     cache: PlacementCache, *, as_of: datetime, now: datetime) -> list[dict[str, Any]]:
-    """Every ``cheapest_setups`` row of one model: per format and list, its top setups in rank order."""
+                     cache: PlacementCache, *, as_of: datetime, now: datetime) -> list[tuple[Any, ...]]:
+    """Every ``cheapest_setups`` row of one model (values in :data:`ROW_COLUMNS` order): per format and list, its
+    top setups in rank order."""
     assert t.arch is not None and t.revision is not None
     rows = []
     for fmt in SETUP_FORMATS:
@@ -81,9 +91,14 @@ def model_setup_rows(t: Tracked, lists: tuple[tuple[str, tuple[str, ...], OfferG
         for list_name, allocations, grouped in lists:
             for rank, s in enumerate(cheapest_setups(t.arch, fmt, grouped, top=TOP, allocations=allocations,
                                                      planner=planner, as_of=as_of)):
-                rows.append({"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "computed_at": now,
-                             **setup_row(s)})
+                rows.append((t.entry.id, list_name, rank + 1, now, *setup_values(s)))
     return rows
+
+
+def _row_schema(con: Any) -> dict[str, Any]:
+    types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                             "WHERE table_name = 'cheapest_setups'").fetchall())
+    return {c: _POLARS_TYPES[types[c]] for c in ROW_COLUMNS}
 
 
 def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
@@ -96,6 +111,8 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
              ("spot", SPOT_LIKE, OfferGroups(offers, SPOT_LIKE)))  # grouped once for every model (perf #14)
     gpus = catalog()
     run = SetupsRun()
+    schema = _row_schema(con)
+    price = ROW_COLUMNS.index("price_per_hour")
     with transaction(con):
         con.execute("DELETE FROM cheapest_setups")
         run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
@@ -111,13 +128,12 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
                     run.skipped[t.entry.id] = str(exc)
                     continue
                 found = model_setup_rows(t, lists, cache, as_of=as_of, now=now)
-                cheapest = min((r for r in found if r["list"] == "on_demand"), key=lambda r: r["price_per_hour"],
-                               default=None)
+                cheapest = min((r for r in found if r[1] == "on_demand"), key=lambda r: r[price], default=None)
                 if cheapest is not None:
-                    run.best[t.entry.id] = cheapest
+                    run.best[t.entry.id] = dict(zip(ROW_COLUMNS, cheapest, strict=True))
                 rows += found
             if rows:
-                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
+                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, schema=schema, orient="row"), by_name=True)
             run.rows += len(rows)
             run.add(cache, cache.save(con))
     return run
