@@ -293,6 +293,8 @@ class OfferGroups:
         for group in self.groups.values():
             group.sort(key=lambda o: o["price_per_hour_usd"])
         self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
+        #: every group at its cheapest offer's price, sorted (a heap): where :func:`cheapest_setups`'s queue starts
+        self.queue = sorted((price, False, key) for key, price in self.cheapest.items())
 
 
 def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any]] | OfferGroups, *,
@@ -317,8 +319,7 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
     # cheapest offer's price, a lower bound of its floor (the floor is at least 1 GPU, so at least 1 instance),
     # and its floor is computed only when that bound is the lowest left; a group whose cheapest offer is already
     # above the limit never needs its floor. The visiting order by floor is the same.
-    queue = [(price, False, key) for key, price in grouped.cheapest.items()]
-    heapq.heapify(queue)
+    queue = list(grouped.queue)  # (a copy of a sorted list: already a heap)
     # the best setup per (provider, instance type, region)
     best: dict[tuple[str, str, str | None], dict[str, Any]] = {}  # the fields of a Setup
     keys: dict[tuple[str, str, str | None], tuple] = {}  # each best setup's rank key, computed once
