@@ -30,6 +30,30 @@ SAFETENSORS = {
     "deepseek-ai/DeepSeek-V2-Lite-Chat": ({"BF16": 15_706_484_224}, 15_706_484_224),
     "openai/gpt-oss-20b": (None, 11_956_805_184),  # element count of packed MXFP4 + BF16 (dtype split unknown)
 }
+# model.safetensors.index.json's metadata.total_size (the checkpoint's tensor bytes) where a public source states it
+# or a public safetensors scan lists every tensor in BF16 (total_size = 2 x its parameter count). Recorded as index
+# files with that total_size and an empty weight_map (no shard headers are replayed for these models).
+_SCAN = "gogongxt/python @ cbff706dc959707a9944e38e8164783122dfa32a : scripts/models/"
+INDEX_TOTAL_SIZE = {
+    "Qwen/Qwen3-8B": (16_381_470_720, _SCAN + "qwen3_8b.md: 8,190,735,360 parameters, every tensor BF16"),
+    "Qwen/Qwen3-14B": (29_536_614_400, _SCAN + "qwen3_14b.md: 14,768,307,200 parameters, every tensor BF16"),
+    "Qwen/QwQ-32B": (65_527_752_704, _SCAN + "qwq_32b.md: 771 tensors, every one BF16 (32,763,876,352 parameters "
+                                            "from the listed shapes)"),
+    "Qwen/Qwen3-VL-8B-Instruct": (17_534_247_392, _SCAN + "qwen3_vl_8b_instruct.md: every tensor BF16 "
+                                                          "(8,767,123,696 parameters from the listed shapes)"),
+    "Qwen/Qwen3-30B-A3B": (61_064_245_248, _SCAN + "qwen3_30b_a3b_instruct_2507.md (the 2507 update, same tensors): "
+                                                   "every tensor BF16 (30,532,122,624 parameters from the shapes)"),
+    "Qwen/Qwen2.5-7B-Instruct": (15_231_233_024, "a public note quoting huggingface.co/Qwen/Qwen2.5-7B-Instruct/raw/"
+                                                 "main/model.safetensors.index.json (code-search file id 71629836929)"),
+    "meta-llama/Llama-3.2-3B-Instruct": (6_425_499_648, "ground_truth.csv safetensors scan: 3,212,749,824 BF16 "
+                                                        "parameters (tied: no lm_head tensor)"),
+    "meta-llama/Llama-3.1-8B": (16_060_522_496, "the Llama 3.1 8B index as quoted in public walk-throughs (code-search "
+                                                "file ids 47845119436, 55015053001)"),
+    "meta-llama/Llama-3.1-70B": (141_107_412_992, "a public model inventory listing Llama-3.1-70B-Instruct's index "
+                                                  "(same tensors; code-search file id 70904478004)"),
+    "deepseek-ai/DeepSeek-V2-Lite-Chat": (31_412_968_448, "ground_truth.csv safetensors scan: 15,706,484,224 BF16 "
+                                                          "parameters (lm_head included)"),
+}
 GGUF = {
     "Qwen/Qwen3-8B-GGUF": [("Qwen3-8B-Q4_K_M.gguf", 5_027_783_488), ("Qwen3-8B-Q5_K_M.gguf", 5_851_112_256),
                            ("Qwen3-8B-Q6_K.gguf", 6_725_900_096), ("Qwen3-8B-Q8_0.gguf", 8_709_519_168)],
@@ -93,6 +117,14 @@ def main() -> None:
         if m.repo in SAFETENSORS:
             params, total = SAFETENSORS[m.repo]
             info["safetensors"] = {"total": total} if params is None else {"parameters": params, "total": total}
+        index = None
+        if m.repo in INDEX_TOTAL_SIZE:
+            total_size, source = INDEX_TOTAL_SIZE[m.repo]
+            index = OUT / "index" / f"{stem}.model.safetensors.index.json"
+            index.parent.mkdir(parents=True, exist_ok=True)
+            index.write_text(json.dumps({"metadata": {"total_size": total_size, "source": source},
+                                         "weight_map": {}}, indent=1) + "\n")
+            siblings.append({"rfilename": "model.safetensors.index.json", "size": index.stat().st_size})
         (OUT / "api").mkdir(parents=True, exist_ok=True)
         (OUT / "api" / f"{stem}.json").write_text(json.dumps(info, indent=1) + "\n")
         entries.append({"method": "GET", "url": f"{HUB}/api/models/{m.repo}?blobs=true", "file": f"api/{stem}.json",
@@ -102,6 +134,10 @@ def main() -> None:
         if quant.exists():
             entries.append({"method": "GET", "url": f"{HUB}/{m.repo}/resolve/{sha}/hf_quant_config.json",
                             "file": f"configs/{stem}.hf_quant_config.json", "recording": "real hf_quant_config.json"})
+        if index is not None:
+            entries.append({"method": "GET", "url": f"{HUB}/{m.repo}/resolve/{sha}/model.safetensors.index.json",
+                            "file": f"index/{index.name}", "recording": "real metadata.total_size (source in the "
+                                                                        "file), weight_map left out"})
     for repo, files in GGUF.items():
         stem = repo.replace("/", "__")
         tree = [{"type": "file", "path": name, "size": size, "lfs": {"size": size}} for name, size in files]

@@ -29,7 +29,14 @@ class QuantScheme(Record):
     #: per-module formats (ModelOpt MIXED_PRECISION ``quantized_layers``): (module path, format, group size);
     #: linear weights under none of them stay in the checkpoint dtype.
     per_module: tuple[tuple[str, str, int | None], ...] = ()
+    #: compressed-tensors config_groups: (targets, format, group size) per group; a target is "Linear" (every linear
+    #: layer), a "re:" regular expression or a module name; the first group whose targets match decides
+    targeted: tuple[tuple[tuple[str, ...], str, int | None], ...] = ()
     unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
+    #: the scheme converts every linear layer, the vision/audio towers' too, unless its exclusions name a tower
+    #: (bitsandbytes, compressed-tensors, ModelOpt, FP8); GPTQ/AWQ/MLX quantize the language model only
+    towers: bool = False
+    embeddings: bool = False  # token embeddings and LM head quantized too (MLX's nn.quantize)
 
 
 @record
@@ -52,8 +59,14 @@ class Architecture(Record):
     tie_word_embeddings: bool = False
     layers: tuple[DecoderLayer, ...]
     mtp_layers: tuple[DecoderLayer, ...] = ()  # multi-token-prediction heads: in the checkpoint, not served
-    vision_parameters: int = 0  # vision tower + projector, estimated from vision_config
+    vision_parameters: int = 0  # a tower known only by its parameter count (a spec); configs give tower_tensors
     extra_parameters: int = 0  # small architecture-specific blocks (hyper-connections, per-layer embeddings)
+    #: model-level tensors outside the standard decoder: learned positions, an embedding LayerNorm, an LM-head bias
+    extra_tensors: tuple[Tensor, ...] = ()
+    #: vision and audio towers with their projectors, counted from the towers' own configs (``hf_towers.py``)
+    tower_tensors: tuple[Tensor, ...] = ()
+    final_norm_vectors: int = 1  # hidden-size vectors of the final norm: 2 for LayerNorm with bias, 0 for OLMo's
+    embedding_dim: int | None = None  # width of the token embeddings and LM head when not hidden_size (OPT-350m)
     max_context: int | None = None
     dtype_bytes: float = 2  # the checkpoint's unquantized dtype
     native: QuantScheme
@@ -69,12 +82,16 @@ class Architecture(Record):
     def tensors(self) -> tuple[Tensor, ...]:
         """Every served weight group: embeddings, decoder layers, final norm, LM head (once if tied), vision."""
         h = self.hidden_size
-        out: list[Tensor] = [matrix("model", "embed_tokens", Role.TOKEN_EMBD, self.vocab_size, h, None)]
+        e = self.embedding_dim or h
+        out: list[Tensor] = [matrix("model", "embed_tokens", Role.TOKEN_EMBD, self.vocab_size, e, None)]
         for i, layer in enumerate(self.layers):
             out += layer.tensors(f"model.layers.{i}", h, i)
-        out.append(vector("model", "norm", h, None))
+        if self.final_norm_vectors:
+            out.append(vector("model", "norm", self.final_norm_vectors * h, None))
         if not self.tie_word_embeddings:
-            out.append(Tensor("lm_head", Role.OUTPUT, self.vocab_size, h))
+            out.append(Tensor("lm_head", Role.OUTPUT, self.vocab_size, e))
+        out += self.extra_tensors
+        out += self.tower_tensors
         if self.vision_parameters:
             out.append(Tensor("model.visual", Role.VISION, self.vision_parameters, 1))
         if self.extra_parameters:

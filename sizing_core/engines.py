@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from . import engine_memory
 from .architecture import Architecture
 from .errors import SizingError
 from .formats import GGUF_MIXES
@@ -40,67 +41,76 @@ class Support(Record):
 
 @record
 class Engine(Record):
+    """An inference engine with its start-up settings; ``None`` settings take the engine's own defaults for the
+    GPU and version (``engine_memory``)."""
+
     id: EngineId
     name: str
-    memory_fraction: float  # share of the GPU's memory the engine takes for itself
-    fixed_overhead_gib: float  # per GPU: CUDA context, CUDA graphs, NCCL / Metal buffers
+    memory_fraction: float | None  # vLLM gpu_memory_utilization, SGLang mem_fraction_static (None: its formula)
+    fixed_overhead_gib: float  # llama.cpp/MLX per GPU: context and Metal buffers (vLLM/SGLang: engine_memory)
     tensor_parallel: bool  # splits attention heads across GPUs of one machine
     splits_layers: bool  # pipeline / layer split across GPUs and machines
     usable_rule: str
+    version: str | None = None  # e.g. "0.14.1"; None: the newest behaviour modelled
+    max_num_batched_tokens: int | None = None  # vLLM/SGLang chunk; llama.cpp n_ubatch
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
 
-    def activation_bytes(self, arch: Architecture, tp: int) -> float:
-        """Per-GPU working memory besides weights and cache.
+    def activation_bytes(self, arch: Architecture, tp: int, gpu: GPU | None = None) -> float:
+        """Per-GPU working memory besides weights and cache: vLLM's profiled peak (forward pass of
+        ``max_num_batched_tokens`` and the sampler warm-up of ``max_num_seqs`` rows over the vocabulary; the
+        defaults follow the GPU, so without one the large-GPU defaults are used), llama.cpp's compute buffer,
+        nothing for SGLang (its activations live in the 1 - mem_fraction_static reserve)."""
+        gpu = gpu or _REFERENCE_GPU()
+        return engine_memory.activation_bytes(arch, gpu, self, tp)[0]
 
-        vLLM/SGLang: the profile run pushes ``max_num_batched_tokens`` (8,192) through the model; its peak is
-        a few hidden-sized bf16 buffers per token plus the widest MLP intermediate split over TP, and the
-        logits of ``max_num_seqs`` (256) sampled sequences.
-        llama.cpp: the compute buffer, dominated by ``n_ubatch`` (512) rows of f32 logits and hidden states.
-        """
-        h, vocab = arch.hidden_size, arch.vocab_size
+    def usable_bytes(self, gpu: GPU, tp: int = 1) -> float:
+        """Memory for weights, cache, state and activations on one GPU: vLLM utilisation x total - non-torch
+        memory (CUDA graphs live in the 1 - utilisation head-room); SGLang mem_fraction_static x what is free at start; llama.cpp/MLX the device (unified:
+        its GPU share) minus a fixed context."""
+        if self.id == "vllm":
+            util = self.memory_fraction if self.memory_fraction is not None else 0.9
+            return util * engine_memory.cuda_total_bytes(gpu) - engine_memory.non_torch_bytes(self, tp)
+        if self.id == "sglang":
+            frac = self.memory_fraction if self.memory_fraction is not None else \
+                engine_memory.sglang_default_fraction(gpu, tp)
+            return frac * (engine_memory.cuda_total_bytes(gpu) - engine_memory.CUDA_CONTEXT_GIB * GIB
+                           - engine_memory.non_torch_bytes(self, tp))
+        return gpu.memory_bytes * (self.memory_fraction or 1.0) - self.fixed_overhead_gib * GIB
+
+    def overhead_bytes(self, gpu: GPU, tp: int = 1) -> float:
+        """What the engine holds inside its budget besides weights, cache and activations (engine overhead)."""
         if self.id in ("vllm", "sglang"):
-            widest = _widest_mlp(arch)
-            return 8192 * (8 * h + 2 * widest / tp) * 2 + 256 * vocab * 4  # + fp32 logits of 256 sequences
-        return 512 * (vocab + 8 * h) * 4
+            return engine_memory.non_torch_bytes(self, tp)
+        return self.fixed_overhead_gib * GIB
 
-    def usable_bytes(self, gpu: GPU) -> float:
-        """Memory for weights, cache, state and activations on one GPU."""
-        return gpu.memory_bytes * self.memory_fraction - self.fixed_overhead_gib * GIB
+    def with_settings(self, **settings: object) -> Engine:
+        """This engine with some start-up settings changed (None values are ignored)."""
+        update = {k: v for k, v in settings.items() if v is not None}
+        return self.model_copy(update=update) if update else self
 
     def supports(self, gpu: GPU, fmt: str, arch: Architecture | None = None) -> Support:
         return _support(self, gpu, fmt, arch)
 
 
-_WIDEST: dict[int, tuple[Architecture, int]] = {}
+def _REFERENCE_GPU() -> GPU:  # noqa: N802 - a constant computed on first use
+    from .gpus import get_gpu
 
-
-def _widest_mlp(arch: Architecture) -> int:
-    """The widest MLP intermediate of any layer, cached by object identity (the planner asks per candidate plan)."""
-    hit = _WIDEST.get(id(arch))
-    if hit is None or hit[0] is not arch:
-        if len(_WIDEST) > 4096:
-            _WIDEST.clear()
-        hit = _WIDEST[id(arch)] = (arch, max((_mlp_width(layer) for layer in arch.layers), default=0))
-    return hit[1]
-
-
-def _mlp_width(layer) -> int:  # type: ignore[no-untyped-def]
-    mlp = layer.mlp
-    if mlp is None or mlp.kind == "linear":
-        return 0
-    if mlp.kind == "dense":
-        return mlp.intermediate
-    return max(mlp.expert_intermediate * mlp.top_k, mlp.shared_intermediate, mlp.dense_intermediate)
+    return get_gpu("h100")
 
 
 ENGINES: dict[str, Engine] = {
-    "vllm": Engine(id="vllm", name="vLLM", memory_fraction=0.9, fixed_overhead_gib=1.0, tensor_parallel=True,
+    "vllm": Engine(id="vllm", name="vLLM", memory_fraction=0.9, fixed_overhead_gib=0.0, tensor_parallel=True,
                    splits_layers=True,
-                   usable_rule="0.9 x driver-reported memory (gpu_memory_utilization), minus 1 GiB for CUDA "
-                               "context/graphs/NCCL and the profile run's activation peak"),
-    "sglang": Engine(id="sglang", name="SGLang", memory_fraction=0.88, fixed_overhead_gib=1.0, tensor_parallel=True,
+                   usable_rule="gpu_memory_utilization (0.9) x the memory CUDA reports, minus the profile run's "
+                               "activation peak (forward pass of max_num_batched_tokens, sampler warm-up of "
+                               "max_num_seqs rows over the vocabulary), non-torch memory (NCCL, cuBLAS) and the "
+                               "CUDA-graph estimate"),
+    "sglang": Engine(id="sglang", name="SGLang", memory_fraction=None, fixed_overhead_gib=0.0, tensor_parallel=True,
                      splits_layers=True,
-                     usable_rule="0.88 x driver-reported memory (mem_fraction_static), minus 1 GiB for CUDA "
-                                 "context/graphs and the activation peak"),
+                     usable_rule="mem_fraction_static (by default from the GPU's memory: 1 - (0.5 GB + 1.5 x "
+                                 "chunked prefill + CUDA-graph batch + TP x PP / 8 GB) / memory) x the memory free "
+                                 "at start"),
     "llama.cpp": Engine(id="llama.cpp", name="llama.cpp", memory_fraction=1.0, fixed_overhead_gib=0.3,
                         tensor_parallel=False, splits_layers=True,
                         usable_rule="device memory (unified: the GPU's default share) minus 0.3 GiB context and "
@@ -131,7 +141,14 @@ def effective_format(arch: Architecture, fmt: str) -> str:
     if fmt != "native":
         return fmt
     native = arch.native.weight_format
-    return {"fp8_block": "fp8", "int4": "awq_int4", "fp32": "bf16"}.get(native, native)
+    return NATIVE_AS_FORMAT.get(native, native)
+
+
+#: A checkpoint's own storage format as the serving format whose kernels run it (#25 added GPTQ of any width,
+#: bitsandbytes, channel-wise FP8 and compressed-tensors' other int layouts).
+NATIVE_AS_FORMAT = {"fp8_block": "fp8", "fp8_channel": "fp8", "int4": "awq_int4", "int4_channel": "awq_int4",
+                    "gptq_int4": "awq_int4", "gptq_int8": "int8", "bnb_int8": "int8", "int8_group": "int8",
+                    "fp32": "bf16"}
 
 
 def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> Support:
@@ -145,6 +162,9 @@ def _support(engine: Engine, gpu: GPU, fmt: str, arch: Architecture | None) -> S
                            note=f"{engine.name} cannot load the {arch.native.weight_format} checkpoint; "
                                 "it needs a GGUF/MLX conversion")
         fmt = effective_format(arch, fmt)
+        if fmt == "mixed":  # ModelOpt MIXED_PRECISION: the engine needs the kernels of its most demanding format
+            kinds = {f for _, f, _ in arch.native.per_module}
+            fmt = "nvfp4" if kinds & {"nvfp4", "w4a16_nvfp4"} else "mxfp4" if "mxfp4" in kinds else "fp8"
     if engine.id == "mlx":
         if gpu.kind != "apple":
             return Support(runs=False, native=False, note="MLX runs on Apple silicon only")

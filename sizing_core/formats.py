@@ -38,8 +38,10 @@ def ggml_bpw(ggml_type: str) -> float:
 
 
 #: GGUF mixes: base type per file type.
+#: ``q4_0`` (the legacy 4.5-bit type llama-bench tables still use) sizes calibration cases only: it is not one of
+#: the published WEIGHT_FORMATS.
 GGUF_MIXES = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q4_k_m": "Q4_K", "iq4_xs": "IQ4_XS",
-              "q3_k_m": "Q3_K", "q2_k": "Q2_K"}
+              "q3_k_m": "Q3_K", "q2_k": "Q2_K", "q4_0": "Q4_0"}
 
 #: Non-GGUF formats: bits per element of a quantized linear weight, with the scale overhead included.
 #: fp8_block: 1 fp32 scale per 128x128 block; int8: W8 with one fp32 scale per output row (added per tensor);
@@ -109,7 +111,7 @@ def gguf_type(mix: str, t: Tensor, ctx: _MixContext) -> str:
     base = GGUF_MIXES[mix]
     if t.role in (Role.NORM, Role.SSM_CONV, Role.ROUTER):
         return "F32"
-    if t.role == Role.VISION:
+    if t.is_tower or t.role == Role.POSITION:  # mmproj file; llama.cpp never quantizes position_embd
         return "F16"
     if ctx.mxfp4_experts and t.is_routed_expert:
         return "MXFP4"
@@ -200,15 +202,35 @@ def is_excluded(name: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+_BNB_4BIT = {"bnb_nf4": 4.0 + 32 / 64, "bnb_fp4": 4.0 + 32 / 64,  # 4-bit values + a float32 absmax per 64
+             # double quantization: an 8-bit absmax per 64 and a float32 scale per 256 absmax values
+             "bnb_nf4_dq": 4.0 + 8 / 64 + 32 / (64 * 256), "bnb_fp4_dq": 4.0 + 8 / 64 + 32 / (64 * 256)}
+_WIDTH = re.compile(r"(gptq|mlx|awq)_int(\d)$|int(\d)_group$")
+
+
 def _format_bits(fmt: str, group: int | None, t: Tensor, unquantized: float) -> float:
+    """Bits per element of a linear weight stored in ``fmt`` with its scales (``group`` None: one per row)."""
     if fmt in ("bf16", "fp16", "fp32"):
         return unquantized
-    if fmt == "int4":
+    if fmt == "int4":  # compressed-tensors symmetric int4: a 16-bit scale per group
         return 4.0 + 16 / (group or 128)
-    if fmt == "int8":
+    if fmt == "int4_channel":
+        return 4.0 + 16 / t.cols
+    if fmt in ("int8", "bnb_int8", "fp8_channel"):  # a float32 scale per output row
         return 8.0 + 32 / t.cols
-    if fmt == "awq_int4" and group:
-        return 4.0 + (16 + 4) / group
+    if fmt in _BNB_4BIT:
+        return _BNB_4BIT[fmt]
+    m = _WIDTH.match(fmt)
+    if m is not None:
+        kind, bits = (m.group(1), int(m.group(2))) if m.group(1) else ("int", int(m.group(3)))
+        g = group or t.cols
+        if kind == "gptq":  # packed values, a 16-bit scale and a b-bit zero per group, an int32 g_idx per input
+            return bits + (16 + bits) / g + 32 / t.rows
+        if kind == "awq":  # AWQ: a 16-bit scale and a 4-bit zero per group (of 128 unless the config says)
+            return bits + (16 + bits) / (group or 128)
+        if kind == "mlx":  # MLX affine: a 16-bit scale and a 16-bit bias per group
+            return bits + 32 / g
+        return bits + 16 / g
     return LINEAR_BITS[fmt]
 
 
@@ -239,11 +261,25 @@ def _per_module_format(scheme: QuantScheme, name: str) -> tuple[str, int | None]
     return None
 
 
+def _targeted_format(scheme: QuantScheme, name: str) -> tuple[str, int | None] | None:
+    """compressed-tensors: the first config group whose targets match ``name`` ("Linear", a regex, a module)."""
+    for targets, fmt, group in scheme.targeted:
+        if "Linear" in targets or is_excluded(name, tuple(t for t in targets if t != "Linear")):
+            return fmt, group
+    return None
+
+
 def _scheme_bits(scheme: QuantScheme, t: Tensor, unquantized: float) -> float:
-    if not t.is_linear or is_excluded(t.name, scheme.exclude):
+    if t.is_tower and not (scheme.towers and t.cols > 1):
+        return unquantized  # towers keep the checkpoint dtype unless the scheme converts every linear layer
+    embedding = scheme.embeddings and t.role in (Role.TOKEN_EMBD, Role.OUTPUT) and t.cols % (scheme.group_size or 1) == 0
+    if not (t.is_linear or t.is_tower or embedding) or is_excluded(t.name, scheme.exclude):
         return unquantized
     if scheme.per_module:  # MIXED_PRECISION: a listed module has its own format, the rest stays unquantized
         hit = _per_module_format(scheme, t.name)
+        return unquantized if hit is None else _format_bits(hit[0], hit[1], t, unquantized)
+    if scheme.targeted:
+        hit = _targeted_format(scheme, t.name)
         return unquantized if hit is None else _format_bits(hit[0], hit[1], t, unquantized)
     if scheme.experts_only and not t.is_routed_expert:
         return unquantized
@@ -290,13 +326,13 @@ def _tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...]) -> l
             raise UnsupportedQuantization(f"{arch.model}: native weights unknown ({scheme.unsupported})")
         if scheme.weight_format in ("bf16", "fp16", "fp32"):
             return [LINEAR_BITS[scheme.weight_format]] * len(tensors)
-        return [16.0 if t.role == Role.VISION else _scheme_bits(scheme, t, unquantized) for t in tensors]
+        return [_scheme_bits(scheme, t, unquantized) for t in tensors]
     if fmt in ("bf16", "fp16"):
         return [16.0] * len(tensors)
     if fmt not in LINEAR_BITS:
         raise UnknownFormatError(f"unknown weight format {fmt!r} (known: {', '.join(WEIGHT_FORMATS)}, native)")
     scheme = format_scheme(fmt)
-    return [_scheme_bits(scheme, t, 16.0) for t in tensors]
+    return [16.0 if t.is_tower else _scheme_bits(scheme, t, 16.0) for t in tensors]
 
 
 def weight_bytes(arch: Architecture, fmt: str) -> float:

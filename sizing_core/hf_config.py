@@ -14,6 +14,7 @@ from typing import Any
 
 from .architecture import Architecture, DeclaredParameters, QuantScheme
 from .errors import ConfigError
+from .hf_defaults import embedding_dim, extra_tensors, family_data, final_norm_vectors, normalise
 from .hf_families import gemma3n_extra_parameters, structural_builder
 from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
 from .hf_fields import (
@@ -23,35 +24,10 @@ from .hf_fields import (
     generic_layers,
     read_num_experts,
 )
+from .hf_towers import image_tokens, tower_tensors
 from .quantization import native_scheme
 from .record import InvalidField
 from .units import DTYPE_BYTES
-
-
-# ------------------------------------------------------------------------------------------ vision
-def estimate_vision_parameters(vision: dict[str, Any], text_hidden: int) -> int:
-    """ViT tower + projector from ``vision_config``: depth x (4 d^2 attention + 2 d I MLP) + patch embedding +
-    a patch-merger projector into the text width. An estimate (biases/norms/position tables left out)."""
-    def pick(*keys: str) -> int:
-        for k in keys:
-            if isinstance(vision.get(k), int):
-                return vision[k]
-        return 0
-
-    depth = pick("depth", "num_hidden_layers", "vt_num_hidden_layers")
-    width = pick("hidden_size", "embed_dim", "vt_hidden_size")
-    inter = pick("intermediate_size", "vt_intermediate_size") or 4 * width
-    if not depth or not width:
-        return 0
-    patch = pick("patch_size") or 14
-    channels = pick("in_channels", "num_channels") or 3
-    temporal = pick("temporal_patch_size") or 1
-    merge = pick("spatial_merge_size") or 2
-    out = pick("out_hidden_size", "text_hidden_size") or text_hidden
-    tower = depth * (4 * width * width + 2 * width * inter)
-    embed = channels * patch * patch * temporal * width
-    projector = (width * merge * merge) ** 2 + width * merge * merge * out
-    return tower + embed + projector
 
 
 # ------------------------------------------------------------------------------------------ entry points
@@ -65,56 +41,42 @@ def load_json(model: str, text: str | bytes, what: str = "config.json") -> dict[
     return data
 
 
-#: Blocks that wrap the language model's config in multimodal and remote-code checkpoints.
-TEXT_WRAPPERS = ("text_config", "llm_config", "language_config", "thinker_config")
+#: Blocks that wrap the language model's config in multimodal and remote-code checkpoints (searched in this order;
+#: a wrapper's own ``text_config`` is followed: Qwen2.5-Omni's ``thinker_config.text_config``).
+TEXT_WRAPPERS = ("text_config", "llm_config", "language_config", "thinker_config", "llm_cfg", "text_cfg")
 
-#: Other names for the standard fields, read by the generic path (GPT-2 / Falcon / ChatGLM style configs).
-_ALIASES = {
-    "num_hidden_layers": ("n_layers", "num_layers", "n_layer"),
-    "hidden_size": ("d_model", "n_embd", "dim"),
-    "num_attention_heads": ("n_heads", "n_head", "num_heads"),
-    "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "multi_query_group_num", "n_head_kv"),
-    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
-    "vocab_size": ("padded_vocab_size", "n_vocab"),
-}
+#: Configs without a model_type (remote code that never set one): the model_type their architectures imply.
+_TYPE_OF_ARCHITECTURE = {"CogVLMForCausalLM": "cogvlm", "CogVLMVideoForCausalLM": "cogvlm"}
 
 
-def _text_block(top: Fields) -> Fields:
-    for key in TEXT_WRAPPERS:
-        if isinstance(top.data.get(key), dict) and top.data[key]:
-            return top.sub(key)
-    return top
+def _text_block(top: Fields) -> tuple[Fields, bool]:
+    """The block that describes the language model, and whether it is a wrapper's sub-config."""
+    block, nested = top, False
+    for _ in range(2):
+        key = next((k for k in TEXT_WRAPPERS if isinstance(block.data.get(k), dict) and block.data[k]), None)
+        if key is None:
+            break
+        block, nested = block.sub(key), True
+    return block, nested
 
 
-def _with_defaults(text: Fields, top: Fields, defaults: dict[str, Any]) -> tuple[Fields, list[str]]:
-    """The text block with the family's config-class defaults filled in where neither block sets the key."""
-    missing = {k: v for k, v in defaults.items() if text.data.get(k) is None and top.data.get(k) is None}
-    if not missing:
-        return text, []
-    return Fields(text.model, {**text.data, **missing}, text.path), sorted(missing)
+def _model_type(text: Fields, top: Fields) -> str | None:
+    found = text.raw("model_type") or top.raw("model_type")
+    if found is not None:
+        return str(found)
+    archs = top.raw("architectures")
+    if isinstance(archs, list):
+        return next((_TYPE_OF_ARCHITECTURE[a] for a in archs if isinstance(a, str) and a in _TYPE_OF_ARCHITECTURE),
+                    None)
+    return None
 
 
-def _with_aliases(text: Fields) -> tuple[Fields, list[str]]:
-    found = {}
-    for canonical, aliases in _ALIASES.items():
-        if text.data.get(canonical) is None:
-            alias = next((a for a in aliases if isinstance(text.data.get(a), int)), None)
-            if alias is not None:
-                found[canonical] = alias
-    if not found:
-        return text, []
-    data = {**text.data, **{k: text.data[a] for k, a in found.items()}}
-    return Fields(text.model, data, text.path), [f"{k} from {a}" for k, a in found.items()]
-
-
-def _generic_note(model_type: str, text: Fields, aliases: list[str]) -> str:
+def _generic_note(model_type: str, text: Fields) -> str:
     assumed = ["GQA attention (num_key_value_heads, head_dim or hidden/heads)",
                "gated 3-matrix MLP" + (" / experts" if read_num_experts(text) else ""),
                "biases only where the config says so"]
     if text.data.get("tie_word_embeddings") is None:
         assumed.append("untied LM head (tie_word_embeddings absent)")
-    if aliases:
-        assumed.append("aliases: " + ", ".join(aliases))
     return f"unknown model_type {model_type!r} sized by the generic decoder rule: " + "; ".join(assumed)
 
 
@@ -144,30 +106,28 @@ def parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | 
 def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] | None,
                   native: QuantScheme | None, declared: DeclaredParameters | None) -> Architecture:
     top = Fields(model, config)
-    text = _text_block(top)
-    model_type = text.raw("model_type") or top.raw("model_type")
+    text, nested = _text_block(top)
+    model_type = _model_type(text, top)
     if model_type is None:
         raise ConfigError(model, "model_type", "is missing")
-    family = FAMILIES.get(str(model_type))
-    notes: list[str] = []
+    text, notes = normalise(text, top, model_type, nested=nested)
+    if model_type == "mllama_text_model":  # cross-attention keys/values per image: tiles x (patches + 1) tokens
+        text = Fields(model, {**text.data, "_image_tokens": image_tokens(config.get("vision_config"))}, text.path)
+    family = FAMILIES.get(model_type)
     if family is not None:
-        text, defaulted = _with_defaults(text, top, family.defaults)
-        if defaulted:
-            notes.append(f"{model_type} config-class defaults used for: {', '.join(defaulted)}")
         layers, mtp = family.build(text)
         source = "family"
     else:
-        text, aliases = _with_aliases(text)
         build, structure = structural_builder(text)
         layers, mtp = build(text)
-        notes.append(_generic_note(str(model_type), text, aliases) if build is generic_layers else
+        notes.append(_generic_note(model_type, text) if build is generic_layers else
                      f"unknown model_type {model_type!r} sized by the rule its fields call for: {structure}"
                      + ("; untied LM head (tie_word_embeddings absent)"
                         if text.data.get("tie_word_embeddings") is None else ""))
         source = "generic"
     hidden = text.int("hidden_size")
-    vision_cfg = config.get("vision_config")
-    vision = estimate_vision_parameters(vision_cfg, hidden) if isinstance(vision_cfg, dict) else 0
+    towers, tower_notes = tower_tensors(top, text, model_type)
+    notes += tower_notes
     extra = 0
     if str(model_type) == "gemma3n_text":
         extra += gemma3n_extra_parameters(text, len(layers))
@@ -177,11 +137,14 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     dtype = str(text.raw("dtype", text.raw("torch_dtype", top.raw("torch_dtype", top.raw("dtype", "bfloat16")))))
     if dtype.lower() not in DTYPE_BYTES:
         raise ConfigError(model, "torch_dtype", f"unknown dtype {dtype!r}")
-    quant_source = config if "quantization_config" in config else text.data
+    quant_source = config if ("quantization_config" in config or "quantization" in config) else text.data
     scheme = native or _native(model, quant_source, hf_quant, dtype, text.raw("expert_dtype"))
+    if scheme.towers and quant_source is not config and hf_quant is None:
+        scheme = scheme.model_copy(update={"towers": False})  # a text_config's scheme covers the language model
     if scheme.unsupported:
         notes.append(f"native format unknown: {scheme.unsupported}")
-    tie = text.raw("tie_word_embeddings", top.raw("tie_word_embeddings", False))
+    tie = text.raw("tie_word_embeddings", top.raw("tie_word_embeddings", False)) \
+        and family_data(model_type).get("tie") != "always_separate"
     if text.raw("max_position_embeddings") is not None:
         max_ctx = checked_context(model, text.raw("max_position_embeddings"))
     else:  # tokenizer-style sentinels (1e30 = "no limit") mean unknown, not an error
@@ -189,7 +152,9 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
         max_ctx = fallback if isinstance(fallback, int) and 0 < fallback <= COUNT_CEILINGS["model_max_length"] else None
     return Architecture(
         model=model, model_type=str(model_type), hidden_size=hidden, vocab_size=text.int("vocab_size"),
-        tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), vision_parameters=vision,
-        extra_parameters=extra, max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
+        tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), tower_tensors=tuple(towers),
+        extra_parameters=extra, extra_tensors=tuple(extra_tensors(text, model_type)),
+        final_norm_vectors=final_norm_vectors(text, model_type), embedding_dim=embedding_dim(text, model_type),
+        max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
         native=scheme, declared=declared, architecture_source=source, notes=tuple(notes),
     )

@@ -130,8 +130,8 @@ def qwen_hybrid_layers(c: Fields) -> Layers:
     gdn = GatedDeltaNet(
         num_k_heads=c.int("linear_num_key_heads"), num_v_heads=c.int("linear_num_value_heads"),
         k_head_dim=c.int("linear_key_head_dim"), v_head_dim=c.int("linear_value_head_dim"),
-        conv_kernel=c.int("linear_conv_kernel_dim"), conv_dtype_bytes=DTYPE_BYTES[dtype],
-        ssm_dtype_bytes=DTYPE_BYTES[str(c.raw("mamba_ssm_dtype", dtype))],
+        conv_kernel=c.int("linear_conv_kernel_dim"), conv_dtype_bytes=c.dtype_bytes("torch_dtype", dtype),
+        ssm_dtype_bytes=c.dtype_bytes("mamba_ssm_dtype", dtype),
     )
     attn = FullAttention(**gqa_kwargs(c, q_gate=c.bool("attn_output_gate", True), qk_norm=True))
 
@@ -185,8 +185,8 @@ def nemotron_h_layers(c: Fields) -> Layers:
     dtype = str(c.raw("dtype", c.raw("torch_dtype", "bfloat16")))
     mamba = Mamba2(num_heads=c.int("mamba_num_heads"), head_dim=c.int("mamba_head_dim"), n_groups=c.int("n_groups"),
                    state_size=c.int("ssm_state_size"), conv_kernel=c.int("conv_kernel"),
-                   conv_bias=c.bool("use_conv_bias", True), conv_dtype_bytes=DTYPE_BYTES[dtype],
-                   ssm_dtype_bytes=DTYPE_BYTES[str(c.raw("mamba_ssm_cache_dtype", dtype))])
+                   conv_bias=c.bool("use_conv_bias", True), conv_dtype_bytes=c.dtype_bytes("torch_dtype", dtype),
+                   ssm_dtype_bytes=c.dtype_bytes("mamba_ssm_cache_dtype", dtype))
     heads = c.int("num_attention_heads")
     attn = FullAttention(num_heads=heads, num_kv_heads=c.int("num_key_value_heads"),
                          head_dim=c.first_int("head_dim", "attention_head_dim", default=c.int("hidden_size") // heads))

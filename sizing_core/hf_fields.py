@@ -7,6 +7,7 @@ kinds from whichever encoding the config uses, experts, MLP widths, the layer co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +46,8 @@ def checked_context(model: str, value: object, key: str = "max_position_embeddin
     """A config's maximum context as a positive integer within :data:`COUNT_CEILINGS`, or None when absent."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or int(value) != value or value < 1:
         raise ConfigError(model, key, f"must be a positive integer, got {value!r}")
     if value > COUNT_CEILINGS[key]:
         raise ConfigError(model, key, f"{value!r} is beyond any real model (at most {COUNT_CEILINGS[key]:,})")
@@ -76,7 +78,8 @@ class Fields:
             if default is None:
                 raise ConfigError(self.model, self._name(key), "is missing")
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or int(value) != value:
             raise ConfigError(self.model, self._name(key), f"must be an integer, got {value!r}")
         if value < minimum:
             raise ConfigError(self.model, self._name(key), f"must be >= {minimum}, got {value!r}")
@@ -84,6 +87,23 @@ class Fields:
         if value > ceiling:
             raise ConfigError(self.model, self._name(key), f"{value!r} is beyond any real model (at most {ceiling:,})")
         return int(value)
+
+    def number(self, key: str, default: float) -> float:
+        """A positive finite number (a ratio or factor), ``default`` when absent."""
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0 \
+                or value > ANY_COUNT_CEILING:
+            raise ConfigError(self.model, self._name(key), f"must be a positive number, got {value!r}")
+        return float(value)
+
+    def dtype_bytes(self, key: str, default: str = "bfloat16") -> float:
+        """Bytes per element of a dtype named by ``key`` (``torch_dtype``, ``mamba_ssm_dtype``, ...)."""
+        name = str(self.raw(key, default)).lower()
+        if name not in DTYPE_BYTES:
+            raise ConfigError(self.model, self._name(key), f"unknown dtype {name!r}")
+        return DTYPE_BYTES[name]
 
     def first_int(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:
         for key in keys:
@@ -214,11 +234,13 @@ def is_moe_layer(c: Fields, i: int, n: int) -> bool:
         return False
     if c.has("mlp_layer_types"):
         return c.list("mlp_layer_types", n)[i] == "sparse"
+    if c.has("is_moe_layer"):  # EXAONE MoE: one boolean per layer
+        return bool(c.list("is_moe_layer", n)[i])
     if i < c.first_int(*_FIRST_DENSE, default=0, minimum=0):
         return False
     if c.has("moe_layer_end_index") and i > c.int("moe_layer_end_index", minimum=0):
         return False
-    if i in (c.raw("mlp_only_layers") or []):
+    if c.has("mlp_only_layers") and i in c.list("mlp_only_layers"):
         return False
     freq = c.raw("moe_layer_freq")
     if isinstance(freq, list):
@@ -267,7 +289,7 @@ def read_num_layers(c: Fields) -> int:
 Layers = tuple[list[DecoderLayer], list[DecoderLayer]]  # (decoder layers, MTP layers)
 
 
-def _decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = False, attn_bias: bool | None = None,
+def decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = False, attn_bias: bool | None = None,
              o_bias: bool | None = None, fused_qkv: bool = False, gated: bool = True, mlp_bias: bool | None = None,
              router_bias: bool | None = None, shared_gate: bool = False, norms: int | None = None) -> Layers:
     """The standard decoder: GQA attention (full, sliding or windowed per layer) and a dense or MoE MLP.
@@ -299,8 +321,8 @@ def _decoder(c: Fields, *, qk_norm: bool | None = None, qk_norm_full: bool = Fal
 
 def standard(**switches: Any) -> Callable[[Fields], Layers]:
     """A family that is the standard decoder with some switches fixed by its modelling code."""
-    return lambda c: _decoder(c, **switches)
+    return lambda c: decoder(c, **switches)
 
 
 def generic_layers(c: Fields) -> Layers:
-    return _decoder(c)
+    return decoder(c)

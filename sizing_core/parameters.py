@@ -54,8 +54,8 @@ class ParameterCounts(CamelRecord):
     """
 
     total: int
-    active: int
-    embedding: int  # input embeddings + untied LM head
+    active: int  # total minus the routed experts a token does not use (the embedding lookup counted as active)
+    embedding: int  # input embeddings (and a learned position table) + untied LM head
     non_embedding: int
     vision: int
     mtp: int
@@ -70,6 +70,15 @@ class ParameterCounts(CamelRecord):
     checkpoint_parameters: int | None = None  # served parameters read from the shards' safetensors headers
     difference_pct: float | None = None  # (config - checkpoint) / checkpoint, in percent
     used_reason: str | None = None  # why ``total`` is what it is when config and checkpoint disagree
+    audio: int = 0  # Whisper-style audio encoder and its projector (included in total, like the vision tower)
+    #: active parameters as model cards count them: the embedding lookup (token and position tables) is not
+    #: compute, so it is left out; an LM head is counted (tied: the shared matrix counts once, as the head)
+    active_model_card: int = 0
+    #: how checkpoint_parameters was found: "safetensors headers" (exact) or "index total_size / <n> bytes"
+    #: (an unquantized single-dtype checkpoint's bytes divided by the dtype width; not used for total)
+    checkpoint_parameters_source: str | None = None
+    config_native_bytes: int | None = None  # the native weights by config arithmetic, to compare with the file
+    checkpoint_bytes_difference_pct: float | None = None  # (config_native_bytes - checkpoint_bytes) / checkpoint_bytes
 
 #: Config arithmetic and checkpoint headers may differ by this much before the headers' count is used.
 AGREEMENT_PCT = 1.0
@@ -80,27 +89,34 @@ def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = No
     counts are reported beside it, not used: they include tensors that are not served (see the fields)."""
     total = sum(t.numel for t in arch.tensors)
     inactive = sum(layer.inactive_params(arch.hidden_size) for layer in arch.layers)
-    embedding = sum(t.numel for t in arch.tensors if t.role in (Role.TOKEN_EMBD, Role.OUTPUT))
+    embedding = sum(t.numel for t in arch.tensors if t.role in (Role.TOKEN_EMBD, Role.OUTPUT, Role.POSITION))
     vision = sum(t.numel for t in arch.tensors if t.role == Role.VISION)
+    audio = sum(t.numel for t in arch.tensors if t.role == Role.AUDIO)
+    lookup = sum(t.numel for t in arch.tensors if t.role in (Role.TOKEN_EMBD, Role.POSITION)) \
+        if not arch.tie_word_embeddings else sum(t.numel for t in arch.tensors if t.role == Role.POSITION)
     mtp = sum(t.numel for t in arch.mtp_tensors)
     counts = ParameterCounts(total=total, active=total - inactive, embedding=embedding,
                              non_embedding=total - embedding, vision=vision, mtp=mtp, config_total=total,
-                             config_active=total - inactive)
+                             config_active=total - inactive, audio=audio, active_model_card=total - inactive - lookup)
     if arch.declared is not None:
         d = arch.declared
         used = "safetensors" if d.source.startswith("safetensors") else "spec"
+        active = d.active or counts.active
         counts = counts.model_copy(update=dict(
-            total=d.total, active=d.active or counts.active, non_embedding=d.total - embedding,
-            declared_total=d.total, declared_active=d.active, used=used, declared_source=d.source))
+            total=d.total, active=active, non_embedding=d.total - embedding, declared_total=d.total,
+            declared_active=d.active, used=used, declared_source=d.source,
+            active_model_card=max(1, active - (counts.active - counts.active_model_card))))
     if checkpoint is not None:
         counts = counts.model_copy(update=dict(safetensors_total=checkpoint.parameter_total,
                                                checkpoint_bytes=checkpoint.total_bytes))
         exact = checkpoint.header_parameters
         if exact:
             diff = (total - exact) / exact * 100
-            update: dict[str, Any] = dict(checkpoint_parameters=exact, difference_pct=round(diff, 3))
+            update: dict[str, Any] = dict(checkpoint_parameters=exact, difference_pct=round(diff, 3),
+                                          checkpoint_parameters_source="safetensors headers")
             if abs(diff) > AGREEMENT_PCT and arch.declared is None:
                 update |= dict(total=exact, active=max(1, counts.active - (total - exact)),
+                               active_model_card=max(1, counts.active_model_card - (total - exact)),
                                non_embedding=exact - embedding, used="safetensors", declared_source=checkpoint.source,
                                used_reason=f"config arithmetic ({total:,}) differs from the checkpoint headers "
                                            f"({exact:,}) by {diff:+.2f}% > {AGREEMENT_PCT}%: the headers are the "
@@ -109,4 +125,17 @@ def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = No
                 update |= dict(used_reason=f"config arithmetic agrees with the checkpoint headers within "
                                            f"{AGREEMENT_PCT}% ({diff:+.3f}%)")
             counts = counts.model_copy(update=update)
+        elif checkpoint.total_bytes and arch.native.weight_format in _WIDTH and not arch.native.unsupported:
+            width = _WIDTH[arch.native.weight_format]
+            from_bytes = checkpoint.total_bytes // width
+            diff = (total - from_bytes) / from_bytes * 100
+            counts = counts.model_copy(update=dict(
+                checkpoint_parameters=from_bytes, difference_pct=round(diff, 3),
+                checkpoint_parameters_source=f"index total_size / {width} bytes",
+                used_reason=f"config arithmetic vs the checkpoint's total_size / {width} bytes: {diff:+.3f}% "
+                            "(an estimate of the stored count: a checkpoint may keep some tensors in another dtype)"))
     return counts
+
+
+#: Bytes per parameter of an unquantized checkpoint, to turn an index's total_size into a parameter count.
+_WIDTH = {"bf16": 2, "fp16": 2, "fp32": 4}

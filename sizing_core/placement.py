@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from .architecture import Architecture
+from .engine_memory import repack_extra_bytes
 from .engines import Engine, Support, effective_format
 from .errors import SizingError
 from .formats import tensor_bits
@@ -278,7 +279,9 @@ class PlanSearch:
                  kv_cache_dtype: str = "bf16") -> None:
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self.loads = _weight_loads(arch, fmt)
-        self._fits: dict[tuple[str, str, int, int], bool] = {}
+        self.stored = effective_format(arch, fmt) if fmt == "native" else fmt
+        self._fits: dict[tuple[str, Engine, int, int], bool] = {}
+        self._repacks: dict[tuple, list[float]] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
         """Fewer GPUs than this cannot hold the weights, whatever the instance shape (exact: see _lower_bound)."""
@@ -288,16 +291,29 @@ class PlanSearch:
         """The fit test: a positive budget after the engine's working memory, and a greedy split of the per-GPU
         layer bytes into at most PP stages under it. Returns (layer bytes, first extra, last extra, stage sizes)."""
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
+        repack = self._repack(gpu, engine, tp)
+        if repack is not None:
+            layer_bytes = [b + r for b, r in zip(layer_bytes, repack, strict=True)]
         first = self.loads.first_extra / tp
         last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
-        budget = engine.usable_bytes(gpu) - engine.activation_bytes(self.arch, tp)
+        budget = engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
         if budget <= 0:
             return None
         sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
         return None if sizes is None else (layer_bytes, first, last, sizes)
 
+    def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
+        """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
+        if self.stored != "mxfp4" or engine.id not in ("vllm", "sglang"):
+            return None
+        key = (gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
+        if key not in self._repacks:
+            self._repacks[key] = [repack_extra_bytes(self.arch, "mxfp4", gpu, engine, tp, range(i, i + 1))
+                                  for i in range(self.arch.num_layers)]
+        return self._repacks[key]
+
     def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
-        key = (gpu.id, engine.id, tp, pp)
+        key = (gpu.id, engine, tp, pp)
         hit = self._fits.get(key)
         if hit is None:
             hit = self._fits[key] = self._stages(gpu, engine, tp, pp) is not None
@@ -311,26 +327,34 @@ class PlanSearch:
                     return n, tp, pp
         return None
 
-    def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> Plan | None:
-        """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit."""
+    def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int, force: bool = False) -> Plan | None:
+        """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit,
+        unless ``force`` (an exact GPU count asked for: the plan is shown with a negative headroom)."""
         found = self._stages(gpu, engine, tp, pp)
-        if found is None:
-            return None
-        layer_bytes, first, last, sizes = found
         arch, loads = self.arch, self.loads
+        if found is None:
+            if not force or pp > arch.num_layers:
+                return None
+            layer_bytes, _ = _per_gpu_layers(arch, loads, tp, self.context, self.concurrency, self.kv)
+            first = loads.first_extra / tp
+            last = (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
+            sizes = (_balanced(layer_bytes, first, last, pp) if pp > 1 else None) or [arch.num_layers]
+            found = (layer_bytes, first, last, sizes)
+        layer_bytes, first, last, sizes = found
         kv, state = _cache_per_layer(arch, self.context, self.concurrency, self.kv, tp)
         _, balanced = _per_gpu_layers(arch, loads, tp, self.context, self.concurrency, self.kv)
         if pp > 1:
             if pp not in balanced:
                 balanced[pp] = _balanced(layer_bytes, first, last, pp)
             sizes = balanced[pp] or sizes
-        activations = engine.activation_bytes(arch, tp)
-        usable = engine.usable_bytes(gpu)
+        repack = self._repack(gpu, engine, tp) or [0.0] * arch.num_layers
+        activations = engine.activation_bytes(arch, tp, gpu)
+        usable = engine.usable_bytes(gpu, tp)
         stages, start = [], 0
-        overhead = engine.fixed_overhead_gib * GIB
+        overhead = engine.overhead_bytes(gpu, tp)
         for k, size in enumerate(sizes):
             idx = range(start, start + size)
-            w = sum(loads.layer_weights[i] for i in idx) / tp + (first if k == 0 else 0.0) + \
+            w = sum(loads.layer_weights[i] / tp + repack[i] for i in idx) + (first if k == 0 else 0.0) + \
                 (last if k == pp - 1 else 0.0)
             kvb, st = sum(kv[i] for i in idx), sum(state[i] for i in idx)
             total = w + kvb + st + activations + overhead
@@ -345,6 +369,22 @@ class PlanSearch:
                     usable_gib=(usable + overhead) / GIB, headroom_gib=(usable + overhead) / GIB - largest)
 
 
+def stage_weights(arch: Architecture, fmt: str, tp: int, pp: int) -> list[tuple[range, float]]:
+    """(decoder layers, weight bytes on one GPU) of each of ``pp`` stages split to minimise the largest stage, fit
+    or not (the engine start-up model reports a plan that does not fit too); ``pp`` at most the layer count."""
+    loads = _weight_loads(arch, fmt)
+    pp = max(1, min(pp, arch.num_layers))
+    first, last = loads.first_extra / tp, (loads.last_extra + (loads.tied_copy if pp > 1 else 0.0)) / tp
+    layer_bytes = [w / tp for w in loads.layer_weights]
+    sizes = _balanced(layer_bytes, first, last, pp) if pp > 1 else [arch.num_layers]
+    out, start = [], 0
+    for k, size in enumerate(sizes or [arch.num_layers]):
+        w = sum(layer_bytes[start:start + size]) + (first if k == 0 else 0.0) + (last if k == len(sizes) - 1 else 0.0)
+        out.append((range(start, start + size), w))
+        start += size
+    return out
+
+
 def check_context(arch: Architecture, context: int) -> None:
     if context <= 0:
         raise ContextTooLongError(f"context must be a positive token count, got {context}")
@@ -356,7 +396,7 @@ def check_context(arch: Architecture, context: int) -> None:
 def _lower_bound(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads) -> int:
     """No deployment of fewer GPUs can hold the weights: each GPU takes at most its budget (with the smallest
     activation allowance any TP size gets), so n >= total weights / budget. Skipping those n is exact."""
-    budget = engine.usable_bytes(gpu) - engine.activation_bytes(arch, 64)
+    budget = engine.usable_bytes(gpu, 1) - engine.activation_bytes(arch, 64, gpu)
     total = sum(loads.layer_weights) + loads.first_extra + loads.last_extra
     return max(1, math.ceil(total / budget)) if budget > 0 else 1
 

@@ -31,7 +31,8 @@ class SizingReport(CamelRecord):
     model_type: str
     tensor_parallel: int
     parameters: float  # billions
-    active_parameters: float
+    active_parameters: float  # MoE: total minus the routed experts a token skips (embedding lookup included)
+    #: the model-card convention: the embedding lookup left out (gpt-oss-120b: 5.13B; activeParameters 5.71B)
     parameter_counts: ParameterCounts
     layers: dict[str, int]  # decoder layers per mixer kind, plus "total"
     mlp_layers: dict[str, int]
@@ -46,6 +47,7 @@ class SizingReport(CamelRecord):
     kv_cache_gib_per_request: list[KVRow] = alias("kvCacheGiBPerRequest")
     recurrent_state_gib_per_request: float = alias("recurrentStateGiBPerRequest")
     recurrent_state_bytes_per_request: int
+    active_parameters_model_card: float = 0.0
 
 
 def _per_token(value: float) -> float | int:
@@ -62,11 +64,17 @@ def size_model(arch: Architecture, tensor_parallel: int = 1, contexts: tuple[int
         raise ValueError(f"contexts must be positive token counts, got {list(contexts)}")
     counts = count_parameters(arch, checkpoint)
     weights: dict[str, float | None] = {fmt: round(weight_bytes(arch, fmt) / GIB, 2) for fmt in WEIGHT_FORMATS}
-    weights["native"] = None if arch.native.unsupported else round(weight_bytes(arch, "native") / GIB, 2)
+    native_bytes = None if arch.native.unsupported else weight_bytes(arch, "native")
+    weights["native"] = None if native_bytes is None else round(native_bytes / GIB, 2)
     native_source = arch.native.source
     if checkpoint is not None and checkpoint.total_bytes:
         weights["native"] = round(checkpoint.total_bytes / GIB, 2)
         native_source = f"checkpoint size ({checkpoint.source})"
+        if native_bytes is not None:  # the config model against the file: how far the arithmetic is off
+            counts = counts.model_copy(update=dict(
+                config_native_bytes=int(native_bytes),
+                checkpoint_bytes_difference_pct=round((native_bytes - checkpoint.total_bytes)
+                                                      / checkpoint.total_bytes * 100, 3)))
     tp = tensor_parallel
     per_token = {dtype: _per_token(kv_bytes_per_token(arch, dtype, tp)) for dtype in ("bf16", "fp8", "q8_0", "q4_0")}
     rows = [
@@ -81,6 +89,7 @@ def size_model(arch: Architecture, tensor_parallel: int = 1, contexts: tuple[int
         model=arch.model, model_type=arch.model_type, tensor_parallel=tp,
         architecture_source=arch.architecture_source, notes=list(arch.notes), native_unsupported=arch.native.unsupported,
         parameters=counts.total / 1e9, active_parameters=counts.active / 1e9, parameter_counts=counts,
+        active_parameters_model_card=counts.active_model_card / 1e9,
         layers=layers, mlp_layers=arch.mlp_counts(), max_context=arch.max_context,
         native_format=arch.native.weight_format + (f"+{arch.native.expert_format} experts"
                                                    if arch.native.expert_format else ""),

@@ -40,7 +40,9 @@ class Role(StrEnum):
     SSM_OUT = "ssm_out"
     SSM_CONV = "ssm_conv1d"
     NORM = "norm"  # 1-D tensors: norms, biases, A_log, dt_bias, sinks; never quantized
-    VISION = "vision"
+    POSITION = "position_embd"  # a learned position table (GPT-2, OPT): never quantized, llama.cpp keeps it F16
+    VISION = "vision"  # vision tower and projector (and a Whisper-style audio encoder, AUDIO below)
+    AUDIO = "audio"
 
 
 #: Roles that are linear-layer weight matrices, i.e. what FP8/INT8/NVFP4/MXFP4/AWQ quantize.
@@ -53,6 +55,9 @@ LINEAR_ROLES = frozenset(
     }
 )
 EXPERT_ROLES = frozenset({Role.FFN_GATE_EXPS, Role.FFN_UP_EXPS, Role.FFN_DOWN_EXPS})
+#: Multimodal towers: counted apart, 16-bit in every format we quantize ourselves (llama.cpp's mmproj file, vLLM
+#: leaves them unquantized); in the native format only the checkpoint's own scheme decides.
+TOWER_ROLES = frozenset({Role.VISION, Role.AUDIO})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,10 @@ class Tensor:
     @property
     def is_routed_expert(self) -> bool:
         return self.role in EXPERT_ROLES
+
+    @property
+    def is_tower(self) -> bool:
+        return self.role in TOWER_ROLES
 
 
 def matrix(prefix: str, name: str, role: Role, out_features: int, in_features: int, layer: int | None,

@@ -1,4 +1,5 @@
-"""First-order speed estimates for a plan: decode is bandwidth-bound, prefill compute-bound.
+"""Speed of a plan as the engine delivers it (``engine_speed``: roofline plus fixed per-layer costs, fitted on the
+calibration set) with the calibration's error bands, and the roofline helpers that model reuses.
 
 - Decode step time = bytes read per step / (memory bandwidth x efficiency), summed over pipeline stages (one
   request passes every stage in turn). Bytes per step = the weights a step touches (dense: all; MoE: shared parts
@@ -17,18 +18,24 @@ import math
 
 from .architecture import Architecture
 from .engines import Engine
-from .formats import tensor_bits
 from .gpus import GPU
-from .kv_cache import cache_bytes
-from .layers import FullAttention, MLAAttention, MoE
 from .placement import Placement, Plan
 from .record import CamelRecord, record
-from .units import GB
+from .roofline import (  # noqa: F401 - re-exported: the names other modules and tests import from here
+    _active_params,
+    _attention_flops_per_token,
+    _cache_bytes_per_request,
+    _step_bytes,
+    peak_flops,
+)
 
 DISCRETE_BANDWIDTH_EFFICIENCY = 0.6
 UNIFIED_BANDWIDTH_EFFICIENCY = 0.75
 PREFILL_MFU = 0.5
 TTFT_PROMPT = 4096
+
+
+Range = tuple[float, float] | None
 
 
 @record
@@ -39,178 +46,81 @@ class Throughput(CamelRecord):
     ttft_prompt_tokens: int = TTFT_PROMPT
     batch: int
     aggregate_tokens_per_s: float | None  # decode, all ``batch`` requests together
-    max_concurrent_requests: int  # at the placement's context, on this plan
+    max_concurrent_requests: int  # requests of the context the engine serves at once on this plan
     bandwidth_efficiency: float
     mfu: float
     notes: str
+    # issue #22: the calibration's spread (measured / predicted) around each figure
+    decode_tokens_per_s_range: Range = None
+    prefill_tokens_per_s_range: Range = None
+    ttft_ms_range: Range = None
+    aggregate_tokens_per_s_range: Range = None
+    decode_step_ms: float | None = None  # one batch-1 step: max(bandwidth, compute) + fixed costs
+    fixed_step_ms: float | None = None  # the fixed part: launches, routing, all-reduces
 
 
-def _bandwidth(gpu: GPU) -> float | None:
-    if gpu.bandwidth_gbs is None:
+def _range(value: float | None, band: tuple[float, float]) -> Range:
+    """``value`` times the band's (low, high) measured / predicted factors."""
+    if value is None:
         return None
-    eff = UNIFIED_BANDWIDTH_EFFICIENCY if gpu.kind in ("apple", "unified") else DISCRETE_BANDWIDTH_EFFICIENCY
-    return gpu.bandwidth_gbs * GB * eff
-
-
-def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
-    """Dense tensor FLOPS for the format's compute type. GeForce headline rates use FP16 accumulate; the FP32
-    accumulation engines use runs at half that (``shared/reference/gpus/NOTES.md``)."""
-    tflops = None
-    if native and weight_format in ("nvfp4", "mxfp4") and gpu.fp4_tflops_dense:
-        tflops = gpu.fp4_tflops_dense
-    elif native and weight_format in ("fp8", "int8", "nvfp4", "mxfp4") and gpu.fp8_tflops_dense:
-        tflops = gpu.fp8_tflops_dense
-    elif gpu.fp16_tflops_dense:
-        tflops = gpu.fp16_tflops_dense
-    if tflops is None:
-        return None
-    if gpu.kind == "consumer" and gpu.vendor == "NVIDIA":
-        tflops /= 2
-    return tflops * 1e12
-
-
-def tp_efficiency(tp: int) -> float:
-    return 1 - 0.05 * math.log2(tp)
-
-
-#: (id(arch), format) -> (arch, per-tensor terms of :func:`_step_bytes`, {batch: bytes}); identity-keyed like
-#: placement's weight loads (perf #14: setups and exports estimate the same model and format many times)
-_STEP_CACHE: dict[tuple[int, str], tuple[Architecture, list[tuple[float, int, int, float]], dict[int, float]]] = {}
-
-
-def _step_terms(arch: Architecture, fmt: str) -> list[tuple[float, int, int, float]]:
-    """Per tensor: (bytes, experts, top-k, bits) -- experts 0 for a non-routed tensor, -1 for the token embedding."""
-    terms = []
-    for t, b in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
-        if t.role == "token_embd":
-            terms.append((float(t.cols), -1, 0, b))
-        elif t.is_routed_expert and t.layer is not None:
-            mlp = arch.layers[t.layer].mlp
-            assert isinstance(mlp, MoE)
-            terms.append((t.numel * b / 8, mlp.num_experts, mlp.top_k, b))
-        else:
-            terms.append((t.numel * b / 8, 0, 0, b))
-    return terms
-
-
-def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
-    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together)."""
-    key = (id(arch), fmt)
-    hit = _STEP_CACHE.get(key)
-    if hit is None or hit[0] is not arch:
-        if len(_STEP_CACHE) > 4096:
-            _STEP_CACHE.clear()
-        hit = _STEP_CACHE[key] = (arch, _step_terms(arch, fmt), {})
-    totals = hit[2]
-    if batch not in totals:
-        total = 0.0
-        for nbytes, e, k, b in hit[1]:
-            if e > 0:
-                nbytes *= (e * (1 - (1 - k / e) ** batch)) / e
-            elif e < 0:
-                nbytes = batch * nbytes * b / 8  # a lookup reads one row (``nbytes`` holds the columns) per sequence
-            total += nbytes
-        totals[batch] = total
-    return totals[batch]
-
-
-_FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}
-
-
-def _attention_flops_per_token(arch: Architecture, context: int) -> float:
-    """Causal attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens."""
-    hit = _FLOPS_CACHE.get((id(arch), context))
-    if hit is None or hit[0] is not arch:
-        if len(_FLOPS_CACHE) > 4096:
-            _FLOPS_CACHE.clear()
-        hit = _FLOPS_CACHE[(id(arch), context)] = (arch, _compute_attention_flops(arch, context))
-    return hit[1]
-
-
-def _compute_attention_flops(arch: Architecture, context: int) -> float:
-    flops = 0.0
-    for layer in arch.layers:
-        m = layer.mixer
-        if isinstance(m, FullAttention):
-            span = m.cached_tokens(context) / 2
-            flops += 2 * span * m.num_heads * (m.head_dim + m.vdim)
-        elif isinstance(m, MLAAttention):
-            flops += 2 * (context / 2) * m.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-    return flops
-
-
-_ACTIVE_CACHE: dict[int, tuple[Architecture, float]] = {}
-
-
-def _active_params(arch: Architecture) -> float:
-    hit = _ACTIVE_CACHE.get(id(arch))
-    if hit is None or hit[0] is not arch:
-        if len(_ACTIVE_CACHE) > 4096:
-            _ACTIVE_CACHE.clear()
-        total = sum(t.numel for t in arch.tensors if t.role != "token_embd")
-        hit = _ACTIVE_CACHE[id(arch)] = (arch, total - sum(layer.inactive_params(arch.hidden_size)
-                                                           for layer in arch.layers))
-    return hit[1]
+    low, high = band
+    return (value * low, value * high)
 
 
 def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement, batch: int | None = None) -> Throughput:
+    """Decode (one request, and ``batch`` requests together: by default the placement's concurrency), prefill and
+    TTFT of the placement's plan, each with its calibration band; ``max_concurrent_requests`` is what the engine
+    serves at once at the placement's context (its KV pool, capped by vLLM's max_num_seqs)."""
+    from .calibration import band
+    from .deployment import served_concurrency, startup_for_plan
+    from .engine_speed import (
+        PREFILL_MFU,
+        bandwidth_efficiency,
+        decode_step,
+        family,
+        prefill_tokens_per_s,
+        ttft_ms,
+    )
+
     plan: Plan | None = placement.plan
-    batch = batch or placement.concurrency
-    bandwidth = _bandwidth(gpu)
-    eff = UNIFIED_BANDWIDTH_EFFICIENCY if gpu.kind in ("apple", "unified") else DISCRETE_BANDWIDTH_EFFICIENCY
-    notes = []
+    mfu = PREFILL_MFU[family(engine)]
     if plan is None:
-        return Throughput(decode_tokens_per_s=None, prefill_tokens_per_s=None, ttft_ms=None, batch=batch,
-                          aggregate_tokens_per_s=None, max_concurrent_requests=0, bandwidth_efficiency=eff,
-                          mfu=PREFILL_MFU, notes="no deployment")
-    tp = plan.tensor_parallel
-    if bandwidth:
-        bandwidth *= tp_efficiency(tp)
-    fmt = placement.format
-    context = placement.context
-    per_request_cache = _cache_bytes_per_request(arch, context, placement.kv_cache_dtype, tp)  # per TP rank, all stages
+        return Throughput(decode_tokens_per_s=None, prefill_tokens_per_s=None, ttft_ms=None,
+                          batch=batch or placement.concurrency, aggregate_tokens_per_s=None, max_concurrent_requests=0,
+                          bandwidth_efficiency=0.0, mfu=mfu, notes="no deployment")
+    tp, pp, fmt, context = plan.tensor_parallel, plan.pipeline_parallel, placement.format, placement.context
+    native, kv = placement.native_support, placement.kv_cache_dtype
+    served = served_concurrency(startup_for_plan(arch, gpu, engine, placement), engine, gpu)
+    batch = batch or placement.concurrency
+    notes = []
+    one = decode_step(arch, gpu, engine, fmt, tp, pp, context, 1, kv, native, plan.nodes)
+    many = decode_step(arch, gpu, engine, fmt, tp, pp, context, batch, kv, native, plan.nodes) if batch > 1 else one
     decode = aggregate = None
-    if bandwidth:
-        one = _step_bytes(arch, fmt, 1) / tp + per_request_cache
-        decode = bandwidth / one
-        many = _step_bytes(arch, fmt, batch) / tp + batch * per_request_cache
-        aggregate = batch * bandwidth / many
+    if one is not None and many is not None:
+        decode, aggregate = 1000 / one.total_ms, batch * 1000 / many.total_ms
     else:
         notes.append("no bandwidth figure for this GPU")
-    flops = peak_flops(gpu, placement.weight_format, placement.native_support)
-    prefill = ttft = None
-    if flops:
-        per_token = 2 * _active_params(arch) + _attention_flops_per_token(arch, TTFT_PROMPT)
-        prefill = flops * PREFILL_MFU * tp * tp_efficiency(tp) / per_token
-        ttft = TTFT_PROMPT / prefill * 1000
-    else:
+    prefill = prefill_tokens_per_s(arch, gpu, engine, fmt, tp, TTFT_PROMPT, native)
+    ttft = ttft_ms(arch, gpu, engine, fmt, tp, pp, TTFT_PROMPT, native, plan.nodes)
+    if prefill is None:
         notes.append("no tensor-FLOPS figure for this GPU")
-    if plan.pipeline_parallel > 1:
-        notes.append("pipeline stages run one after another for a single request; no micro-batch overlap assumed")
+    if pp > 1:
+        notes.append("pipeline stages run one after another for a single request")
+    decode_band = band("decode", engine.id, gpu, arch)
     return Throughput(decode_tokens_per_s=decode, prefill_tokens_per_s=prefill, ttft_ms=ttft, batch=batch,
-                      aggregate_tokens_per_s=aggregate, max_concurrent_requests=max_concurrency(plan, placement),
-                      bandwidth_efficiency=eff, mfu=PREFILL_MFU, notes="; ".join(notes))
-
-
-_REQUEST_CACHE: dict[tuple, tuple[Architecture, float]] = {}
-
-
-def _cache_bytes_per_request(arch: Architecture, context: int, kv_dtype: str, tp: int) -> float:
-    key = (id(arch), context, kv_dtype, tp)
-    hit = _REQUEST_CACHE.get(key)
-    if hit is None or hit[0] is not arch:
-        if len(_REQUEST_CACHE) > 4096:
-            _REQUEST_CACHE.clear()
-        b = cache_bytes(kv_dtype)
-        hit = _REQUEST_CACHE[key] = (arch, sum(layer.mixer.kv_bytes_per_request(context, b, tp)
-                                               + layer.mixer.state_bytes(tp)
-                                               for layer in arch.layers if layer.mixer is not None))
-    return hit[1]
+                      aggregate_tokens_per_s=aggregate, max_concurrent_requests=served,
+                      bandwidth_efficiency=bandwidth_efficiency(engine, gpu), mfu=mfu, notes="; ".join(notes),
+                      decode_tokens_per_s_range=_range(decode, decode_band),
+                      prefill_tokens_per_s_range=_range(prefill, band("prefill", engine.id, gpu, arch)),
+                      ttft_ms_range=_range(ttft, band("ttft", engine.id, gpu, arch)),
+                      aggregate_tokens_per_s_range=_range(aggregate, decode_band),
+                      decode_step_ms=one.total_ms if one else None, fixed_step_ms=one.fixed_ms if one else None)
 
 
 def max_concurrency(plan: Plan, placement: Placement) -> int:
-    """Requests of ``context`` tokens the plan holds at once: each stage's free memory over what one request
-    costs on that stage; the tightest stage decides."""
+    """Requests of ``context`` tokens the plan holds at once by the planner's own budget (each stage's free memory
+    over what one request costs there; the tightest stage decides). The engine's own figure is
+    ``deployment.startup_for_plan(...).max_concurrency``."""
     best = math.inf
     for stage in plan.stages:
         per_request = (stage.kv_cache + stage.recurrent_state) / placement.concurrency

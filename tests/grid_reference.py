@@ -103,7 +103,7 @@ def support_table(gpus: Iterable[GPU], models: dict[str, Architecture]) -> pl.Da
         for engine_id in engines_for(gpu):
             engine = ENGINES[engine_id]
             for model_id, arch in models.items():
-                activation = engine.activation_bytes(arch, 1)
+                activation = engine.activation_bytes(arch, 1, gpu)
                 for fmt in GRID_FORMATS:
                     s = engine.supports(gpu, fmt, arch)
                     rows.append({"gpu_id": gpu.id, "engine": engine_id, "model_id": model_id, "format": fmt,

@@ -150,3 +150,19 @@ def test_bad_flags() -> None:
     assert out.returncode == 2 and "--contexts" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     out = vramlab("size", "kimi-k3.1-pro", "--tensor-parallel", "0")
     assert out.returncode != 0 and "must be >= 1" in out.stderr
+
+
+def test_unknown_native_format_gives_null_totals_not_a_traceback(tmp_path: Path) -> None:
+    """Issue #25: a checkpoint whose quantization we cannot read (here a made-up method) still sizes: the native
+    weights and the native totals are null, every other format has its total (before: TypeError None + float)."""
+    path = _config(tmp_path, quantization_config={"quant_method": "not_a_method", "bits": 4})
+    out = vramlab("size", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["weightsGiB"]["native"] is None and "not_a_method" in data["nativeUnsupported"]
+    for row in data["totalsGiB"]:
+        assert row["byFormat"]["native"] is None
+        kv = next(r["bf16"] for r in data["kvCacheGiBPerRequest"] if r["context"] == row["context"])
+        assert row["byFormat"]["bf16"] == round(data["weightsGiB"]["bf16"] + kv, 2)
+    table = vramlab("size", str(path))
+    assert table.returncode == 0 and "Traceback" not in table.stderr, table.stderr

@@ -83,7 +83,10 @@ def test_llama_cpp_and_sglang_commands() -> None:
 
 def test_engine_usable_memory_rules() -> None:
     h100 = get_gpu("h100")
-    assert get_engine("vllm").usable_bytes(h100) == pytest.approx(0.9 * 81_559 * 2**20 - 1 * GIB)
+    # 0.9 x (81,559 MiB as nvidia-smi shows - 0.46 GiB CUDA does not report) - 0.15 GiB non-torch memory (TP 1)
+    assert get_engine("vllm").usable_bytes(h100) == pytest.approx(0.9 * (81_559 * 2**20 - 0.46 * GIB) - 0.15 * GIB)
+    # TP 4: 0.15 GiB more non-torch memory (NCCL buffers) per further rank: 0.15 + 3 x 0.15 = 0.6 GiB
+    assert get_engine("vllm").usable_bytes(h100, 4) == pytest.approx(0.9 * (81_559 * 2**20 - 0.46 * GIB) - 0.6 * GIB)
     mac = get_gpu("mac-m5-max-128")
     assert get_engine("llama.cpp").usable_bytes(mac) == pytest.approx(96 * GIB - 0.3 * GIB)
     with pytest.raises(SizingError, match="unknown engine"):

@@ -93,7 +93,11 @@ def full_run(published: dict) -> dict:
     tmp, first = published["tmp"], published["result"]
     con = duckdb.connect(str(tmp / "vramlab.duckdb"), read_only=True)
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-              for t in ("fetch_log", "price_observations", "offers_current", "gpus", "models", "model_revisions")}
+              for t in ("price_observations", "offers_current", "gpus", "models", "model_revisions")}
+    # price sources' attempts and the Hub's (source hub:<repo>, in DuckDB too since issue #27)
+    counts["fetch_log"], counts["hub_attempts"] = con.execute(
+        "SELECT count(*) FILTER (WHERE NOT starts_with(source, 'hub:')), count(*) FILTER (WHERE starts_with(source, "
+        "'hub:')) FROM fetch_log").fetchall()[0]
     con.close()
     return {"tmp": tmp, "first": first, "counts": counts}
 
@@ -102,6 +106,7 @@ def test_full_graph_materializes_on_replay(full_run: dict) -> None:
     assert full_run["first"].success
     counts = full_run["counts"]
     assert counts["fetch_log"] == len(PRICE_SOURCES) + 1
+    assert counts["hub_attempts"] == counts["model_revisions"] == 42  # one attempt per Hub model (one is a spec)
     assert counts["price_observations"] == counts["offers_current"] > 3000
     assert counts["gpus"] >= 50 and counts["models"] == 43 and counts["model_revisions"] == 42
     evaluations = {(e.asset_key.to_user_string(), e.check_name): e for e in full_run["first"].get_asset_check_evaluations()}
@@ -121,7 +126,10 @@ def test_second_run_of_the_same_hour_adds_no_duplicates(full_run: dict) -> None:
     con = duckdb.connect(str(full_run["tmp"] / "vramlab.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0] == \
         full_run["counts"]["price_observations"]
-    assert con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0] == full_run["counts"]["fetch_log"]
+    prices, hub = con.execute("SELECT count(*) FILTER (WHERE NOT starts_with(source, 'hub:')), "
+                              "count(*) FILTER (WHERE starts_with(source, 'hub:')) FROM fetch_log").fetchall()[0]
+    assert prices == full_run["counts"]["fetch_log"]  # the replayed price fetches are not loaded twice
+    assert hub == 2 * full_run["counts"]["hub_attempts"]  # every Hub attempt is logged (the second: unchanged)
     assert con.execute("SELECT count(*) FROM model_revisions").fetchall()[0][0] == 42
     con.close()
     md = again.asset_materializations_for_node("core__price_observations")[0].metadata

@@ -150,3 +150,30 @@ def test_cheapest_cli_reads_the_snapshot(published: dict) -> None:
     assert table.returncode == 0 and "provider" in table.stdout and "native" in table.stdout
     missing = vramlab("cheapest", "no-such-model", "--data-dir", str(published["tmp"]))
     assert missing.returncode == 2 and "not in snapshot" in missing.stderr
+
+
+def test_checkpoint_bytes_published_for_every_recorded_index(published: dict) -> None:
+    """Issue #25: parameterCounts.checkpointBytes was null in 43 of 43 published models: the export passed only
+    safetensors-header facts, and the replay recorded neither headers nor an index for any tracked model. Now the
+    index's total_size (recorded for every tracked model with a sourced one) is published with the parameters it
+    implies and the config model's difference; models without an index keep nulls."""
+    from pipeline.sources.replay import REPLAY_ROOT
+
+    recorded = {p.name.removesuffix(".model.safetensors.index.json").replace("__", "/", 1):
+                json.loads(p.read_text())["metadata"]["total_size"]
+                for p in (REPLAY_ROOT / "hub" / "index").glob("*.json")}
+    assert len(recorded) >= 10
+    models = [json.loads(p.read_text()) for p in (published["tmp"] / "exports" / "latest" / "models").glob("*.json")]
+    seen = 0
+    for m in models:
+        counts = m["parameterCounts"]
+        if m["repo"] in recorded:
+            seen += 1
+            total = recorded[m["repo"]]
+            assert counts["checkpointBytes"] == total and counts["checkpointParameters"] == total // 2, m["id"]
+            assert counts["checkpointBytesDifferencePct"] == 0.0 and counts["differencePct"] == 0.0, m["id"]
+            assert m["weightsGiB"]["native"] == round(total / 2**30, 2)
+        else:
+            assert counts["checkpointBytes"] is None
+        assert m["activeParametersModelCard"] <= m["activeParameters"]
+    assert seen == len(recorded)

@@ -221,3 +221,21 @@ def test_discovery_sizes_what_it_finds_and_says_how(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", "many")
     with pytest.raises(ValueError, match="VRAMLAB_DISCOVERY_MIN_DOWNLOADS"):
         ingest_hub(tmp_path / "again", replay=True, discovery=True, client=c)
+
+
+def test_index_total_size_is_recorded_and_reported(tmp_path: Path) -> None:
+    """Issue #25: a revision's model.safetensors.index.json total_size is recorded with the revision and reported
+    as parameterCounts.checkpointBytes, with the parameters it implies for a BF16 checkpoint (total_size / 2) and
+    the difference from the config model. Qwen3-8B's index says 16,381,470,720 bytes: 8,190,735,360 BF16
+    parameters, exactly the config arithmetic."""
+    http, _ = client()
+    log, model = ingest_model(entry("Qwen/Qwen3-8B"), http, tmp_path, HubState(tmp_path))
+    assert log.outcome == "ok" and model is not None
+    assert model.checkpoint_bytes == 16_381_470_720
+    assert model.checkpoint_headers is None  # the recorded index has no weight_map: no shard headers are read
+    counts = size_entry(entry("Qwen/Qwen3-8B"), model).parameter_counts
+    assert counts.checkpoint_bytes == 16_381_470_720
+    assert counts.checkpoint_parameters == 16_381_470_720 // 2 == counts.config_total
+    assert counts.checkpoint_parameters_source == "index total_size / 2 bytes" and counts.difference_pct == 0.0
+    assert counts.checkpoint_bytes_difference_pct == 0.0 and counts.config_native_bytes == 16_381_470_720
+    assert counts.used == "config"  # an index-derived count never replaces the arithmetic

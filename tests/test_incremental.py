@@ -250,10 +250,11 @@ def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytes
     assert md["gpus_replanned"] == 1 and md["placement_cache"].split("Re-planned GPUs:")[1].strip(" .") == gpu_id
     assert md["placements_computed"] > 0
     after = _query(world["db"], rate_sql.format(gpu_id))
-    # bandwidth does not change placements or prices, so the same setups rank; decode speed is bandwidth-bound:
-    # twice the bandwidth, twice the tokens per second (rounded to 0.01 in the table)
+    # bandwidth does not change placements or prices, so the same setups rank; a decode step is the weights and
+    # cache read at the bandwidth plus fixed per-layer costs (engine_speed, issue #22): twice the bandwidth halves
+    # the first part only, so every setup gets faster, by less than 2x
     assert [a[:4] for a in after] == [b[:4] for b in before] and len(after) > 10
-    assert all(a[4] == pytest.approx(2 * b[4], abs=0.02) for a, b in zip(after, before, strict=True))
+    assert all(b[4] < a[4] < 2 * b[4] for a, b in zip(after, before, strict=True))
     assert _query(world["db"], f"SELECT * EXCLUDE (computed_at) FROM cheapest_setups WHERE gpu_id <> '{gpu_id}' "
                                "ORDER BY ALL") == others
 

@@ -75,3 +75,10 @@ def test_removed_and_stale_offers(tmp_path: Path) -> None:
     assert con.execute("SELECT bool_and(stale) FROM offers_current").fetchall() == [(True,)]
     fresh = source_freshness(con, later + timedelta(hours=25))[0]
     assert fresh["stale"] and fresh["age_hours"] == 25
+
+
+def test_fetch_sequence_is_filled_in_for_rows_loaded_without_it(tmp_path: Path) -> None:
+    con = connect(tmp_path / "db.duckdb")
+    load_fetch_log(con, [fetch(T0)])  # as before migration 021: no line number
+    load_fetch_log(con, [fetch(T0)], [7])  # the next core__fetch_log reads the same line
+    assert con.execute("SELECT fetch_seq FROM fetch_log").fetchall() == [(7,)]

@@ -39,10 +39,12 @@ def _end_to_end_tokens_per_s(speed, prompt: int, output: int, batch: int) -> flo
 def test_nim_llama_70b_fp8_tp2_h100_single_request() -> None:
     """NVIDIA NIM LLM benchmarking (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance), Llama-3.3-70B
     (Llama-3.1-70B's shapes), 2 x H100 80GB, FP8, TP2, 5,000 in / 500 out, concurrency 1: ITL 18.58 ms,
-    TTFT 406.77 ms. Within 25%: the roofline with 0.6 bandwidth efficiency is calibrated on this figure."""
+    TTFT 406.77 ms. NIM serves this model with TensorRT-LLM, whose per-layer costs are below vLLM's; our vLLM
+    estimate (engine_speed, calibrated on vLLM/SGLang/llama.cpp: ~25.6 ms) may be up to 1.5x slower, the decode
+    tolerance of docs/calibration.md, and not faster."""
     speed, _ = _placed(arch("meta-llama__Llama-3.1-70B"), "h100", "fp8", tp=2, context=5500, batch=1)
     itl_ms = 1000 / speed.decode_tokens_per_s
-    assert itl_ms == pytest.approx(18.58, rel=0.25)
+    assert 18.58 <= itl_ms <= 18.58 * 1.5
     ttft_ms = 5000 / speed.prefill_tokens_per_s * 1000
     assert ttft_ms == pytest.approx(406.77, rel=0.5)  # MFU 0.5 is generic, not calibrated per model
 

@@ -35,7 +35,7 @@ OURS = {
     "mac-m5-max-128": {"native": None, "bf16": 92, "fp8": 31, "q4_k_m": 19},
     "strix-halo": {"native": None, "bf16": 92, "fp8": 31, "q4_k_m": 19},
     "dgx-spark": {"native": None, "bf16": 47, "fp8": 31, "q4_k_m": 16},
-    "h100": {"native": 24, "bf16": 88, "fp8": 40, "q4_k_m": 24},
+    "h100": {"native": 24, "bf16": 88, "fp8": 48, "q4_k_m": 24},
     "h200": {"native": 16, "bf16": 48, "fp8": 24, "q4_k_m": 16},
     "b200": {"native": 16, "bf16": 40, "fp8": 24, "q4_k_m": 16},
 }
@@ -63,7 +63,7 @@ WHY = {
     ("strix-halo", "bf16"): "whole-layers", ("strix-halo", "fp8"): "unified-share",
     ("strix-halo", "q4_k_m"): "unified-share",
     ("dgx-spark", "bf16"): "unified-share", ("dgx-spark", "fp8"): "unified-share",
-    ("h100", "bf16"): "pp-across-nodes", ("h100", "fp8"): "pp-across-nodes",
+    ("h100", "bf16"): "pp-across-nodes",
     ("b200", "bf16"): "pp-across-nodes",
 }
 

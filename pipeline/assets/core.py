@@ -15,7 +15,7 @@ from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
 from pipeline.sources.huggingface import HubModel, HubState, discovered_entries, load_watchlist
-from pipeline.sources.landing import read_log, read_log_report
+from pipeline.sources.landing import read_log_report
 from pipeline.storage.checkpoints import load_checkpoint_headers
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import (
@@ -70,9 +70,9 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     report = read_log_report(vramlab.settings.data_dir)
     for number, text in report.torn:
         context.log.warning(f"raw/fetch_log.jsonl line {number} is torn (a crash or a full disk?), skipped: {text!r}")
-    entries = [e for e in report.entries if not e.source.startswith("hub:")]
-    with store(duckdb) as con:
-        new = load_fetch_log(con, entries)
+    kept = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if not e.source.startswith("hub:")]
+    with store(duckdb) as con:  # the price sources' attempts (the Hub's are loaded by core__models, after its step)
+        new = load_fetch_log(con, [e for e, _ in kept], [n for _, n in kept])
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
         schema = column_schema(con, "fetch_log")
         # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason (#16)
@@ -254,13 +254,17 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
     s = vramlab.settings
     state = HubState(s.data_dir)
     watchlist = load_watchlist()
-    last_log = {e.source: e for e in read_log(s.data_dir) if e.source.startswith("hub:")}
+    report = read_log_report(s.data_dir)
+    hub = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if e.source.startswith("hub:")]
+    last_log = {e.source: e for e, _ in hub}
     # the watchlist and the discovered repos, as tracked_models sizes them (the published models table promises
     # every tracked model; discovered ones were missing from it)
     results = [(entry, last_log.get(f"hub:{entry.repo}"), None if entry.spec else state.latest(entry.repo))
                for entry in [*watchlist.models, *discovered_entries(s.data_dir)]]
     revisions = [HubModel.model_validate_json(p.read_text()) for p in sorted((state.root / "models").glob("*/*.json"))]
     with store(duckdb) as con:
+        # every Hub attempt in DuckDB's fetch_log too (source hub:<repo>): a failed one is not only in the file
+        load_fetch_log(con, [e for e, _ in hub], [n for _, n in hub])
         counts = load_models(con, results, revisions, datetime.now(UTC))
         counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision (sizing #11)
         present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}

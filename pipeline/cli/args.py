@@ -111,7 +111,18 @@ def _hours(text: str) -> float:
     return value
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a fraction like 0.9, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"must be above 0 and at most 1, got {text}")
+    return value
+
+
 CONTEXT = _type(_context, "context")
+FRACTION = _type(_fraction, "fraction")
 CONTEXTS = _type(_contexts, "contexts")
 POSITIVE = _type(_positive, "count")
 PRICE = _type(_price, "price")

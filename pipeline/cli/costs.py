@@ -77,6 +77,9 @@ def price_plan(result: dict[str, Any], offers: list[dict[str, Any]]) -> dict[str
         "usdPerMillionTokens": round(cost.per_million_tokens(per_hour, single), 4) if single else None,
         "batch": batch,
         "usdPerMillionTokensBatched": round(cost.per_million_tokens(per_hour, aggregate), 4) if aggregate else None,
+        "usdPerMillionTokensBatchedRange": [round(cost.per_million_tokens(per_hour, r), 4) for r in
+                                            reversed(full["aggregateTokensPerSRange"])]
+        if full.get("aggregateTokensPerSRange") else None,
         "layout": _layout(count, per_instance, tp, pp),
     }
 

@@ -14,6 +14,9 @@ from typing import Any
 from pipeline.cli.models import load_ref, model_repo
 from pipeline.cli.resolve import resolve_model
 from sizing_core import Architecture
+from sizing_core.calibration import band
+from sizing_core.deployment import exact, fewest, served_concurrency
+from sizing_core.engine_memory import EngineStartup
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, get_gpu
 from sizing_core.launch import launch_command
@@ -77,27 +80,54 @@ def _warnings(gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or Non
 
 
 def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int, engine_id: str | None,
-          kv_cache_dtype: str, substitute: bool = True) -> tuple[Placement, Engine, dict[str, str] | None]:
-    """The placement for ``fmt``; with the default engine, the export's substitute when the engine refuses."""
-    engine = get_engine(engine_id) if engine_id else default_engine(gpu)
-    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
+          kv_cache_dtype: str, substitute: bool = True, gpus: int | None = None,
+          settings: dict[str, Any] | None = None
+          ) -> tuple[Placement, Engine, dict[str, str] | None, EngineStartup | None]:
+    """The placement for ``fmt`` on the fewest GPUs (or exactly ``gpus``) with the engine's start-up figures;
+    with the default engine, the export's substitute when the engine refuses. ``settings``: the engine's start-up
+    flags (``memory_fraction``, ``max_num_batched_tokens``, ``max_num_seqs``, ``version``; None = its default)."""
+    engine = (get_engine(engine_id) if engine_id else default_engine(gpu)).with_settings(**(settings or {}))
+
+    def answer(f: str) -> tuple[Placement, EngineStartup | None]:
+        if gpus is not None:
+            return exact(arch, gpu, engine, f, gpus, context, concurrency, kv_cache_dtype)
+        return fewest(arch, gpu, engine, f, context, concurrency, kv_cache_dtype)
+
+    placed, start = answer(fmt)
     answer_with = None
-    if substitute and not placed.fits and engine_id is None and fmt != "native":
+    if substitute and not placed.fits and engine_id is None and fmt != "native" and not placed.native_support \
+            and placed.reason == placed.support_note:
         alt = substitute_format(engine.id, fmt, gpu)
         if alt != fmt:
-            other = fewest_gpus(arch, gpu, engine, alt, context, concurrency, kv_cache_dtype)
+            other, other_start = answer(alt)
             if other.fits:
                 answer_with = {"format": alt, "for": fmt, "reason": placed.support_note,
-                              "note": f"{engine.name} does not serve {fmt} here ({placed.support_note}); "
-                                      f"answered with {alt}, as the published gpusNeeded column does"}
-                placed = other
-    return placed, engine, answer_with
+                               "note": f"{engine.name} does not serve {fmt} here ({placed.support_note}); "
+                                       f"answered with {alt}, as the published gpusNeeded column does"}
+                placed, start = other, other_start
+    return placed, engine, answer_with, start
+
+
+def startup_json(start: EngineStartup | None, engine: Engine, gpu: GPU, arch: Architecture) -> dict[str, Any] | None:
+    """``engineStartup``: what the engine would log at start-up (keys are a contract: docs/cli.md), with the
+    calibration's range around the pool and its tokens, and the requests it serves at once."""
+    if start is None:
+        return None
+    low, high = band("kv", engine.id, gpu, arch)
+    kv, tokens = start.kv_cache_gib_per_gpu, start.kv_cache_tokens
+    return start.model_dump(mode="json") | {
+        "kvCacheGiBPerGpuRange": [kv * low, kv * high] if kv > 0 else None,
+        "kvCacheTokensRange": [round(tokens * low), round(tokens * high)] if tokens > 0 else None,
+        "weightsGiBPerGpuRange": [start.weights_gib_per_gpu * x for x in band("weights", engine.id, gpu, arch)],
+        "servedConcurrency": served_concurrency(start, engine, gpu)}
 
 
 def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
                engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
-               arch: Architecture | None = None, repo: str | None = None, substitute: bool = True) -> dict[str, Any]:
-    """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md)."""
+               arch: Architecture | None = None, repo: str | None = None, substitute: bool = True,
+               gpus: int | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md); ``gpus``: exactly
+    that many GPUs in the engine's default layout (else the fewest); ``settings``: the engine's start-up flags."""
     if arch is None:
         if data_dir is None:
             from pipeline.settings import settings
@@ -107,8 +137,8 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         arch = load_ref(ref)
         repo = model_repo(ref, arch)
     gpu = get_gpu(gpu_id)
-    placed, engine, substitute_used = place(arch, gpu, fmt, context, concurrency, engine_id, kv_cache_dtype,
-                                            substitute)
+    placed, engine, substitute_used, start = place(arch, gpu, fmt, context, concurrency, engine_id,
+                                                   kv_cache_dtype, substitute, gpus, settings)
     plan = placed.plan
     throughput = estimate(arch, gpu, engine, placed) if plan else None
     batched = None
@@ -131,8 +161,10 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         "launch": launch.model_dump(mode="json") if launch else None,
         "throughputAtMaxConcurrency": None if throughput is None else {
             "batch": batched.batch if batched else throughput.batch,
-            "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s},
+            "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s,
+            "aggregateTokensPerSRange": (batched or throughput).aggregate_tokens_per_s_range},
         "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
         "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
+        "gpusAsked": gpus, "engineStartup": startup_json(start, engine, gpu, arch),
     }
 

@@ -24,6 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WATCHLIST = REPO_ROOT / "pipeline" / "data" / "watchlist.json"
 REPLAY_CONFIGS = REPO_ROOT / "pipeline" / "replay" / "hub" / "configs"
 REGISTRY = REPO_ROOT / "sizing_core" / "data" / "models"
+CALIBRATION_CONFIGS = REPO_ROOT / "sizing_core" / "data" / "calibration" / "configs"
 
 
 class ResolveError(CliError):
@@ -99,6 +100,16 @@ def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] 
         return None
 
 
+def _bundled_config(key: str) -> Path | None:
+    """A Hub repo id that is not tracked but whose config ships with the project: the Hub replay's configs, then
+    the calibration set's (``sizing_core/data/calibration/configs``, issue #22), by normalized ``org/name``."""
+    for folder in (REPLAY_CONFIGS, CALIBRATION_CONFIGS):
+        for path in sorted(folder.glob("*.json")):
+            if not path.name.endswith(".hf_quant_config.json") and norm(path.stem.replace("__", "/")) == key:
+                return path
+    return None
+
+
 def resolve_model(ref: str, data_dir: Path | None = None) -> ModelRef:
     """``ref`` as a path, registry id, watchlist id or repo id (case-insensitive); ResolveError otherwise."""
     path = Path(ref)
@@ -130,6 +141,10 @@ def resolve_model(ref: str, data_dir: Path | None = None) -> ModelRef:
             return ModelRef(id=entry["id"], repo=entry["repo"], kind="watchlist", path=bundled,
                             origin="replay bundle")
         raise ResolveError(f"{entry['id']} ({entry['repo']}) has no config yet: run `vramlab run` first")
+    bundled = _bundled_config(key) if "/" in ref else None
+    if bundled is not None:
+        return ModelRef(id=bundled.stem, repo=bundled.stem.replace("__", "/"), kind="path", path=bundled,
+                        origin=f"bundled config ({bundled.parent.parent.name}/{bundled.parent.name})")
     if "/" in ref or ref.endswith(".json"):
         raise ResolveError(f"no such file or registry id: {ref!r}, nor a tracked model"
                            f"{did_you_mean(ref, model_choices())}; `vramlab models` lists them")

@@ -97,8 +97,8 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], console: _RichC
     for c in contexts:
         over = not next(r for r in totals if r["context"] == c)["withinMaxContext"]
         table.add_column(f"total @{_ctx(c)}{'*' if over else ''}", justify="right")
-    for fmt, weights in report.weights_gib.items():
-        table.add_row(fmt, f"{weights:,.2f}", *(f"{row['byFormat'][fmt]:,.2f}" for row in totals))
+    for fmt, weights in report.weights_gib.items():  # null: a native format we cannot read (warned on stderr)
+        table.add_row(fmt, *("-" if v is None else f"{v:,.2f}" for v in (weights, *(r["byFormat"][fmt] for r in totals))))
     _show(console, table)
     kv = _table(f"KV cache per request (GiB, per GPU at TP {report.tensor_parallel})")
     for col in ("context", "bf16", "fp8"):
@@ -147,11 +147,21 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                                                "engineOverhead", "total", "headroom")))
     _show(console, table)
 
-    def fmt(v: float | None, unit: str) -> str:
-        return "n/a" if v is None else f"{v:,.1f} {unit}"
-    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s')}, prefill {fmt(speed['prefillTokensPerS'], 'tok/s')}, "
-                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms')}, "
+    def fmt(v: float | None, unit: str, span: list[float] | None = None) -> str:
+        if v is None:
+            return "n/a"
+        around = f" ({span[0]:,.0f}-{span[1]:,.0f})" if span else ""
+        return f"~{v:,.0f} {unit}{around}" if span else f"{v:,.1f} {unit}"
+    console.print(f"decode {fmt(speed['decodeTokensPerS'], 'tok/s', speed.get('decodeTokensPerSRange'))}, prefill "
+                  f"{fmt(speed['prefillTokensPerS'], 'tok/s', speed.get('prefillTokensPerSRange'))}, "
+                  f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms', speed.get('ttftMsRange'))}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
+    start = result.get("engineStartup")
+    if start:
+        console.print(f"{result['engine']} start-up per GPU: weights {start['weightsGiBPerGpu']:.2f} GiB, activation "
+                      f"peak {start['activationGiB']:.2f} GiB, KV cache {start['kvCacheGiBPerGpu']:.2f} GiB = "
+                      f"{start['kvCacheTokens']:,} tokens, {start['maxConcurrency']:g}x requests of "
+                      f"{start['maxModelLen']:,} tokens")
     _print_cost(result, console)
     console.print(f"[dim]{result['launch']['note']}[/dim]")
     console.print(result["launch"]["command"], soft_wrap=True, markup=False, highlight=False)
@@ -306,6 +316,15 @@ def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _Ri
 
 # ------------------------------------------------------------------------------------------------ cheapest
 
+def _cost_range(r: dict[str, Any]) -> str:
+    """$/1M output tokens at the served concurrency with its range (older snapshots: one request's figure)."""
+    batched = r.get("usd_per_million_tokens_batched")
+    if batched is None:
+        return _money(r.get("usd_per_million_tokens"))
+    low, high = r.get("usd_per_million_tokens_batched_low"), r.get("usd_per_million_tokens_batched_high")
+    return f"{_money(batched)} ({_money(low)}-{_money(high)})" if low and high else _money(batched)
+
+
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     """One line per rentable setup, cheapest first; the deployment shape in plain sight."""
     console = console or Console()
@@ -319,8 +338,9 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
              + (f" in {result['format']}" if result["format"] else "")
              + f", one request of {result['context']:,} tokens" + (f" ({', '.join(filters)})" if filters else ""))
     table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}); setup = instances (nodes) x "
-                                  "GPUs per instance; plan = TP x PP; $/month = 730 h; tok/s and $/1M tok = output "
-                                  "tokens, one request; verified = last seen at the source")
+                                  "GPUs per instance; plan = TP x PP; $/month = 730 h; tok/s = output tokens of one "
+                                  "request; $/1M tok = output tokens at the requests the engine serves at this "
+                                  "context, with the calibration's range; verified = last seen at the source")
     for col, just in (("setup", "left"), ("plan", "left"), ("engine", "left"), ("format", "left"),
                       ("provider region", "left"), ("$/h", "right"), ("$/month", "right"), ("tok/s", "right"),
                       ("$/1M tok", "right"), ("verified", "left")):
@@ -331,7 +351,7 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
                       f"{r['tensor_parallel']}x{r['pipeline_parallel']}", r["engine"], r["format"],
                       f"{r['provider']} {r['region'] or ''}".strip(), _money(r["price_per_hour"]),
                       _money(r["price_per_month"], 0), _num(r.get("decode_tokens_per_s")),
-                      _money(r.get("usd_per_million_tokens")), _day(r["verified_at"]))
+                      _cost_range(r), _day(r["verified_at"]))
     if not result["setups"]:
         console.print(f"{title}: no setup matches (snapshot {result['snapshot']})")
         return

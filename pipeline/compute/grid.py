@@ -172,7 +172,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     hw = gpu_table(gpus).sort("gpu_id", "engine").with_row_index("hw_idx")
     n_hw = hw.height
     gpu_by_id = {g.id: g for g in gpus}
-    # support verdicts, once per (GPU, engine, support class); activation peaks, once per (model, engine)
+    # support verdicts, once per (GPU, engine, support class); activation peaks, once per (model, GPU x engine)
     classes: dict[tuple[str, str | None, bool, bool], int] = {}
     class_arch: dict[tuple[str, str | None, bool, bool], Architecture] = {}
     mf: dict[str, list] = {k: [] for k in ("model_id", "format", "revision", "stored_format", "num_layers",
@@ -203,7 +203,8 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     engine_ids = sorted({e for e in hw["engine"]})
     engine_idx = {e: i for i, e in enumerate(engine_ids)}
     model_ids = sorted(archs)
-    activation = [float(ENGINES[e].activation_bytes(archs[m], 1)) for m in model_ids for e in engine_ids]
+    # the activation peak follows the engine's defaults on each GPU (vLLM: sequences and batched tokens by memory)
+    activation = [float(engine.activation_bytes(archs[m], 1, gpu)) for m in model_ids for gpu, engine in hw_pairs]
 
     mf = pl.DataFrame(mf, schema={"model_id": pl.String, "format": pl.String, "revision": pl.String,
                                   "stored_format": pl.String, "num_layers": pl.Int64, "support_idx": pl.Int64})\
@@ -219,7 +220,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
 
 class _Lookups(NamedTuple):
     """Per-cell look-ups by integer index: support verdicts by (support class, GPU x engine row), activation peaks
-    by (model, engine)."""
+    by (model, GPU x engine row)."""
 
     runs: pl.Series
     native: pl.Series
@@ -252,8 +253,7 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     support = pl.col("support_idx") * lookups.n_hw + pl.col("hw_idx")
     cells = left.join(right, how="cross", maintain_order="left_right").with_columns(
         runs=pl.lit(lookups.runs).gather(support), native_support=pl.lit(lookups.native).gather(support),
-        activation_bytes=pl.lit(lookups.activation).gather(pl.col("model_idx") * lookups.n_engines
-                                                           + pl.col("engine_idx")),
+        activation_bytes=pl.lit(lookups.activation).gather(pl.col("model_idx") * lookups.n_hw + pl.col("hw_idx")),
         tp_cap=pl.min_horizontal(pl.col("max_tp"), pl.col("node_size")),  # (max_tp: the largest valid TP <= 8)
     ).with_columns(budget=pl.col("usable_bytes") - pl.col("activation_bytes"))
     budget, single, tp_cap, layers = pl.col("budget"), pl.col("single"), pl.col("tp_cap"), pl.col("layers")

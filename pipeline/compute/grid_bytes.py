@@ -21,12 +21,12 @@ from sizing_core.formats import (
     ggml_bpw,
     is_excluded,
     mix_context,
+    tensor_bits,
 )
 from sizing_core.layers import MoE
-from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, Role
+from sizing_core.tensors import EXPERT_ROLES, LINEAR_ROLES, TOWER_ROLES, Role
 
 GRID_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
-_UNQUANTIZED_NATIVE = ("bf16", "fp16", "fp32")
 
 
 
@@ -82,7 +82,7 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     position and the default exclusions are column expressions. A checkpoint's own exclusion list (a few quantized
     native checkpoints) is tested per linear tensor name in Python."""
     fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
-                                               "first_layer_row", "n_layers", "excl_native")}
+                                               "first_layer_row", "n_layers", "native_bits")}
     moe_share: list[float | None] = []  # per decoder layer of every model, in order
     attn_v_pos: list[int] = []
     for model_id, arch in models.items():
@@ -98,12 +98,9 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         fields["first_layer_row"].extend([len(moe_share)] * n)
         fields["n_layers"].extend([arch.num_layers] * n)
         native = arch.native
-        patterns = native.exclude if native.weight_format not in _UNQUANTIZED_NATIVE else ()
-        if patterns:
-            excluded = _exclusion_test(patterns)
-            fields["excl_native"].extend([t.role in LINEAR_ROLES and excluded(t.name) for t in tensors])
-        else:
-            fields["excl_native"].extend([False] * n)
+        # the checkpoint's own scheme, per tensor, from sizing_core itself: a native rule (GPTQ widths, bitsandbytes,
+        # compressed-tensors groups, towers) is written once; unknown schemes have no native cells (null)
+        fields["native_bits"].extend(tensor_bits(arch, "native") if not native.unsupported else [None] * n)
         attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
         moe_share.extend([layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None
                           for layer in arch.layers])
@@ -111,7 +108,7 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     frame = pl.DataFrame(fields, schema={"model_id": pl.String, "name": pl.String, "role": pl.String,
                                          "rows": pl.Int64, "cols": pl.Int64, "count": pl.Int64, "layer": pl.Int64,
                                          "first_layer_row": pl.Int64, "n_layers": pl.Int64,
-                                         "excl_native": pl.Boolean})
+                                         "native_bits": pl.Float64})
     default_excluded = _excluded_expr(_DEFAULT_EXCLUDE)
     if default_excluded is None:  # not plain names: sizing_core's matcher, per name
         default_excluded = pl.lit(pl.Series(map(_exclusion_test(_DEFAULT_EXCLUDE), fields["name"]),
@@ -125,25 +122,20 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         share=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(row))
         .otherwise(1.0),
         attn_v_pos=pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(row).fill_null(0),
-        excl_default=_LINEAR & default_excluded, excl_native="excl_native").collect(engine="in-memory")
+        excl_default=_LINEAR & default_excluded, native_bits="native_bits").collect(engine="in-memory")
 
 
 def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model: what the native scheme and llama.cpp's mix rules need (``mix_context``)."""
+    """Per model: what llama.cpp's mix rules need (``mix_context``)."""
     rows = []
     for model_id, arch in models.items():
         ctx = mix_context(arch)
-        native = arch.native
         rows.append({"model_id": model_id, "n_layers": ctx.n_layers, "n_attn_v": ctx.n_attn_v,
                      "n_expert": ctx.n_expert, "gqa_ratio": ctx.gqa_ratio, "seventy_b": ctx.seventy_b,
-                     "tied": ctx.tied, "mx4": ctx.mxfp4_experts, "unquantized": float(arch.dtype_bytes * 8),
-                     "native_wf": native.weight_format, "native_ef": native.expert_format,
-                     "native_group": native.group_size, "native_experts_only": native.experts_only})
+                     "tied": ctx.tied, "mx4": ctx.mxfp4_experts})
     return pl.DataFrame(rows, schema={"model_id": pl.String, "n_layers": pl.Int64, "n_attn_v": pl.Int64,
                                       "n_expert": pl.Int64, "gqa_ratio": pl.Int64, "seventy_b": pl.Boolean,
-                                      "tied": pl.Boolean, "mx4": pl.Boolean, "unquantized": pl.Float64,
-                                      "native_wf": pl.String, "native_ef": pl.String, "native_group": pl.Int64,
-                                      "native_experts_only": pl.Boolean})
+                                      "tied": pl.Boolean, "mx4": pl.Boolean})
 
 
 def _role_in(*roles: Role) -> pl.Expr:
@@ -151,6 +143,7 @@ def _role_in(*roles: Role) -> pl.Expr:
 
 
 _LINEAR = _role_in(*LINEAR_ROLES)
+_F16_ROLES = (*TOWER_ROLES, Role.POSITION)  # towers (mmproj) and position tables: F16 in every GGUF mix
 _ROUTED = _role_in(*EXPERT_ROLES)
 
 
@@ -173,14 +166,8 @@ def _format_bits(fmt: str) -> pl.Expr:
 
 
 def _native_bits() -> pl.Expr:
-    unquantized = pl.col("unquantized")
-    fmt = pl.when(_ROUTED & pl.col("native_ef").is_not_null()).then(pl.col("native_ef")).otherwise(pl.col("native_wf"))
-    quantized = _LINEAR & ~pl.col("excl_native") & ~(pl.col("native_experts_only") & ~_ROUTED)
-    scheme = pl.when(pl.col("role") == Role.VISION.value).then(16.0).when(quantized)\
-        .then(_linear_bits(fmt, pl.col("native_group").fill_null(0))).otherwise(unquantized)
-    return pl.when(pl.col("native_wf").is_in(_UNQUANTIZED_NATIVE))\
-        .then(pl.col("native_wf").replace_strict(LINEAR_BITS, default=None, return_dtype=pl.Float64))\
-        .otherwise(scheme)
+    """The native format's bits: computed per tensor by ``sizing_core.formats.tensor_bits`` (``tensor_frame``)."""
+    return pl.col("native_bits")
 
 
 def _use_more_bits(i: pl.Expr, n: pl.Expr) -> pl.Expr:
@@ -209,7 +196,7 @@ def _gguf_type(mix: str) -> pl.Expr:
     mxfp4 = pl.col("mx4") & _ROUTED  # experts kept in MXFP4 (formats.GGUF_KEEPS_MXFP4_EXPERTS)
     if mix == "q8_0":
         return pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))\
-            .when(role == Role.VISION.value).then(lit("F16")).when(mxfp4).then(lit("MXFP4")).otherwise(lit("Q8_0"))
+            .when(_role_in(*_F16_ROLES)).then(lit("F16")).when(mxfp4).then(lit("MXFP4")).otherwise(lit("Q8_0"))
     if mix == "q2_k":
         attn_v = pl.when(g4).then(lit("Q4_K")).otherwise(lit("Q3_K"))
     elif mix == "q3_k_m":
@@ -236,7 +223,7 @@ def _gguf_type(mix: str) -> pl.Expr:
     out_not8 = {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(mix, base)
     out_8 = "Q5_K" if mix in ("q2_k", "q3_k_m", "q4_k_m", "iq4_xs") else base
     return (pl.when(_role_in(Role.NORM, Role.SSM_CONV, Role.ROUTER)).then(lit("F32"))
-            .when(role == Role.VISION.value).then(lit("F16"))
+            .when(_role_in(*_F16_ROLES)).then(lit("F16"))
             .when(mxfp4).then(lit("MXFP4"))
             .when((role == Role.OUTPUT.value) | ((role == Role.TOKEN_EMBD.value) & pl.col("tied"))).then(lit("Q6_K"))
             .when(role == Role.TOKEN_EMBD.value).then(lit(base))

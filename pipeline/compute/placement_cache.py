@@ -19,8 +19,10 @@ from typing import Any
 from sizing_core.gpus import GPU
 
 #: the code a cached row depends on: the sizing library (its data files are keyed separately: GPU rows by hash,
-#: model specs by revision) and the planner that shapes GPUs into instances
-_CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py"]
+#: model specs by revision; the calibration's bands are a generated module), the planner that shapes GPUs into
+#: instances and the rates it caches
+_CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py",
+         Path(__file__).resolve().parent / "setup_costs.py"]
 
 
 @lru_cache(maxsize=1)

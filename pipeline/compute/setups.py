@@ -35,13 +35,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
+from pipeline.compute.setup_costs import costs_from_rates, placement_rates
 from sizing_core import Architecture
-from sizing_core.cost import HOURS_PER_MONTH, per_million_tokens
+from sizing_core.calibration import band
+from sizing_core.cost import HOURS_PER_MONTH
 from sizing_core.engines import default_engine
 from sizing_core.gpus import GPU, catalog
 from sizing_core.placement import Placement, PlanSearch, check_load, fewest_gpus
 from sizing_core.record import CamelRecord, described, record
-from sizing_core.throughput import estimate
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
 #: between two rate dates, so an older rate is stale, like a source not fetched for that long
@@ -124,6 +125,19 @@ class Setup(CamelRecord):
     usd_per_million_tokens_batched: float | None = described(
         None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
         unit="USD per 1M output tokens")
+    # issue #22: the calibration's range (measured / predicted on published measurements) around the speeds and the
+    # cost at the served concurrency
+    decode_tokens_per_s_low: float | None = described(None, "low end of decode_tokens_per_s's range", unit="tokens/s")
+    decode_tokens_per_s_high: float | None = described(None, "high end of decode_tokens_per_s's range",
+                                                       unit="tokens/s")
+    aggregate_tokens_per_s_low: float | None = described(None, "low end of aggregate_tokens_per_s's range",
+                                                         unit="tokens/s")
+    aggregate_tokens_per_s_high: float | None = described(None, "high end of aggregate_tokens_per_s's range",
+                                                          unit="tokens/s")
+    usd_per_million_tokens_batched_low: float | None = described(
+        None, "usd_per_million_tokens_batched at the high end of the speed range", unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched_high: float | None = described(
+        None, "usd_per_million_tokens_batched at the low end of the speed range", unit="USD per 1M output tokens")
 
     @property
     def layout(self) -> str:
@@ -196,6 +210,7 @@ class Planner:
         self._placed: dict[tuple[str, int], Placed] = {}
         self._rates: dict[tuple[str, int], Rates] = {}
         self._floors: dict[str, int] = {}
+        self._bands: dict[str, tuple[float, float]] = {}
         self._search_state: PlanSearch | None = None  # sizing_core's fewest-GPU search, shared by every GPU kind
         self.store = cache if model is not None else None
         self.model = model
@@ -221,6 +236,12 @@ class Planner:
                     self.store.put_floor(key, floor)
             self._floors[gpu.id] = floor
         return self._floors[gpu.id]
+
+    def band(self, gpu: GPU) -> tuple[float, float]:
+        """The calibration's decode band for this model on ``gpu`` with its default engine."""
+        if gpu.id not in self._bands:
+            self._bands[gpu.id] = band("decode", default_engine(gpu).id, gpu, self.arch)
+        return self._bands[gpu.id]
 
     def place(self, gpu: GPU, per_instance: int) -> Placement:
         """The full placement (plan and per-stage memory), computed in this process."""
@@ -365,31 +386,9 @@ def cheapest_setups(arch: Architecture, fmt: str, offers: Iterable[dict[str, Any
                 if len(best) >= top:  # follows the top as it fills, not once per group (a sorted list kept as it
                     limit = ranks[top - 1] + 1e-6  # changes: a heapq.nsmallest per new best was ~7 %, #28)
     ranked = [best[k] for k in sorted(best, key=keys.__getitem__)[:top]]
-    return [Setup(**f, **costs_from_rates(planner.rates(gpus[f["gpu"]], f["gpus_per_instance"]), f["price_per_hour"]))
+    return [Setup(**f, **costs_from_rates(planner.rates(gpus[f["gpu"]], f["gpus_per_instance"]), f["price_per_hour"],
+                                          planner.band(gpus[f["gpu"]])))
             for f in ranked]
-
-
-COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",
-               "usd_per_million_tokens_batched")
-
-
-def placement_rates(arch: Architecture, gpu: GPU, placed: Placement) -> Rates:
-    """Decode rate of one request and the aggregate rate at the most requests of the planned context the plan
-    holds at once (``sizing_core.throughput``)."""
-    speed = estimate(arch, gpu, default_engine(gpu), placed)
-    batch = max(1, speed.max_concurrent_requests)
-    batched = estimate(arch, gpu, default_engine(gpu), placed, batch=batch) if batch > 1 else speed
-    return Rates(speed.decode_tokens_per_s, batch, batched.aggregate_tokens_per_s)
-
-
-def costs_from_rates(rates: Rates, price_per_hour: float) -> dict[str, Any]:
-    """The cost fields of a setup from its placement's decode rates and its price."""
-    single, aggregate = rates.decode_tokens_per_s, rates.aggregate_tokens_per_s
-    return {"decode_tokens_per_s": round(single, 2) if single else None, "max_concurrent_requests": rates.batch,
-            "aggregate_tokens_per_s": round(aggregate, 2) if aggregate else None,
-            "usd_per_million_tokens": round(per_million_tokens(price_per_hour, single), 4) if single else None,
-            "usd_per_million_tokens_batched": round(per_million_tokens(price_per_hour, aggregate), 4)
-            if aggregate else None}
 
 
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:

@@ -23,7 +23,7 @@ from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, FxStatus, IndexFile, json_schema
 from pipeline.exports.static_cache import StaticCache, cache_key
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
-from pipeline.ingest.models import header_facts
+from pipeline.ingest.models import checkpoint_facts
 from pipeline.report import render_report
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
@@ -107,7 +107,9 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                 key = cache_key(t)
                 static = static_cache.get(t.entry.id, key)  # the price-independent part, from an earlier run
                 if static is None:
-                    report = size_model(t.arch, checkpoint=header_facts(t.hub))  # headers: exact bytes/params (#11)
+                    # the checkpoint's own facts: headers (exact bytes and parameters, #11), else the index's total_size
+                    # and the Hub's stored-element count, each published in its own field (#25)
+                    report = size_model(t.arch, checkpoint=checkpoint_facts(t.hub))
                     static = static_export(t, report)
                     static_cache.put(t.entry.id, key, static)
                 model = assemble_model_export(t, static, on_demand, spot, verified, provenance | static["sized"],

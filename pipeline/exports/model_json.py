@@ -73,8 +73,11 @@ def _describe(kind: str, m: Any, n: int) -> str:  # noqa: ANN401 - any mixer kin
         return f"chunked attention {m.chunk} on {n}"
     names = {"compressed_sparse_attention": "compressed sparse attention", "kimi_delta_attention":
              "Kimi Delta Attention", "gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba2",
-             "linear": "linear replacements", "none": "MLP-only"}
-    return f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention" else f"{n} {names[kind]}"
+             "linear": "linear replacements", "none": "MLP-only", "rwkv": "RWKV time-mix", "mamba": "Mamba",
+             "mlstm": "mLSTM", "cross_attention": "cross-attention", "short_conv": "short convolution",
+             "linear_attention": "linear attention", "parallel_hybrid": "attention + Mamba2"}
+    return (f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention"
+            else f"{n} {names.get(kind, kind)}")
 
 
 def released_date(listed: str | None, hub_created_at: str | None) -> str | None:
@@ -144,8 +147,9 @@ def recommendations(single_fit: dict[str, set[str]], cheapest: list[Setup]) -> d
 
 #: the model file's fields that depend only on the model (revision, Hub facts), the GPU catalog and the code, not
 #: on prices or the run: computed once per model revision and cached across runs (``export_cache``, perf #14)
-STATIC_FIELDS = ("parameters", "activeParameters", "maxContext", "architecture", "weightsGiB", "kvCacheGiBPerRequest",
-                 "recurrentStateGiBPerRequest", "gpusNeeded", "runsWith", "throughput", "fineTuning", "parameterCounts")
+STATIC_FIELDS = ("parameters", "activeParameters", "activeParametersModelCard", "maxContext", "architecture",
+                 "weightsGiB", "kvCacheGiBPerRequest", "recurrentStateGiBPerRequest", "gpusNeeded", "runsWith",
+                 "throughput", "fineTuning", "parameterCounts")
 
 
 def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
@@ -173,7 +177,11 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
             gpu = get_gpu(placed.gpu)
             th = estimate(arch, gpu, get_engine(placed.engine), placed)
             speed[key] = {"gpus": placed.gpus, "decodeTokensPerS": th.decode_tokens_per_s,
-                          "prefillTokensPerS": th.prefill_tokens_per_s, "ttftMs": th.ttft_ms}
+                          "prefillTokensPerS": th.prefill_tokens_per_s, "ttftMs": th.ttft_ms,
+                          "decodeTokensPerSRange": list(th.decode_tokens_per_s_range)
+                          if th.decode_tokens_per_s_range else None,
+                          "prefillTokensPerSRange": list(th.prefill_tokens_per_s_range)
+                          if th.prefill_tokens_per_s_range else None}
     fine = {m: finetune_memory(arch, m, seq_len=2048, batch=1).model_dump(mode="json") for m in ("qlora", "lora", "full")}
     fallback = None
     if h100.plan is not None:
@@ -182,6 +190,7 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
     kv = [KVRow(context=r.context, bf16=r.bf16, fp8=r.fp8) for r in report.kv_cache_gib_per_request
           if r.context in KV_CONTEXTS and r.within_max_context]
     fields = {"parameters": report.parameters, "activeParameters": report.active_parameters,
+              "activeParametersModelCard": report.active_parameters_model_card,
               "maxContext": report.max_context, "architecture": architecture_text(arch),
               "weightsGiB": report.weights_gib, "kvCacheGiBPerRequest": kv,
               "recurrentStateGiBPerRequest": report.recurrent_state_gib_per_request,

@@ -23,7 +23,11 @@ from sizing_core.gpus import catalog
 _ALL_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention", "mla",
                         "compressed_sparse_attention", "kimi_delta_attention", "gated_deltanet", "mamba2", "linear",
                         "none"})
-ENGINE_LAYER_KINDS: dict[str, frozenset[str]] = {"vllm": _ALL_KINDS, "sglang": _ALL_KINDS, "llama.cpp": _ALL_KINDS}
+#: Issue #25's kinds: vLLM and llama.cpp serve Mamba (vLLM: MambaForCausalLM, FalconMambaForCausalLM, Jamba).
+#: Not claimed: RWKV (llama.cpp implements versions 6 and 7 only; the kind does not tell versions apart), xLSTM,
+#: Mllama's cross-attention decoder.
+ENGINE_LAYER_KINDS: dict[str, frozenset[str]] = {"vllm": _ALL_KINDS | {"mamba"}, "sglang": _ALL_KINDS,
+                                                 "llama.cpp": _ALL_KINDS | {"mamba"}}
 
 
 def layer_kinds(arch: Architecture) -> set[str]:

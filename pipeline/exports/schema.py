@@ -183,6 +183,11 @@ class ThroughputCell(_Strict):
                                        "bandwidth figure for the GPU)", unit="tokens/s")
     prefillTokensPerS: float | None = d("prefill speed estimate (null: no compute figure for the GPU)", unit="tokens/s")
     ttftMs: float | None = d("time to first token for the scenario's prompt (null: no compute figure)", unit="ms")
+    decodeTokensPerSRange: list[float] | None = d(
+        "[low, high] of decodeTokensPerS: the calibration band of the engine, GPU class and model class "
+        "(docs/calibration.md)", default=None, unit="tokens/s")
+    prefillTokensPerSRange: list[float] | None = d("[low, high] of prefillTokensPerS (calibration band)", default=None,
+                                                   unit="tokens/s")
 
 
 class Throughput(_Strict):
@@ -236,6 +241,13 @@ PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCount
                               "parameters"),
     "difference_pct": ("(config_total - checkpoint_parameters) / checkpoint_parameters", "percent"),
     "used_reason": ("why total is config arithmetic or the headers' count (they may differ by at most 1%)", None),
+    "audio": ("audio encoder and its projector (included in total)", "parameters"),
+    "active_model_card": ("active parameters without the embedding lookup (the model-card convention)",
+                          "parameters"),
+    "checkpoint_parameters_source": ("safetensors headers (exact), or the index's total_size divided by the "
+                                     "dtype width (unquantized checkpoints; an estimate)", None),
+    "config_native_bytes": ("native weights by config arithmetic (to compare with checkpoint_bytes)", "bytes"),
+    "checkpoint_bytes_difference_pct": ("(config_native_bytes - checkpoint_bytes) / checkpoint_bytes", "percent"),
 })
 
 
@@ -280,7 +292,10 @@ class ModelExport(_Strict):
     released: str | None = d("release date YYYY-MM-DD: the watchlist's date, else the Hub repo's creation date",
                              fmt="date")
     parameters: float = d("total parameters", unit="billions")
-    activeParameters: float = d("parameters active per token", unit="billions")
+    activeParameters: float = d("parameters active per token: total minus the routed experts a token skips (the "
+                                "embedding lookup counted)", unit="billions")
+    activeParametersModelCard: float = d("parameters active per token as model cards count them: the embedding "
+                                         "lookup left out (gpt-oss-120b: 5.13)", unit="billions")
     maxContext: int | None = d("longest context the config allows", unit="tokens")
     architecture: str = d("layers and layer kinds, as seed 004 writes them")
     page: str = d("URL of the model's page")

@@ -444,6 +444,15 @@ class CheapestSetups(PublishedTable):
                                                "request at a time", unit="USD per 1M output tokens")
     usd_per_million_tokens_batched: float | None = col("price_per_hour_usd / (aggregate_tokens_per_s x 3600) x 1e6: "
                                                        "the plan kept full", unit="USD per 1M output tokens")
+    decode_tokens_per_s_low: float | None = col("low end of decode_tokens_per_s's range (calibration band, issue "
+                                                "#22)", unit="tokens/s")
+    decode_tokens_per_s_high: float | None = col("high end of decode_tokens_per_s's range", unit="tokens/s")
+    aggregate_tokens_per_s_low: float | None = col("low end of aggregate_tokens_per_s's range", unit="tokens/s")
+    aggregate_tokens_per_s_high: float | None = col("high end of aggregate_tokens_per_s's range", unit="tokens/s")
+    usd_per_million_tokens_batched_low: float | None = col("usd_per_million_tokens_batched at the fast end of the "
+                                                           "range", unit="USD per 1M output tokens")
+    usd_per_million_tokens_batched_high: float | None = col("usd_per_million_tokens_batched at the slow end of the "
+                                                            "range", unit="USD per 1M output tokens")
     snapshot_id: str = SNAPSHOT_ID
 
 

@@ -102,13 +102,6 @@ def checkpoint_facts(model: HubModel | None) -> CheckpointFacts | None:
         + f"{model.repo}@{model.sha[:12]}")
 
 
-def header_facts(model: HubModel | None) -> CheckpointFacts | None:
-    """Only header-derived facts (exact bytes and parameters), for exports: the Hub API's counts are stored
-    elements (packed FP4, MTP, tied copies) and are not published as the model's size."""
-    facts = checkpoint_facts(model)
-    return facts if facts is not None and facts.header_parameters else None
-
-
 def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
     """Size a watchlist model from its Hub revision (or its manual spec). Raises SizingError with the reason."""
     if entry.spec:

@@ -14,6 +14,8 @@ import fcntl
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -144,6 +146,22 @@ def _persistent_instance(dg):  # type: ignore[no-untyped-def] - the dagster modu
                         "writable folder, or run with --ephemeral") from None
 
 
+#: run by the SIGTERM handler's clean-up process: wait for the run process to end, then remove ``.tmp-*`` folders
+_REMOVE_AFTER_EXIT = """
+import os, shutil, sys, time
+from pathlib import Path
+pid, exports = int(sys.argv[1]), Path(sys.argv[2])
+for _ in range(600):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.05)
+for tmp in exports.glob(".tmp-*"):
+    shutil.rmtree(tmp, ignore_errors=True)
+"""
+
+
 def _clean_up_on_sigterm(instance, run_id: str, exports_dir: Path) -> None:  # type: ignore[no-untyped-def]
     """SIGTERM (a stopped service, a timeout wrapper) during a run: mark the run failed in the instance (not left
     STARTED until the next run), give its pool slots back, remove a half-written snapshot folder (``.tmp-*``;
@@ -161,8 +179,11 @@ def _clean_up_on_sigterm(instance, run_id: str, exports_dir: Path) -> None:  # t
                                                 "its pool slots released and its unpublished snapshot removed")
                 instance.event_log_storage.free_concurrency_slots_for_run(run_id)
         finally:
-            for tmp in exports_dir.glob(".tmp-*"):
-                shutil.rmtree(tmp, ignore_errors=True)
+            # the half-written snapshot is removed by a small process that waits for this one to be gone: removing
+            # it here would race the run's writer thread, which may still create files until os._exit
+            subprocess.Popen([sys.executable, "-c", _REMOVE_AFTER_EXIT, str(os.getpid()), str(exports_dir)],
+                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
             os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)

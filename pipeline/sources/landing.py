@@ -193,6 +193,7 @@ def append_log(entry: FetchLogEntry, data_dir: Path) -> None:
 class LogReport(BaseModel):
     entries: list[FetchLogEntry]
     torn: list[tuple[int, str]] = Field(default_factory=list)  # (line number, first 200 characters)
+    lines: list[int] = Field(default_factory=list)  # each entry's line number: the order fetches happened in
 
 
 def read_log_report(data_dir: Path) -> LogReport:
@@ -200,15 +201,16 @@ def read_log_report(data_dir: Path) -> LogReport:
     path = _log_path(data_dir)
     if not path.exists():
         return LogReport(entries=[])
-    entries, torn = [], []
+    entries, torn, lines = [], [], []
     for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
             entries.append(FetchLogEntry.model_validate_json(line))
+            lines.append(number)
         except (ValidationError, ValueError):
             torn.append((number, line[:200].decode("utf-8", "replace")))
-    return LogReport(entries=entries, torn=torn)
+    return LogReport(entries=entries, torn=torn, lines=lines)
 
 
 def read_log(data_dir: Path) -> list[FetchLogEntry]:

@@ -61,16 +61,23 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
                     f"SELECT {select} FROM {name}")
 
 
-def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry]) -> list[FetchLogEntry]:
-    """Insert fetch attempts not seen before; return the new ones (what the observation loader parses)."""
+def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry],
+                   lines: list[int] | None = None) -> list[FetchLogEntry]:
+    """Insert fetch attempts not seen before; return the new ones (what the observation loader parses).
+    ``lines`` are the entries' line numbers in ``fetch_log.jsonl``: stored as ``fetch_seq``, the clock-independent
+    order of fetches (migration 021), and filled in for rows loaded before it."""
     if not entries:
         return []
+    seqs = lines if lines is not None else [None] * len(entries)
     rows = [e.model_dump(exclude={"ignored", "retry_waits"}) | {
         "rejected_reasons": e.rejected_reasons, "unmapped": e.unmapped, "ignored": sum(e.ignored.values()),
-        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())]} for e in entries]
-    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS, "drift": pl.List(pl.Utf8)}).select(
+        "ignored_reasons": [{"key": k, "value": v} for k, v in sorted(e.ignored.items())], "fetch_seq": seq}
+        for e, seq in zip(entries, seqs, strict=True)]
+    frame = pl.DataFrame(rows, schema_overrides={"ignored_reasons": IGNORED_REASONS, "drift": pl.List(pl.Utf8),
+                                                 "fetch_seq": pl.Int64}).select(
         "source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers", "rejected",
         "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "ignored", "ignored_reasons", "drift",
+        "fetch_seq",
     ).unique(["source", "started_at"]).with_columns(loaded_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")))
     with transaction(con):
         before = {(r[0], r[1]) for r in con.execute("SELECT source, started_at FROM fetch_log").fetchall()}
@@ -80,6 +87,9 @@ def load_fetch_log(con: duckdb.DuckDBPyConnection, entries: list[FetchLogEntry])
             con.execute("""UPDATE fetch_log SET ignored = i.ignored, ignored_reasons = map_from_entries(i.ignored_reasons)
                            FROM incoming_ignored i WHERE fetch_log.source = i.source
                            AND fetch_log.started_at = i.started_at AND fetch_log.ignored IS NULL""")
+            con.execute("""UPDATE fetch_log SET fetch_seq = i.fetch_seq FROM incoming_ignored i
+                           WHERE fetch_log.source = i.source AND fetch_log.started_at = i.started_at
+                           AND fetch_log.fetch_seq IS NULL AND i.fetch_seq IS NOT NULL""")
     return [e for e in entries if (e.source, e.started_at) not in before]
 
 
@@ -88,14 +98,20 @@ IGNORED_REASONS = pl.List(pl.Struct({"key": pl.Utf8, "value": pl.Int32}))
 FETCH_LOG_COLUMNS = ("source", "provider", "started_at", "finished_at", "outcome", "http_status", "message", "offers",
                      "rejected", "rejected_reasons", "unmapped", "bytes", "sha256", "raw_path", "loaded_at", "ignored",
                      "map_from_entries(ignored_reasons) AS ignored_reasons",
-                     "CASE WHEN len(drift) > 0 THEN drift END AS drift")
+                     "CASE WHEN len(drift) > 0 THEN drift END AS drift", "fetch_seq")
+
+
+#: Hub attempts are in fetch_log too (source ``hub:<repo>``), but are not price sources: no observations, no
+#: per-source freshness (their outcome per model is ``models.last_outcome``)
+HUB_PREFIX = "hub:"
 
 
 def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime, str]]:
     """Successful price fetches whose observations are not loaded yet: (source, started_at, raw_path)."""
     return [tuple(r) for r in con.execute(  # type: ignore[misc]
         "SELECT source, started_at, raw_path FROM fetch_log WHERE loaded_at IS NULL AND raw_path IS NOT NULL "
-        f"AND outcome IN {SUCCESS} ORDER BY started_at").fetchall()]
+        "AND NOT starts_with(source, ?) "
+        f"AND outcome IN {SUCCESS} ORDER BY started_at", [HUB_PREFIX]).fetchall()]
 
 
 class LandingParse(list):
@@ -296,7 +312,7 @@ def source_freshness(con: duckdb.DuckDBPyConnection, as_of: datetime) -> list[di
                max(started_at) FILTER (WHERE outcome IN ('ok', 'partial', 'unchanged')) AS verified_at,
                arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt,
                arg_max(coalesce(drift, []), started_at) AS drift
-        FROM fetch_log GROUP BY source ORDER BY source""").fetchall()
+        FROM fetch_log WHERE NOT starts_with(source, ?) GROUP BY source ORDER BY source""", [HUB_PREFIX]).fetchall()
     out = []
     for source, verified, outcome, attempt, drift in rows:
         age = (as_of - verified).total_seconds() / 3600 if verified else None

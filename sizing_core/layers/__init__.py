@@ -29,9 +29,12 @@ from .recurrent import (
     Recurrent,
     ShortConv,
 )
+from .rnn import MLSTM, CrossAttention, Mamba, RWKVTimeMix
 
 __all__ = [
+    "MLSTM",
     "ChunkedLocalAttention",
+    "CrossAttention",
     "CompressedSparseAttention",
     "DecoderLayer",
     "DenseMLP",
@@ -46,6 +49,8 @@ __all__ = [
     "Mamba2",
     "Mixer",
     "MoE",
+    "Mamba",
+    "RWKVTimeMix",
     "ParallelHybrid",
     "Recurrent",
     "ShortConv",

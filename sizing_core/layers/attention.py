@@ -29,6 +29,8 @@ class FullAttention(Kind):
     fused_qkv: bool = False  # Phi-3 stores one qkv_proj
     kv_shared: bool = False  # Gemma 3n's last layers reuse an earlier layer's KV: they cache nothing themselves
     qk_norm_full: bool = False  # OLMo 2 / MiniMax-M2: q_norm over all heads (H*d), k_norm over Hkv*d
+    #: CogVLM's visual expert: a second set of projections for image tokens (each token uses one; one KV cache)
+    expert_copies: int = 1
 
     @property
     def vdim(self) -> int:
@@ -56,6 +58,9 @@ class FullAttention(Kind):
             out.append(vector(p, "qk_norm", width, layer))
         if self.sinks:
             out.append(vector(p, "sinks", self.num_heads, layer))
+        base = list(out)
+        for k in range(1, self.expert_copies):
+            out += [Tensor(f"{t.name}.expert{k}", t.role, t.rows, t.cols, t.count, t.layer) for t in base]
         return out
 
     def _bytes_per_cached_token(self, cache_bytes: float, tp: int) -> float:

@@ -14,9 +14,11 @@ from .attention import (
 from .base import Kind
 from .mlp import MLP, LinearReplacement, MoE
 from .recurrent import GatedDeltaNet, KimiDeltaAttention, LinearAttention, Mamba2, ParallelHybrid, ShortConv
+from .rnn import MLSTM, CrossAttention, Mamba, RWKVTimeMix
 
 Mixer = (FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
-         | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement)
+         | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement
+         | RWKVTimeMix | Mamba | MLSTM | CrossAttention)
 
 
 @record

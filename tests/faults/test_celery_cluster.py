@@ -20,7 +20,9 @@ VRAMLAB = Path(sys.executable).parent / "vramlab"
 #: the two runs besides the usual computed_at/loaded_at/updated_at/applied_at): when a fetch finished, when the Hub
 #: record was fetched, and the export cache's key (a hash that includes that fetch time). Fetch start times (the
 #: recordings' capture times in replay), landed paths, payload hashes and every published value are compared.
-RUN_TIMES = {"finished_at", "fetched_at", "cache_key", "applied_at"}
+#: ``fetch_seq`` is each fetch's line in fetch_log.jsonl: the order in which the run's concurrent fetches finished
+#: (on two workers the Hub and price steps run side by side), not what they found.
+RUN_TIMES = {"finished_at", "fetched_at", "cache_key", "applied_at", "fetch_seq"}
 
 
 def in_process_run(data: Path, home: Path) -> None:
@@ -43,6 +45,10 @@ def without_run_times(tables: dict[str, list[tuple]], db: Path) -> dict[str, lis
                                                                          "loaded_at", "snapshot", "created_at",
                                                                          "latest", "updated_at", "code_version",
                                                                          "updated")]
+            if table == "fetch_log":  # a Hub attempt's start time is the clock's (a price fetch's in replay is
+                # its recording's), and its landed file is named after it
+                keep = [f"CASE WHEN starts_with(source, 'hub:') THEN NULL ELSE {c} END AS {c}"
+                        if c in ("started_at", "raw_path") else c for c in keep]
             out[table] = con.execute(f"SELECT {', '.join(keep)} FROM {table} ORDER BY ALL").fetchall()
         return out
     finally:

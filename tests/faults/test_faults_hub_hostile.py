@@ -82,3 +82,29 @@ def test_hostile_hub_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fau
         if db_rows(data / "vramlab.duckdb", "SELECT count(*) FROM information_schema.tables "
                                             "WHERE table_name = 'model_revisions'")[0][0] else []
     assert all(len(s) == 40 and all(c in "0123456789abcdef" for c in s) for s in shas), shas
+
+
+def test_a_failed_hub_attempt_is_in_duckdbs_fetch_log_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #27 (smaller items): a failed attempt was only in raw/fetch_log.jsonl, never in DuckDB's fetch_log
+    (Hub attempts were filtered out). Now every attempt is; Hub rows are not taken for price sources (no
+    observations parsed from them, no per-source freshness)."""
+    from pipeline.storage.loaders import pending_fetches, source_freshness
+
+    overrides, expected, _ = hostile(tmp_path)["sha_integer"]
+    data = tmp_path / "data"
+    monkeypatch.setattr("pipeline.assets.raw.hub_client", lambda _replay: make_client(
+        ReplayTransport(REPLAY_ROOT / "hub" / "manifest.json", overrides=overrides), sleep=lambda _s: None,
+        min_interval=0.0, backoff=0.01))
+    assert materialize([raw_hub__models, core__models], data).success
+    rows = dict(db_rows(data / "vramlab.duckdb", "SELECT source, outcome FROM fetch_log"))
+    assert rows[f"hub:{REPO}"] == expected and len(rows) == len([e for e in read_log(data)])  # every attempt
+    import duckdb
+
+    con = duckdb.connect(str(data / "vramlab.duckdb"), read_only=True)
+    try:
+        assert pending_fetches(con) == []  # Hub payloads are never parsed as price offers
+        from datetime import UTC, datetime
+
+        assert source_freshness(con, datetime.now(UTC)) == []  # and are not price sources
+    finally:
+        con.close()

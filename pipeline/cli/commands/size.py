@@ -70,10 +70,11 @@ def cmd_size(args: argparse.Namespace) -> int:
 
 
 def size_totals(report: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - a SizingReport
-    """One copy of the model and one request at each context: weights + BF16 KV cache + recurrent state (GiB)."""
+    """One copy of the model and one request at each context: weights + BF16 KV cache + recurrent state (GiB);
+    null for a format whose weights are unknown (a native format we cannot read never blocks the others)."""
     rows = []
     for kv in report.kv_cache_gib_per_request:
         rows.append({"context": kv.context, "kvCacheDtype": "bf16", "withinMaxContext": kv.within_max_context,
-                     "byFormat": {fmt: round(w + kv.bf16 + report.recurrent_state_gib_per_request, 2)
+                     "byFormat": {fmt: None if w is None else round(w + kv.bf16 + report.recurrent_state_gib_per_request, 2)
                                   for fmt, w in report.weights_gib.items()}})
     return rows

@@ -1,0 +1,134 @@
+"""One deployment as an engine would run it: the plan for exactly N GPUs (the engine's default layout) or the
+fewest, the engine's start-up figures (``engine_memory``), and its speed with error bands (``engine_speed``)."""
+
+from __future__ import annotations
+
+from .architecture import Architecture
+from .engine_memory import EngineStartup, repack_extra_bytes, startup
+from .engines import Engine, Support, effective_format
+from .gpus import GPU
+from .placement import (
+    MAX_GPUS,
+    Placement,
+    PlanSearch,
+    check_load,
+    fewest_gpus,
+    stage_weights,
+    valid_tensor_parallel,
+)
+
+
+def default_layout(arch: Architecture, gpu: GPU, engine: Engine, gpus: int) -> tuple[int, int]:
+    """(TP, PP) an engine uses on exactly ``gpus`` GPUs: vLLM/SGLang the largest TP that divides the heads and
+    ``gpus`` inside one machine, pipeline stages for the rest (across machines: TP = a whole machine); llama.cpp
+    and MLX one layer range per device."""
+    if not engine.tensor_parallel:
+        return 1, gpus
+    node = gpu.node_size
+    for tp in (64, 32, 16, 8, 4, 2, 1):
+        if tp <= min(gpus, node) and gpus % tp == 0 and valid_tensor_parallel(arch, tp):
+            return tp, gpus // tp
+    return 1, gpus
+
+
+def engine_startup(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,
+                   kv_cache_dtype: str = "bf16", concurrency: int = 1) -> EngineStartup:
+    """What ``engine`` logs at start-up for ``arch`` in ``fmt`` on TP x PP GPUs with ``max_model_len = context``
+    (llama.cpp: ``concurrency`` slots of ``context`` tokens)."""
+    stored = effective_format(arch, fmt)
+    stages = [(layers, w + repack_extra_bytes(arch, stored, gpu, engine, tp, layers))
+              for layers, w in stage_weights(arch, fmt, tp, pp)]
+    return startup(arch, gpu, engine, stages, tp, context, kv_cache_dtype, concurrency)
+
+
+_STARTUP_CACHE: dict[tuple, tuple[Architecture, EngineStartup]] = {}
+
+
+def startup_for_plan(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement) -> EngineStartup:
+    """:func:`engine_startup` of a placement's plan with ``max_model_len`` = its context, memoised per (model
+    object, GPU row, engine settings, format, layout, context, KV dtype, concurrency): setups ask it for the same
+    plan on every instance shape."""
+    plan = placement.plan
+    assert plan is not None
+    key = (id(arch), gpu, engine, placement.format, plan.tensor_parallel, plan.pipeline_parallel, placement.context,
+           placement.kv_cache_dtype, placement.concurrency)
+    hit = _STARTUP_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_STARTUP_CACHE) > 8192:
+            _STARTUP_CACHE.clear()
+        hit = _STARTUP_CACHE[key] = (arch, engine_startup(
+            arch, gpu, engine, placement.format, plan.tensor_parallel, plan.pipeline_parallel, placement.context,
+            placement.kv_cache_dtype, placement.concurrency))
+    return hit[1]
+
+
+def served_concurrency(start: EngineStartup, engine: Engine, gpu: GPU) -> int:
+    """Requests of ``max_model_len`` tokens the engine runs at once: what the KV pool holds, at most its
+    ``max_num_seqs`` (vLLM's default by GPU; SGLang and llama.cpp: the pool decides)."""
+    held = int(start.max_concurrency) if start.max_concurrency < 1e8 else 1
+    cap = start.max_num_seqs if engine.id == "vllm" and start.max_num_seqs else None
+    return max(0, min(held, cap) if cap else held)
+
+
+def _common(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int, concurrency: int, kv: str,
+            support: Support) -> dict:
+    stored = effective_format(arch, fmt) if fmt == "native" else fmt
+    return dict(gpu=gpu.id, engine=engine.id, format=fmt, weight_format=stored, context=context,
+                concurrency=concurrency, kv_cache_dtype=kv, native_support=support.native, support_note=support.note)
+
+
+def serves(start: EngineStartup, concurrency: int) -> bool:
+    """The engine starts and its pool holds ``concurrency`` requests of ``max_model_len`` tokens."""
+    return start.starts and start.max_concurrency >= concurrency
+
+
+def exact(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, context: int = 8192,
+          concurrency: int = 1, kv_cache_dtype: str = "bf16") -> tuple[Placement, EngineStartup | None]:
+    """Exactly ``gpus`` GPUs in the engine's default layout (:func:`default_layout`), fitting or not: the plan's
+    memory per stage (built even when it does not fit), the engine's start-up figures, and ``fits`` when the
+    planner's budget holds the load and the engine's pool serves ``concurrency`` requests of ``context``."""
+    check_load(arch, context, concurrency, kv_cache_dtype)
+    support = engine.supports(gpu, fmt, arch)
+    common = _common(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype, support)
+    if not support.runs:
+        return Placement(fits=False, gpus=gpus, plan=None, reason=support.note, **common), None
+    tp, pp = default_layout(arch, gpu, engine, gpus)
+    if pp > arch.num_layers:
+        return Placement(fits=False, gpus=gpus, plan=None, reason=f"{gpus} GPUs are more pipeline stages than the "
+                         f"model's {arch.num_layers} layers", **common), None
+    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
+    plan = search.plan(gpu, engine, tp, pp, force=True)
+    start = engine_startup(arch, gpu, engine, fmt, tp, pp, context, kv_cache_dtype, concurrency)
+    fits = search.fits(gpu, engine, tp, pp) and serves(start, concurrency)
+    reason = None
+    if not fits:
+        reason = (f"{engine.name} would not start: weights and working memory leave {start.kv_cache_gib_per_gpu:.2f} "
+                  f"GiB for the KV cache on {gpus} GPU(s)" if not start.starts else
+                  f"the KV cache holds {start.max_concurrency:.2f} request(s) of {context:,} tokens, "
+                  f"{concurrency} asked" if not serves(start, concurrency) else
+                  f"weights, KV cache and working memory exceed {engine.name}'s budget on {gpus} GPU(s)")
+    return Placement(fits=fits, gpus=gpus, plan=plan, reason=reason, **common), start
+
+
+def fewest(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
+           kv_cache_dtype: str = "bf16") -> tuple[Placement, EngineStartup | None]:
+    """The planner's fewest GPUs (``placement.fewest_gpus``), moved up while the engine's own paging of the pool
+    (block rounding, sliding windows kept for max_num_batched_tokens, state pages) cannot serve the requests."""
+    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
+    if placed.plan is None:
+        return placed, None
+    plan = placed.plan
+    start = startup_for_plan(arch, gpu, engine, placed)
+    n = plan.gpus
+    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
+    while not serves(start, concurrency) and n < MAX_GPUS:
+        n += 1
+        tp, pp = default_layout(arch, gpu, engine, n)
+        if pp > arch.num_layers or not search.fits(gpu, engine, tp, pp):
+            continue
+        candidate = engine_startup(arch, gpu, engine, fmt, tp, pp, context, kv_cache_dtype, concurrency)
+        if serves(candidate, concurrency):
+            found = search.plan(gpu, engine, tp, pp)
+            if found is not None:
+                return placed.model_copy(update={"gpus": n, "plan": found}), candidate
+    return placed, start

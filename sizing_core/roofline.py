@@ -1,0 +1,134 @@
+"""The roofline's inputs, shared by the speed model (``engine_speed``) and ``throughput``: the bytes a decode step
+reads (weights a batch touches, routed experts apart, each request's KV cache and state), FLOPs per token, and
+the dense tensor rate of a format on a GPU. Identity-keyed caches (perf #14): setups and exports ask for the same
+model and format many times."""
+
+from __future__ import annotations
+
+from .architecture import Architecture
+from .formats import tensor_bits
+from .gpus import GPU
+from .kv_cache import cache_bytes
+from .layers import FullAttention, MLAAttention, MoE
+
+
+def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
+    """Dense tensor FLOPS for the format's compute type. GeForce headline rates use FP16 accumulate; the FP32
+    accumulation engines use runs at half that (``shared/reference/gpus/NOTES.md``)."""
+    tflops = None
+    if native and weight_format in ("nvfp4", "mxfp4") and gpu.fp4_tflops_dense:
+        tflops = gpu.fp4_tflops_dense
+    elif native and weight_format in ("fp8", "int8", "nvfp4", "mxfp4") and gpu.fp8_tflops_dense:
+        tflops = gpu.fp8_tflops_dense
+    elif gpu.fp16_tflops_dense:
+        tflops = gpu.fp16_tflops_dense
+    if tflops is None:
+        return None
+    if gpu.kind == "consumer" and gpu.vendor == "NVIDIA":
+        tflops /= 2
+    return tflops * 1e12
+
+
+#: (id(arch), format) -> (arch, per-tensor terms of :func:`_step_bytes`, {batch: bytes}); identity-keyed like
+#: placement's weight loads (perf #14: setups and exports estimate the same model and format many times)
+_STEP_CACHE: dict[tuple[int, str], tuple[Architecture, list[tuple[float, int, int, float]], dict[int, float]]] = {}
+
+
+def _step_terms(arch: Architecture, fmt: str) -> list[tuple[float, int, int, float]]:
+    """Per tensor: (bytes, experts, top-k, bits) -- experts 0 for a non-routed tensor, -1 for the token embedding."""
+    terms = []
+    for t, b in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
+        if t.role == "token_embd":
+            terms.append((float(t.cols), -1, 0, b))
+        elif t.is_routed_expert and t.layer is not None:
+            mlp = arch.layers[t.layer].mlp
+            assert isinstance(mlp, MoE)
+            terms.append((t.numel * b / 8, mlp.num_experts, mlp.top_k, b))
+        else:
+            terms.append((t.numel * b / 8, 0, 0, b))
+    return terms
+
+
+def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
+    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together)."""
+    key = (id(arch), fmt)
+    hit = _STEP_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_STEP_CACHE) > 4096:
+            _STEP_CACHE.clear()
+        hit = _STEP_CACHE[key] = (arch, _step_terms(arch, fmt), {})
+    totals = hit[2]
+    if batch not in totals:
+        total = 0.0
+        for nbytes, e, k, b in hit[1]:
+            if e > 0:
+                nbytes *= (e * (1 - (1 - k / e) ** batch)) / e
+            elif e < 0:
+                nbytes = batch * nbytes * b / 8  # a lookup reads one row (``nbytes`` holds the columns) per sequence
+            total += nbytes
+        totals[batch] = total
+    return totals[batch]
+
+
+def _expert_step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
+    """The routed-expert part of :func:`_step_bytes` (the expected distinct experts of the batch)."""
+    _step_bytes(arch, fmt, batch)  # fills the terms
+    terms = _STEP_CACHE[(id(arch), fmt)][1]
+    return sum(nbytes * (1 - (1 - k / e) ** batch) for nbytes, e, k, _ in terms if e > 0)
+
+
+_FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}
+
+
+def _attention_flops_per_token(arch: Architecture, context: int) -> float:
+    """Causal attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens."""
+    hit = _FLOPS_CACHE.get((id(arch), context))
+    if hit is None or hit[0] is not arch:
+        if len(_FLOPS_CACHE) > 4096:
+            _FLOPS_CACHE.clear()
+        hit = _FLOPS_CACHE[(id(arch), context)] = (arch, _compute_attention_flops(arch, context))
+    return hit[1]
+
+
+def _compute_attention_flops(arch: Architecture, context: int) -> float:
+    flops = 0.0
+    for layer in arch.layers:
+        m = layer.mixer
+        if isinstance(m, FullAttention):
+            span = m.cached_tokens(context) / 2
+            flops += 2 * span * m.num_heads * (m.head_dim + m.vdim)
+        elif isinstance(m, MLAAttention):
+            flops += 2 * (context / 2) * m.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return flops
+
+
+_ACTIVE_CACHE: dict[int, tuple[Architecture, float]] = {}
+
+
+def _active_params(arch: Architecture) -> float:
+    hit = _ACTIVE_CACHE.get(id(arch))
+    if hit is None or hit[0] is not arch:
+        if len(_ACTIVE_CACHE) > 4096:
+            _ACTIVE_CACHE.clear()
+        total = sum(t.numel for t in arch.tensors if t.role != "token_embd")
+        hit = _ACTIVE_CACHE[id(arch)] = (arch, total - sum(layer.inactive_params(arch.hidden_size)
+                                                           for layer in arch.layers))
+    return hit[1]
+
+
+
+
+_REQUEST_CACHE: dict[tuple, tuple[Architecture, float]] = {}
+
+
+def _cache_bytes_per_request(arch: Architecture, context: int, kv_dtype: str, tp: int) -> float:
+    key = (id(arch), context, kv_dtype, tp)
+    hit = _REQUEST_CACHE.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_REQUEST_CACHE) > 4096:
+            _REQUEST_CACHE.clear()
+        b = cache_bytes(kv_dtype)
+        hit = _REQUEST_CACHE[key] = (arch, sum(layer.mixer.kv_bytes_per_request(context, b, tp)
+                                               + layer.mixer.state_bytes(tp)
+                                               for layer in arch.layers if layer.mixer is not None))
+    return hit[1]
