@@ -196,3 +196,32 @@ def test_hub_state_is_written_once_per_batch_and_at_the_end(world: dict, monkeyp
     assert on_disk[repo]["sha"] == f"{24:040x}"  # the last save is on disk although the batch failed
     state.save(hub)  # outside a batch: written at once, as before
     assert len(writes) == 4 and json.loads((world["data"] / "hub" / "state.json").read_text())[repo]["sha"] == hub.sha
+
+
+def test_a_landing_batch_logs_a_fetch_only_at_its_flush_after_its_files(tmp_path: Path) -> None:
+    """Hub payloads are landed without an fsync each and synced 100 at a time (#28); a log line may only reach the
+    fetch log after its payload's files are written, so a line never names a payload that is not there."""
+    from datetime import UTC, datetime
+
+    from pipeline.sources.base import RawPart, RawPayload
+    from pipeline.sources.landing import FetchLogEntry, LandingBatch, read_log, resolve_raw_path
+
+    def fetch(i: int) -> RawPayload:
+        return RawPayload(source=f"hub__org__m{i}", fetched_at=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                          parts=(RawPart(url=f"https://huggingface.co/api/models/org/m{i}", status=200, headers={},
+                                         body=b'{"sha": "%d"}' % i),))
+
+    batch = LandingBatch(tmp_path, every=3)
+    for i in range(4):
+        path = batch.land(fetch(i))
+        assert path.exists()  # the files are written at once ...
+        batch.log(FetchLogEntry(source=f"hub:org/m{i}", provider="huggingface", outcome="ok", raw_path=str(path),
+                                started_at=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                                finished_at=datetime(2026, 11, 28, 12, tzinfo=UTC)))
+        # ... the lines only when 3 are waiting (after the 3rd), then the 4th at the final flush
+        assert len(read_log(tmp_path)) == (3 if i >= 2 else 0)
+    batch.flush()
+    logged = read_log(tmp_path)
+    assert [e.source for e in logged] == [f"hub:org/m{i}" for i in range(4)]
+    assert all(resolve_raw_path(e.raw_path, tmp_path).exists() for e in logged)
+    assert not batch.entries and not batch.written

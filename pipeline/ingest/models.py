@@ -22,7 +22,7 @@ from pipeline.sources.huggingface import (
     ingest_model,
     load_watchlist,
 )
-from pipeline.sources.landing import FetchLogEntry
+from pipeline.sources.landing import FetchLogEntry, LandingBatch
 from pipeline.sources.replay import REPLAY_ROOT, ReplayTransport
 from sizing_core import SizingError, SizingReport, parse_config, size_model
 from sizing_core.parameters import CheckpointFacts, count_parameters
@@ -76,12 +76,13 @@ def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client:
         discover(client, data_dir, watchlist, limit=limit, min_downloads=min_downloads)
         entries += discovered_entries(data_dir)
     out = []
-    with state.batched():  # state.json once per 100 new records, not per model (#28)
+    # state.json once per 100 new records and the landed payloads synced 100 at a time, not per model (#28)
+    with state.batched(), LandingBatch(data_dir) as batch:
         for entry in entries:
             if entry.spec:
                 out.append((entry, None, None))
                 continue
-            log, model = ingest_model(entry, client, data_dir, state)
+            log, model = ingest_model(entry, client, data_dir, state, batch=batch)
             out.append((entry, log, model))
     return out
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from pipeline.sources.base import RawPart, RawPayload
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
-from pipeline.sources.landing import FetchLogEntry, Outcome, append_log, land
+from pipeline.sources.landing import FetchLogEntry, LandingBatch, Outcome, append_log, land
 from sizing_core import ConfigError, parse_config
 from sizing_core.safetensors import (
     CheckpointSummary,
@@ -279,8 +279,9 @@ def _log_name(repo: str) -> str:
 
 
 def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state: HubState,
-                 now: datetime | None = None) -> tuple[FetchLogEntry, HubModel | None]:
-    """Fetch, land and parse one repo; never raises for the repo's own failure."""
+                 now: datetime | None = None, batch: LandingBatch | None = None) -> tuple[FetchLogEntry, HubModel | None]:
+    """Fetch, land and parse one repo; never raises for the repo's own failure. With ``batch``, the payload is
+    landed and logged through it (synced with others' at its next flush)."""
     started = now or datetime.now(UTC)
     parts: list[RawPart] = []
     headers = _auth_headers()
@@ -290,12 +291,15 @@ def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state:
         raw_path = None
         if parts:
             payload = RawPayload(source="hub__" + entry.repo.replace("/", "__"), fetched_at=started, parts=tuple(parts))
-            raw_path = str(land(payload, data_dir))
+            raw_path = str(batch.land(payload) if batch is not None else land(payload, data_dir))
             extra.setdefault("bytes", payload.size)
             extra.setdefault("sha256", payload.sha256)
         log = FetchLogEntry(source=name, provider="huggingface", started_at=started, finished_at=datetime.now(UTC),
                             outcome=outcome, message=message, raw_path=raw_path, **extra)
-        append_log(log, data_dir)
+        if batch is not None:
+            batch.log(log)
+        else:
+            append_log(log, data_dir)
         return log
 
     def fetch(url: str, **kw: Any) -> RawPart:
