@@ -72,7 +72,22 @@ def _state(m: object, tp: int, f32: bool) -> float:
 def layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, context: int,
                 state_f32: bool = False) -> list[Spec]:
     """The cache specs of ``layers`` on one GPU of a TP group (a ParallelHybrid layer gives two); ``state_f32``:
-    recurrent state kept in float32 whatever the checkpoint dtype (llama.cpp's r/s buffers)."""
+    recurrent state kept in float32 whatever the checkpoint dtype (llama.cpp's r/s buffers). Memoised per model
+    object and arguments (#28: the same for every GPU kind; the serving rule asks for each)."""
+    key = (id(arch), layers.start, layers.stop, layers.step, kv_dtype, tp, context, state_f32)
+    hit = _SPECS.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_SPECS) > 8192:
+            _SPECS.clear()
+        hit = _SPECS[key] = (arch, tuple(_layer_specs(arch, layers, kv_dtype, tp, context, state_f32)))
+    return list(hit[1])
+
+
+_SPECS: dict[tuple, tuple[Architecture, tuple[Spec, ...]]] = {}
+
+
+def _layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, context: int,
+                 state_f32: bool) -> list[Spec]:
     b = cache_bytes(kv_dtype)
     out: list[Spec] = []
     for i in layers:
