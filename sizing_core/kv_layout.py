@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from .architecture import Architecture
 from .kv_cache import cache_bytes
@@ -56,8 +57,8 @@ class Spec:
     state_bytes: float = 0.0  # per request, fixed
     window: int = 0
 
-    @property
-    def key(self) -> tuple:
+    @cached_property
+    def key(self) -> tuple:  # (cached: specs are memoised per model and asked once per GPU kind, #28)
         return (self.kind, round(self.token_bytes, 3), round(self.state_bytes, 3), self.window)
 
 

@@ -23,6 +23,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.out import out__cheapest_setups, out__exports
 from pipeline.compute.setups_table import (
+    SETUP_FORMATS,
     StoredSetups,
     loads_of,
     published_answers,
@@ -123,7 +124,8 @@ def test_a_model_shorter_than_the_setups_request_is_answered_at_its_maximum_and_
     assert sum(m["status"] == "ok" for m in index) == len(index) - 1
 
 
-def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict) -> None:
+def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import UTC, datetime
 
     before = _query(world["db"], SETUP_ROWS)
@@ -136,6 +138,19 @@ def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict) -
                                     now=datetime.now(UTC), chunk=4)  # 43 models: 11 chunks, the last of 3
         assert run.hits["placement"] == 0 and run.misses["placement"] > 1000
         assert con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0] == cache_rows == run.written
+        # the pruning bounds' weight bytes are kept too (#28): every format of every model, as computed here
+        from pipeline.compute import rates
+
+        kept = con.execute("SELECT model_id, format, total_bytes, active_bytes FROM weight_bytes_cache").fetchall()
+        by_id = {t.entry.id: t for t in tracked}
+        assert len(kept) == len(SETUP_FORMATS) * len(tracked)
+        assert all(rates.weight_bytes(by_id[m].arch, f) == (total, active) for m, f, total, active in kept)
+        rates._WEIGHTS.clear()  # a new process: nothing known ...
+
+        def no_walk(*_a: object) -> None:
+            raise AssertionError("weight bytes walked again")
+
+        monkeypatch.setattr(rates, "tensor_bits", no_walk)  # ... and nothing walked: every value read back
         again = write_cheapest_setups(con, tracked, as_of=world["resources"]["vramlab"].as_of(),
                                       now=datetime.now(UTC), chunk=7)  # warm: every placement read back
         assert again.misses["placement"] == 0 and again.hits["placement"] == run.misses["placement"]

@@ -29,12 +29,12 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pipeline.compute.fabric import cluster_fabric, interconnects  # noqa: F401
+from pipeline.compute.fabric import MAX_RPC_MACHINES, Deployment, cluster_fabric, deployment, interconnects  # noqa: F401
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers, usable_offer  # noqa: F401
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from pipeline.compute.rates import load_rate, per_token_floor, weight_bytes
 from pipeline.compute.serving import Serving
-from pipeline.compute.setup_costs import costs_from_rates, placement_rates
+from pipeline.compute.setup_costs import costs_from_rates, layout_rates, placement_rates
 from sizing_core import Architecture
 from sizing_core.calibration import band
 from sizing_core.cost import HOURS_PER_MONTH
@@ -49,10 +49,8 @@ FX_STALE_AFTER_DAYS = 4
 #: a setup of several machines ranks as if it cost this much more (never above a one-machine setup within 25 %)
 MULTI_MACHINE_RANK_FACTOR = 1.25
 #: llama.cpp RPC over separately rented machines: at most this many machines (every token crosses every hop)
-MAX_RPC_MACHINES = 4
 RPC_FLAG = ("llama.cpp RPC across separately rented machines over their public network: the RPC backend is a "
             "proof of concept, fragile and insecure on an open network (ggml-org/llama.cpp tools/rpc/README.md)")
-Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
 
 #: what a setup says about capacity, from its offer's ``availability_status`` (stated by the source's API at fetch)
 AVAILABILITY_NOTES = {"available": "available at fetch time", "low": "available at fetch time (low stock)",
@@ -169,6 +167,17 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
     return math.ceil(gpus_needed / gpus_per_instance)
 
 
+def shaped_gpu(gpu: GPU, per_instance: int) -> GPU:
+    """``gpu`` in machines of ``per_instance`` GPUs (memoised per catalog row: #28, one copy per shape per run)."""
+    hit = _SHAPED.get((id(gpu), per_instance))
+    if hit is None or hit[0] is not gpu:
+        hit = _SHAPED[(id(gpu), per_instance)] = (gpu, gpu.model_copy(update={"max_gpus_per_node": per_instance}))
+    return hit[1]
+
+
+_SHAPED: dict[tuple[int, int], tuple[GPU, GPU]] = {}
+
+
 class Planner:
     """Caches the fewest-GPU placement per (GPU, GPUs per instance) for one model, format and scenario; with a
     :class:`PlacementCache` and the model's (id, revision), also across runs (perf #14): the floors, placements
@@ -242,7 +251,7 @@ class Planner:
         """The full placement (plan and per-stage memory), computed in this process."""
         key = (gpu.id, per_instance)
         if key not in self._cache:
-            shaped, engine = gpu.model_copy(update={"max_gpus_per_node": per_instance}), self.engine(gpu)
+            shaped, engine = shaped_gpu(gpu, per_instance), self.engine(gpu)
             placed = fewest_gpus(self.arch, shaped, engine, self.fmt, self.context, self.concurrency, self.kv)
             if (plan := placed.plan) is not None:  # moved up while the engine's pool cannot serve the load
                 n, tp, pp = self._serving().layout(self._planner(), shaped, engine, (
@@ -273,7 +282,7 @@ class Planner:
         support = engine.supports(gpu, self.fmt, arch)
         if not support.runs:
             return Placed(None, None, None, support.native, support.note)
-        shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
+        shaped = shaped_gpu(gpu, per_instance)
         found = self._planner().fewest(shaped, engine)
         if found is None:
             return Placed(None, None, None, support.native, support.note)
@@ -297,7 +306,14 @@ class Planner:
             key = self._key(gpu, per_instance)
             hit = self.store.rates(key) if self.store is not None and key is not None else None
             if hit is None:
-                hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance), self.engine(gpu))
+                placed = self.placed(gpu, per_instance)
+                if placed.gpus is None or placed.tensor_parallel is None or placed.pipeline_parallel is None:
+                    hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance), self.engine(gpu))
+                else:  # the plan's nodes on this instance shape (``sizing_core.placement.PlanSearch.plan``)
+                    tp, pp = placed.tensor_parallel, placed.pipeline_parallel
+                    nodes = math.ceil(tp * pp / (max(1, per_instance // tp) * tp))
+                    hit = layout_rates(self.arch, gpu, self.engine(gpu), self.fmt, (tp, pp, nodes),
+                                       (self.context, self.concurrency, self.kv), placed.native_support)
                 if self.store is not None and key is not None:
                     self.store.put_rates(key, hit)
             self._rates[(gpu.id, per_instance)] = hit
@@ -440,16 +456,6 @@ def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurr
         if count == 1:
             break  # one instance taken: a less faithful format never needs fewer
     return out
-
-
-def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
-    """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
-    if machines == 1:
-        return "single_machine", None
-    if engine_id == "llama.cpp":
-        return ("llama.cpp-rpc", None) if machines <= MAX_RPC_MACHINES else None
-    fabric = cluster_fabric(offer["provider"], offer["instance_type"])
-    return ("cluster", fabric) if fabric else None
 
 
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:

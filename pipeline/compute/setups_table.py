@@ -26,7 +26,8 @@ from pipeline.compute.answers import (
     standard_loads,
 )
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers
-from pipeline.compute.placement_cache import PlacementCache
+from pipeline.compute.placement_cache import PlacementCache, sizing_version
+from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup, cheapest_setups
 from pipeline.compute.tracked import Tracked
 from pipeline.storage.loaders import insert_frame, transaction
@@ -109,6 +110,36 @@ def _row_schema(con: Any) -> dict[str, Any]:
     return {c: _POLARS_TYPES[types[c]] for c in ROW_COLUMNS}
 
 
+def _load_weight_bytes(con: Any, part: list[Tracked]) -> set[tuple[str, str]]:
+    """Seed :func:`~pipeline.compute.rates.weight_bytes` with the chunk's rows of ``weight_bytes_cache`` (this
+    revision, this code); the (model, format) pairs seeded."""
+    archs = {t.entry.id: t for t in part}
+    found = con.execute("SELECT model_id, revision, format, total_bytes, active_bytes FROM weight_bytes_cache WHERE "
+                        "sizing_version = ? AND model_id IN (SELECT UNNEST(?::VARCHAR[]))",
+                        [sizing_version(), list(archs)]).fetchall()
+    seeded = set()
+    for model_id, revision, fmt, total, active in found:
+        t = archs[model_id]
+        if t.revision == revision and t.arch is not None:
+            remember_weight_bytes(t.arch, fmt, (total, active))
+            seeded.add((model_id, fmt))
+    return seeded
+
+
+def _save_weight_bytes(con: Any, part: list[Tracked], seeded: set[tuple[str, str]]) -> None:
+    """Write the chunk's weight bytes this run computed (inside the caller's transaction)."""
+    version, rows = sizing_version(), []
+    for t in part:
+        for fmt in SETUP_FORMATS:
+            value = known_weight_bytes(t.arch, fmt) if t.arch is not None else None
+            if value is not None and (t.entry.id, fmt) not in seeded:
+                rows.append((t.entry.id, t.revision, fmt, version, *value))
+    if rows:
+        con.execute("DELETE FROM weight_bytes_cache WHERE (model_id, format) IN (SELECT UNNEST(?::VARCHAR[]), "
+                    "UNNEST(?::VARCHAR[]))", [[r[0] for r in rows], [r[2] for r in rows]])
+        con.executemany("INSERT INTO weight_bytes_cache VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
 def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
                           chunk: int = SETUP_CHUNK_MODELS) -> SetupsRun:
     """Replace ``cheapest_setups`` with the setups of ``tracked`` (models with an architecture), ``chunk`` models
@@ -124,10 +155,14 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
     with transaction(con):
         con.execute("DELETE FROM cheapest_setups")
         run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
+        con.execute("DELETE FROM weight_bytes_cache WHERE sizing_version <> ? OR (model_id, revision) NOT IN "
+                    "(SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
+                    [sizing_version(), [t.entry.id for t in tracked], [t.revision for t in tracked]])
         for i in range(0, len(tracked), chunk):
             part = tracked[i:i + chunk]
             # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs
             cache = PlacementCache.load(con, {t.entry.id: t.revision for t in part}, gpus)
+            seeded = _load_weight_bytes(con, part)  # the pruning bounds' weight bytes, likewise
             rows: list[tuple[Any, ...]] = []
             for t in part:
                 try:
@@ -145,6 +180,7 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
                 insert_frame(con, "cheapest_setups", pl.DataFrame(rows, schema=schema, orient="row"), by_name=True)
             run.rows += len(rows)
             run.add(cache, cache.save(con))
+            _save_weight_bytes(con, part, seeded)
     return run
 
 
