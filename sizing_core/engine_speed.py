@@ -75,7 +75,7 @@ def link(gpu: GPU, tp: int, nodes: int = 1) -> str:
     switch up to 4 GPUs, two CPU-socket islands at 8)."""
     if nodes > 1:
         return "network"
-    text = (gpu.interconnect or "").lower()
+    text = (gpu.interconnect or "").lower().replace("no nvlink", "")  # "PCIe 4.0 x16 (no NVLink)": L40S, L4
     if "nvlink" in text or "infinity fabric" in text or "xgmi" in text:
         if "bridge" in text and tp > 2:
             return "pcie" if tp <= 4 else "pcie-islands"
@@ -120,11 +120,11 @@ class StepTime(CamelRecord):
     total_ms: float
 
 
-def _moe_layers(arch: Architecture) -> int:
+def moe_layer_count(arch: Architecture) -> int:
     return sum(1 for layer in arch.layers if isinstance(layer.mlp, MoE))
 
 
-def _mla_layers(arch: Architecture) -> int:
+def mla_layer_count(arch: Architecture) -> int:
     return sum(1 for layer in arch.layers if layer.mixer is not None
                and layer.mixer.kind in ("mla", "compressed_sparse_attention"))
 
@@ -139,7 +139,8 @@ def _peak(gpu: GPU, fmt: str, native: bool, engine: Engine) -> float | None:
 
 
 def fixed_ms(arch: Architecture, gpu: GPU, engine: Engine, tp: int, pp: int, nodes: int = 1) -> float:
-    fixed = arch.num_layers * layer_us(engine) + _moe_layers(arch) * MOE_LAYER_US + _mla_layers(arch) * MLA_LAYER_US
+    fixed = (arch.num_layers * layer_us(engine) + moe_layer_count(arch) * MOE_LAYER_US
+             + mla_layer_count(arch) * MLA_LAYER_US)
     if tp > 1:
         fixed += 2 * arch.num_layers * ALLREDUCE_US[link(gpu, tp, nodes if tp > gpu.node_size else 1)]
     fixed = fixed / 1000 + (pp - 1) * HOP_MS + STEP_MS[family(engine)]

@@ -22,12 +22,19 @@ from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
 from .layers import (
+    MLSTM,
     CompressedSparseAttention,
+    CrossAttention,
     FullAttention,
     GatedDeltaNet,
     KimiDeltaAttention,
+    LinearAttention,
+    Mamba,
     Mamba2,
     MLAAttention,
+    ParallelHybrid,
+    RWKVTimeMix,
+    ShortConv,
 )
 from .record import CamelRecord, record
 from .units import GIB
@@ -146,16 +153,28 @@ def valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
 
 
 def _valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
-    for layer in arch.layers:
-        m = layer.mixer
-        if isinstance(m, FullAttention):
-            if m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads):
-                return False
-        elif isinstance(m, MLAAttention | CompressedSparseAttention | KimiDeltaAttention | Mamba2):
-            if m.num_heads % tp:
-                return False
-        elif isinstance(m, GatedDeltaNet) and (m.num_v_heads % tp or m.num_k_heads % tp):
-            return False
+    return all(_mixer_splits(layer.mixer, tp) for layer in arch.layers if layer.mixer is not None)
+
+
+def _mixer_splits(m: object, tp: int) -> bool:
+    """Whether TP ranks can split this mixer evenly, as vLLM's layers shard it: attention heads (GQA KV heads divide
+    TP or TP divides them: replicated), the heads of latent, sparse and linear/recurrent attention, Mamba's inner
+    channels (``MambaMixer``'s column-parallel in_proj), a short convolution's channels; both halves of a parallel
+    hybrid. A mixer kind not listed has no head count to split."""
+    if isinstance(m, FullAttention | CrossAttention):
+        return not (m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads))
+    if isinstance(m, ParallelHybrid):
+        return _mixer_splits(m.attention, tp) and _mixer_splits(m.ssm, tp)
+    if isinstance(m, GatedDeltaNet):
+        return not (m.num_v_heads % tp or m.num_k_heads % tp)
+    if isinstance(m, MLAAttention | CompressedSparseAttention | KimiDeltaAttention | Mamba2 | LinearAttention | MLSTM):
+        return m.num_heads % tp == 0
+    if isinstance(m, RWKVTimeMix):
+        return m.heads % tp == 0
+    if isinstance(m, Mamba):
+        return m.intermediate % tp == 0
+    if isinstance(m, ShortConv):
+        return m.hidden % tp == 0
     return True
 
 

@@ -45,7 +45,8 @@ def test_columnar_bits_equal_sizing_core_for_every_tensor_and_format(watchlist: 
 
 def test_columnar_grid_equals_the_reference_grid_on_the_watchlist(watchlist: dict) -> None:
     """Same rows, same order, same columns and types; GPU counts, verdicts and flags exact, byte figures equal up
-    to the order floating-point sums are taken in (1e-12 relative)."""
+    to the order floating-point sums are taken in (1e-12 relative). Decode speed left out: the reference keeps the
+    bare roofline the grid had before it took the engine model's (tests/test_grid_decode.py checks it)."""
     models = {k: ("rev-" + k[:3], v) for k, v in watchlist.items()}
     gpus = list(catalog().values())
     new, old = compute_grid(models, gpus), reference_grid(models, gpus)
@@ -54,7 +55,8 @@ def test_columnar_grid_equals_the_reference_grid_on_the_watchlist(watchlist: dic
     for col in ("model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
                 "native_support", "above_max_context", "fits_single", "est_gpus"):
         assert new[col].eq_missing(old[col]).all(), col
-    assert_frame_equal(new, old, check_exact=False, rel_tol=1e-12, abs_tol=0.0)
+    assert_frame_equal(new.drop("decode_tokens_per_s"), old.drop("decode_tokens_per_s"), check_exact=False,
+                       rel_tol=1e-12, abs_tol=0.0)
 
 
 def test_grid_is_the_same_bit_for_bit_on_every_run(watchlist: dict) -> None:

@@ -112,8 +112,12 @@ def test_a_changed_gpu_row_resizes_that_gpu_only(world: dict, monkeypatch: pytes
     assert md["rows_computed"] == models * len(GRID_FORMATS) * len(GRID_CONTEXTS) * len(engines_for(h100))
     after = _query(world["db"], decode_sql)
     assert len(after) == len(before) > 100
-    # decode speed is bandwidth-bound: twice the bandwidth, twice the tokens per second, cell by cell
-    assert all(a[:4] == b[:4] and a[4] == pytest.approx(2 * b[4]) for a, b in zip(after, before, strict=True))
+    # a decode step is its bandwidth term plus fixed costs (layers, routing, all-reduces): twice the bandwidth
+    # halves the first and keeps the second, so each cell gets faster, by less than 2x; the step's fixed part,
+    # 2 / after - 1 / before (seconds per token), is positive
+    assert all(a[:4] == b[:4] and b[4] < a[4] < 2 * b[4] for a, b in zip(after, before, strict=True))
+    fixed = {a[:4]: 2 / a[4] - 1 / b[4] for a, b in zip(after, before, strict=True)}
+    assert all(f > 0 for f in fixed.values())
     other_after = _query(world["db"], others_sql)[0]  # (a parallel float sum: equal up to summation order)
     assert other_after[0] == other_before[0] and other_after[1] == pytest.approx(other_before[1], rel=1e-12)
     assert _duplicate_sizing_keys(world["db"]) == 0

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from helpers import arch
 
+from pipeline.cli.models import load_model
 from sizing_core.engines import get_engine
 from sizing_core.errors import SizingError
 from sizing_core.formats import weight_bytes
@@ -14,6 +16,7 @@ from sizing_core.gpus import catalog, get_gpu
 from sizing_core.placement import _stage_bounds, fewest_gpus, plan_for, valid_tensor_parallel
 from sizing_core.units import GIB, MIB
 
+FIXTURES = Path(__file__).parent / "fixtures"
 VLLM, LLAMA_CPP = get_engine("vllm"), get_engine("llama.cpp")
 
 
@@ -36,6 +39,17 @@ def test_tp_must_divide_attention_heads() -> None:
         plan_for(llama70, get_gpu("h100"), VLLM, "bf16", tp=3, pp=1)
     phi4 = arch("microsoft__phi-4")  # 40 heads, 10 KV heads: 8 divides neither 10 nor is divided by it
     assert valid_tensor_parallel(phi4, 2) and not valid_tensor_parallel(phi4, 8)
+
+
+def test_tp_must_divide_the_heads_of_recurrent_mixers_too() -> None:
+    """RWKV-5 World 3B (its config: hidden 2,560, head_size 64 -> 40 heads, tests/fixtures/configs_ii/SOURCES.csv):
+    40 heads split over 2, 4, 5, 8 ranks, not over 16 or 3 (the rule used to look at attention and a few recurrent
+    kinds only, and let any TP through for RWKV, Mamba, linear attention, short convolutions). Mamba-130m: 1,536
+    inner channels (expand 2 x hidden 768): TP 3 divides them, 5 does not."""
+    rwkv = load_model(str(FIXTURES / "configs_ii" / "RWKV__rwkv-5-world-3b.json"))
+    assert [t for t in (1, 2, 3, 4, 5, 8, 16) if valid_tensor_parallel(rwkv, t)] == [1, 2, 4, 5, 8]
+    mamba = load_model(str(FIXTURES / "configs_ii" / "state-spaces__mamba-130m-hf.partial.json"))
+    assert valid_tensor_parallel(mamba, 3) and not valid_tensor_parallel(mamba, 5)
 
 
 def test_kv_heads_replicated_when_tp_exceeds_them() -> None:

@@ -41,11 +41,24 @@ from pipeline.compute.grid_bytes import (
     format_figures,
 )
 from sizing_core import Architecture
+from sizing_core.engine_speed import (
+    ALLREDUCE_US,
+    EXPERT_EFFICIENCY,
+    HOP_MS,
+    MLA_LAYER_US,
+    MOE_LAYER_US,
+    STEP_MS,
+    bandwidth_efficiency,
+    family,
+    layer_us,
+    link,
+    mla_layer_count,
+    moe_layer_count,
+)
 from sizing_core.engines import ENGINES, effective_format
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import cache_bytes
 from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
-from sizing_core.throughput import DISCRETE_BANDWIDTH_EFFICIENCY, UNIFIED_BANDWIDTH_EFFICIENCY
 from sizing_core.units import GB, GIB
 
 GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
@@ -111,15 +124,21 @@ def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[flo
 
 
 def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model and context: KV and state at TP 1 and at the largest valid TP <= 8."""
+    """Per model and context: KV and state at TP 1 and at the largest valid TP <= 8; the cache one GPU reads per
+    decode step at each valid TP (``cache_tp{t}``: KV and state, null where t is not valid); the layer counts the
+    engine's fixed step costs follow (MoE and latent-attention layers)."""
+    cache_cols = [f"cache_tp{t}" for t in TPS]
     cols: dict[str, list] = {k: [] for k in ("model_id", "context", "above_max_context", "kv1", "state1", "max_tp",
-                                             "kv_max_tp", "state_max_tp")}
+                                             "kv_max_tp", "state_max_tp", "moe_layers", "mla_layers",
+                                             *cache_cols)}
     for model_id, arch in models.items():
-        valid = [t for t in TPS if valid_tensor_parallel(arch, t)]
+        valid = tuple(t for t in TPS if valid_tensor_parallel(arch, t))
         if not valid:
             continue
         max_tp = max(valid)
-        (kv1, kv_max), (state1, state_max) = _cache_sums(arch, (1, max_tp))
+        kv, state = _cache_sums(arch, valid)
+        at = dict(zip(valid, range(len(valid)), strict=True))
+        kv1, state1 = kv[at[1]] if 1 in at else kv[0], state[at[1]] if 1 in at else state[0]
         n = len(GRID_CONTEXTS)
         cols["model_id"].extend([model_id] * n)
         cols["context"].extend(GRID_CONTEXTS)
@@ -128,15 +147,23 @@ def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
         cols["kv1"].extend(kv1)
         cols["state1"].extend([state1] * n)
         cols["max_tp"].extend([max_tp] * n)
-        cols["kv_max_tp"].extend(kv_max)
-        cols["state_max_tp"].extend([state_max] * n)
+        cols["kv_max_tp"].extend(kv[at[max_tp]])
+        cols["state_max_tp"].extend([state[at[max_tp]]] * n)
+        cols["moe_layers"].extend([moe_layer_count(arch)] * n)
+        cols["mla_layers"].extend([mla_layer_count(arch)] * n)
+        for t, name in zip(TPS, cache_cols, strict=True):
+            cols[name].extend([k + state[at[t]] for k in kv[at[t]]] if t in at else [None] * n)
     return pl.DataFrame(cols, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
                                       "kv1": pl.Float64, "state1": pl.Float64, "max_tp": pl.Int64,
-                                      "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64})
+                                      "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64,
+                                      "moe_layers": pl.Int64, "mla_layers": pl.Int64,
+                                      **{name: pl.Float64 for name in cache_cols}})
 
 
 def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
-    """GPU x engine rows: usable memory, machine size, effective bandwidth."""
+    """GPU x engine rows: usable memory, machine size, effective bandwidth and the decode step's fixed costs as the
+    engine model has them (``sizing_core.engine_speed``: per-layer, per-MoE-layer and per-latent-layer costs in
+    microseconds; one all-reduce on the link a TP group of 2, 4 or 8 of these GPUs uses)."""
     rows = []
     for gpu in gpus:
         for engine_id in engines_for(gpu):
@@ -144,12 +171,13 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
             rows.append({"gpu_id": gpu.id, "engine": engine_id, "gpu_kind": gpu.kind,
                          "usable_bytes": float(engine.usable_bytes(gpu)), "node_size": gpu.node_size,
                          "tensor_parallel": engine.tensor_parallel,
-                         "bandwidth": float(gpu.bandwidth_gbs or 0) * GB * (
-                             UNIFIED_BANDWIDTH_EFFICIENCY if gpu.kind in ("apple", "unified")
-                             else DISCRETE_BANDWIDTH_EFFICIENCY)})
+                         "bandwidth": float(gpu.bandwidth_gbs or 0) * GB * bandwidth_efficiency(engine, gpu),
+                         "layer_us": layer_us(engine), "step_ms": STEP_MS[family(engine)],
+                         **{f"allreduce_tp{t}": ALLREDUCE_US[link(gpu, t)] for t in TPS[1:]}})
     return pl.DataFrame(rows, schema={"gpu_id": pl.String, "engine": pl.String, "gpu_kind": pl.String,
                                       "usable_bytes": pl.Float64, "node_size": pl.Int64,
-                                      "tensor_parallel": pl.Boolean, "bandwidth": pl.Float64})
+                                      "tensor_parallel": pl.Boolean, "bandwidth": pl.Float64,
+                                      "layer_us": pl.Float64, "step_ms": pl.Float64, **{f"allreduce_tp{t}": pl.Float64 for t in TPS[1:]}})
 
 
 def _support_class(arch: Architecture, fmt: str, moe: bool) -> tuple[str, str | None, bool, bool]:
@@ -241,7 +269,12 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     gib = pl.lit(GIB)
     left = mfc.lazy().select(
         "model_id", "revision", "format", "stored_format", "context", "above_max_context", "support_idx", "model_idx",
-        "weights_bytes", "max_layer_bytes", "active_bytes", "kv1", "max_tp", layers="num_layers",
+        "weights_bytes", "max_layer_bytes", "active_bytes", "kv1", "max_tp", *[f"cache_tp{t}" for t in TPS],
+        layers="num_layers",
+        # bytes a decode step streams besides the cache, the routed experts' slower streaming counted as extra bytes
+        step_bytes=pl.col("active_bytes") + pl.col("expert_bytes") * (1 / EXPERT_EFFICIENCY - 1),
+        # fixed step costs of the model's layers (microseconds per layer kind; the per-layer base is the engine's)
+        layer_kind_us=pl.col("moe_layers") * MOE_LAYER_US + pl.col("mla_layers") * MLA_LAYER_US,
         single=pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1"),
         # whole layers per GPU: a stage holds floor(budget / per-layer load) layers (largest layer, cache spread)
         layer_load=pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / pl.col("num_layers"),
@@ -249,7 +282,8 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
         weights_gib=pl.col("weights_bytes") / gib, kv_gib=pl.col("kv1") / gib, state_gib=pl.col("state1") / gib,
     ).with_columns(cache_max_layer=pl.col("cache_max") / pl.col("layers"))
     right = hw.lazy().select("hw_idx", "gpu_id", "gpu_kind", "engine", "engine_idx", "usable_bytes", "node_size",
-                             "tensor_parallel", "bandwidth", usable_gib=pl.col("usable_bytes") / gib)
+                             "tensor_parallel", "bandwidth", "layer_us", "step_ms", *[f"allreduce_tp{t}" for t in TPS[1:]],
+                             usable_gib=pl.col("usable_bytes") / gib)
     support = pl.col("support_idx") * lookups.n_hw + pl.col("hw_idx")
     cells = left.join(right, how="cross", maintain_order="left_right").with_columns(
         runs=pl.lit(lookups.runs).gather(support), native_support=pl.lit(lookups.native).gather(support),
@@ -279,9 +313,8 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     cells = cells.with_columns(est_gpus=pl.when(pl.col("feasible") & (pl.col("gpus") <= MAX_GPUS))
                                .then(pl.col("gpus")).otherwise(None).cast(pl.Int64))
     est_gpus = pl.col("est_gpus")
-    decode = pl.col("bandwidth") / (pl.col("active_bytes") / pl.when(tensor_parallel)
-                                    .then(pl.min_horizontal(est_gpus, tp_cap)).otherwise(1)
-                                    + pl.col("kv1"))
+    cells = cells.with_columns(decode_tp=_decode_tp(est_gpus, tp_cap))
+    decode = _decode_tokens_per_s(pl.col("decode_tp"), est_gpus // pl.col("decode_tp"))
     return cells.select(
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
         "native_support", "above_max_context", "weights_gib", "kv_gib", "state_gib",
@@ -289,3 +322,36 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
         fits_single=pl.col("feasible") & pl.col("fits_one"), est_gpus=est_gpus,
         decode_tokens_per_s=pl.when(est_gpus.is_not_null() & (pl.col("bandwidth") > 0)).then(decode)
         .otherwise(None)).collect(engine="streaming")
+
+
+def _decode_tp(est_gpus: pl.Expr, tp_cap: pl.Expr) -> pl.Expr:
+    """The TP size of the plan the planner picks for ``est_gpus`` GPUs (``placement._candidate_plans``, largest TP
+    first): the largest valid TP <= the machine dividing the count inside one machine, the whole machine's across
+    machines; 1 for layer-split engines. A TP size is valid where the model's cache at that size is known."""
+    inside = pl.lit(1, dtype=pl.Int64)
+    for t in TPS[1:]:
+        inside = pl.when((tp_cap >= t) & (est_gpus >= t) & (est_gpus % t == 0) & pl.col(f"cache_tp{t}").is_not_null())\
+            .then(pl.lit(t, dtype=pl.Int64)).otherwise(inside)
+    return pl.when(~pl.col("tensor_parallel")).then(1).when(est_gpus > pl.col("node_size")).then(tp_cap)\
+        .otherwise(inside)
+
+
+def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:
+    """One request's decode speed on the plan, as ``sizing_core.engine_speed.decode_step`` has it for a batch of
+    one: the weights, routed experts and the request's cache one GPU of the TP group streams at the engine's share
+    of the bandwidth, plus the fixed costs (layers, MoE routing, latent-attention kernels, two all-reduces per layer
+    under TP, pipeline hops, the per-step cost). The compute-bound term is left out: at one request it stays below the bandwidth term on every GPU
+    with a bandwidth figure (``tests/test_grid_decode.py`` checks the grid against ``decode_step``)."""
+    def by_tp(prefix: str, otherwise: pl.Expr) -> pl.Expr:
+        expr = otherwise
+        for t in TPS:
+            if t > 1 or prefix == "cache_tp":
+                expr = pl.when(tp == t).then(pl.col(f"{prefix}{t}")).otherwise(expr)
+        return expr
+
+    cache = by_tp("cache_tp", pl.lit(None, dtype=pl.Float64))
+    allreduce = by_tp("allreduce_tp", pl.lit(0.0))
+    bandwidth_ms = (pl.col("step_bytes") / tp + cache) / pl.col("bandwidth") * 1000
+    fixed_ms = (pl.col("layers") * (pl.col("layer_us") + 2 * allreduce) + pl.col("layer_kind_us")) / 1000 \
+        + (pp - 1) * HOP_MS + pl.col("step_ms")
+    return 1000 / (bandwidth_ms + fixed_ms)

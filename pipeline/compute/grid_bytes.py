@@ -267,7 +267,8 @@ def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = 
 
 
 def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model and format: weight bytes, largest layer, active bytes per token (top-k of routed experts).
+    """Per model and format: weight bytes, largest layer, active bytes per token (top-k of routed experts) and the
+    routed experts' part of them (they stream slower: ``sizing_core.engine_speed.EXPERT_EFFICIENCY``).
 
     Sums are taken per group over its rows in tensor order (``list.sum`` of the group's values): polars' parallel
     group-by ``sum`` adds partial sums in whatever order its threads finish, so the last bits of a total could
@@ -275,18 +276,23 @@ def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
     not_embd = pl.col("role") != Role.TOKEN_EMBD.value
     weights = [f"w_{f}" for f in GRID_FORMATS]
     active = [f"a_{f}" for f in GRID_FORMATS]
+    experts = [f"e_{f}" for f in GRID_FORMATS]
     nbytes = tensor_bits_frame(models).lazy().select(
         "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS],
         *[pl.when(not_embd).then(pl.col("numel") * pl.col(f"bits_{f}") / 8 * pl.col("share")).otherwise(0.0)
-          .alias(f"a_{f}") for f in GRID_FORMATS])
-    totals = nbytes.group_by("model_id").agg(pl.col(*weights, *active)).with_columns(pl.col(*weights, *active)
-                                                                                     .list.sum())
+          .alias(f"a_{f}") for f in GRID_FORMATS],
+        *[pl.when(_ROUTED & pl.col("layer").is_not_null()).then(pl.col("numel") * pl.col(f"bits_{f}") / 8
+                                                                 * pl.col("share")).otherwise(0.0)
+          .alias(f"e_{f}") for f in GRID_FORMATS])
+    totals = nbytes.group_by("model_id").agg(pl.col(*weights, *active, *experts))\
+        .with_columns(pl.col(*weights, *active, *experts).list.sum())
     layers = nbytes.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer").agg(pl.col(*weights))\
         .with_columns(pl.col(*weights).list.sum())\
         .group_by("model_id").agg(*[pl.col(f"w_{f}").max().alias(f"l_{f}") for f in GRID_FORMATS])
     wide = totals.join(layers, on="model_id", how="left").collect(engine="in-memory")
     return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
-                                  max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}")
+                                  max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}",
+                                  expert_bytes=f"e_{f}")
                       for f in GRID_FORMATS])
 
 

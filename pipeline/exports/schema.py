@@ -179,8 +179,9 @@ SetupItem = _published("SetupItem", Setup, SETUP_DOCS, doc="One rentable deploym
 
 class ThroughputCell(_Strict):
     gpus: int = d("GPUs of the plan", unit="GPUs")
-    decodeTokensPerS: float | None = d("single-stream decode speed, memory-bandwidth bound estimate (null: no "
-                                       "bandwidth figure for the GPU)", unit="tokens/s")
+    decodeTokensPerS: float | None = d("single-stream decode speed by the engine model (bandwidth share, per-layer "
+                                       "and all-reduce costs; null: no bandwidth figure for the GPU)",
+                                       unit="tokens/s")
     prefillTokensPerS: float | None = d("prefill speed estimate (null: no compute figure for the GPU)", unit="tokens/s")
     ttftMs: float | None = d("time to first token for the scenario's prompt (null: no compute figure)", unit="ms")
     decodeTokensPerSRange: list[float] | None = d(

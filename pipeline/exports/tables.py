@@ -381,8 +381,9 @@ class Sizing(PublishedTable):
         "why est_gpus is null (null when it is set): engine_cannot_run_format, above_max_context, "
         "no_plan_within_max_gpus (no plan of at most 128 GPUs, or a single layer does not fit), or the exact "
         "planner's own reason", sql="{est_gpus_reason}")
-    decode_tokens_per_s: float | None = col("single-stream decode speed estimate with the closed-form count",
-                                            unit="tokens/s")
+    decode_tokens_per_s: float | None = col("one request's decode speed on the closed-form plan, by the engine "
+                                            "model (sizing_core.engine_speed: the engine's share of the bandwidth, "
+                                            "per-layer, MoE and all-reduce costs)", unit="tokens/s")
     snapshot_id: str = SNAPSHOT_ID
 
 
