@@ -50,15 +50,20 @@ def startup_for_plan(arch: Architecture, gpu: GPU, engine: Engine, placement: Pl
     plan on every instance shape."""
     plan = placement.plan
     assert plan is not None
-    key = (id(arch), gpu, engine, placement.format, plan.tensor_parallel, plan.pipeline_parallel, placement.context,
-           placement.kv_cache_dtype, placement.concurrency)
+    return startup_for_layout(arch, gpu, engine, placement.format, plan.tensor_parallel, plan.pipeline_parallel,
+                              placement.context, placement.kv_cache_dtype, placement.concurrency)
+
+
+def startup_for_layout(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,
+                       kv_cache_dtype: str, concurrency: int) -> EngineStartup:
+    """:func:`startup_for_plan` from the layout alone (the same memo)."""
+    key = (id(arch), gpu, engine, fmt, tp, pp, context, kv_cache_dtype, concurrency)
     hit = _STARTUP_CACHE.get(key)
     if hit is None or hit[0] is not arch:
         if len(_STARTUP_CACHE) > 8192:
             _STARTUP_CACHE.clear()
-        hit = _STARTUP_CACHE[key] = (arch, engine_startup(
-            arch, gpu, engine, placement.format, plan.tensor_parallel, plan.pipeline_parallel, placement.context,
-            placement.kv_cache_dtype, placement.concurrency))
+        hit = _STARTUP_CACHE[key] = (arch, engine_startup(arch, gpu, engine, fmt, tp, pp, context, kv_cache_dtype,
+                                                          concurrency))
     return hit[1]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from .architecture import Architecture
 from .kv_cache import cache_bytes
@@ -56,8 +57,8 @@ class Spec:
     state_bytes: float = 0.0  # per request, fixed
     window: int = 0
 
-    @property
-    def key(self) -> tuple:
+    @cached_property
+    def key(self) -> tuple:  # (cached: specs are memoised per model and asked once per GPU kind, #28)
         return (self.kind, round(self.token_bytes, 3), round(self.state_bytes, 3), self.window)
 
 
@@ -72,7 +73,22 @@ def _state(m: object, tp: int, f32: bool) -> float:
 def layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, context: int,
                 state_f32: bool = False) -> list[Spec]:
     """The cache specs of ``layers`` on one GPU of a TP group (a ParallelHybrid layer gives two); ``state_f32``:
-    recurrent state kept in float32 whatever the checkpoint dtype (llama.cpp's r/s buffers)."""
+    recurrent state kept in float32 whatever the checkpoint dtype (llama.cpp's r/s buffers). Memoised per model
+    object and arguments (#28: the same for every GPU kind; the serving rule asks for each)."""
+    key = (id(arch), layers.start, layers.stop, layers.step, kv_dtype, tp, context, state_f32)
+    hit = _SPECS.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_SPECS) > 8192:
+            _SPECS.clear()
+        hit = _SPECS[key] = (arch, tuple(_layer_specs(arch, layers, kv_dtype, tp, context, state_f32)))
+    return list(hit[1])
+
+
+_SPECS: dict[tuple, tuple[Architecture, tuple[Spec, ...]]] = {}
+
+
+def _layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, context: int,
+                 state_f32: bool) -> list[Spec]:
     b = cache_bytes(kv_dtype)
     out: list[Spec] = []
     for i in layers:

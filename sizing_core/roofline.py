@@ -73,8 +73,17 @@ def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
 def _expert_step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
     """The routed-expert part of :func:`_step_bytes` (the expected distinct experts of the batch)."""
     _step_bytes(arch, fmt, batch)  # fills the terms
-    terms = _STEP_CACHE[(id(arch), fmt)][1]
-    return sum(nbytes * (1 - (1 - k / e) ** batch) for nbytes, e, k, _ in terms if e > 0)
+    hit = _STEP_CACHE[(id(arch), fmt)]
+    experts = _EXPERT_CACHE.get((id(arch), fmt, batch))  # memoised like the totals (#28: asked per GPU and plan)
+    if experts is None or experts[0] is not arch:
+        if len(_EXPERT_CACHE) > 16384:
+            _EXPERT_CACHE.clear()
+        experts = _EXPERT_CACHE[(id(arch), fmt, batch)] = (
+            arch, sum(nbytes * (1 - (1 - k / e) ** batch) for nbytes, e, k, _ in hit[1] if e > 0))
+    return experts[1]
+
+
+_EXPERT_CACHE: dict[tuple[int, str, int], tuple[Architecture, float]] = {}
 
 
 _FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}

@@ -155,6 +155,9 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     before = _query(world["db"], setups_sql)
     placed_before = set(_query(world["db"], f"SELECT {PLACEMENT_KEY} FROM placement_cache "
                                             "WHERE gpus_per_instance > 0"))
+    floors_sql = ("SELECT model_id, gpu_id, format, context, concurrency FROM placement_cache "
+                  "WHERE gpus_per_instance = 0")  # a floor per load (#23)
+    floors_before = set(_query(world["db"], floors_sql))
     con = duckdb.connect(str(world["db"]))
     con.execute("UPDATE offers_current SET price_per_hour_usd = price_per_hour_usd * 0.5, "
                 "price_per_gpu_hour_usd = price_per_gpu_hour_usd * 0.5 WHERE source = 'skypilot-runpod'")
@@ -165,7 +168,7 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     # ... and no re-planning of what was planned before: the only placements computed are of instance shapes
     # that the cheaper offers brought above the pruning line for the first time (groups with a runpod offer)
     setups_md = _metadata(incremental, "out__cheapest_setups")
-    assert setups_md["floors_computed"] == 0 and setups_md["placements_reused"] > 1000
+    assert setups_md["placements_reused"] > 1000
     assert setups_md["placements_computed"] < setups_md["placements_reused"] / 10
     exports_md = _metadata(incremental, "out__exports")  # model files: only the priced part re-assembled
     assert exports_md["model_files_sized"] == 0 and exports_md["model_files_reused"] > 10
@@ -175,6 +178,11 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
                                             "WHERE source = 'skypilot-runpod'"))
     assert len(new_keys) == setups_md["placements_computed"]
     assert {(k[1], k[2]) for k in new_keys} <= runpod_groups
+    # floors are computed lazily (#28: only when a group's cheapest offer is within the top so far), so the only
+    # floors computed are of GPU kinds a cheaper runpod offer brought within reach for the first time
+    new_floors = set(_query(world["db"], floors_sql)) - floors_before
+    assert len(new_floors) == setups_md["floors_computed"] < setups_md["placements_reused"] / 100
+    assert {k[1] for k in new_floors} <= {gpu for gpu, _ in runpod_groups}
     assert _query(world["db"], setups_sql) != before  # setups were recomputed from the changed offers
     first = _snapshot_tables(Path(_metadata(incremental, "out__exports")["snapshot"]))
 
@@ -244,7 +252,7 @@ def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytes
     real = catalog()
     gpu = real[gpu_id]
     changed = {**real, gpu_id: gpu.model_copy(update={"bandwidth_gbs": gpu.bandwidth_gbs * 2})}
-    monkeypatch.setattr("pipeline.assets.out.catalog", lambda: changed)  # what the cache is validated against
+    monkeypatch.setattr("pipeline.compute.setups_table.catalog", lambda: changed)  # what the cache is validated against
     monkeypatch.setattr("pipeline.compute.setups.catalog", lambda: changed)  # what the planner places on
     md = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
     assert md["gpus_replanned"] == 1 and md["placement_cache"].split("Re-planned GPUs:")[1].strip(" .") == gpu_id

@@ -41,7 +41,7 @@ def test_per_token_top5_equals_the_full_ranking_and_places_fewer_groups(publishe
                 values = [s.usd_per_million_tokens_at_load * (1.25 if s.nodes > 1 else 1) for s in everything]
                 # lowest cost per token first (multi-machine at 1.25x; the published figure is rounded to 4 places)
                 assert all(x <= y + 1e-3 for x, y in zip(values, values[1:], strict=False))
-                pruned, full, compared = pruned + len(p1._cache), full + len(p2._cache), compared + bool(top5)
+                pruned, full, compared = pruned + len(p1._rates), full + len(p2._rates), compared + bool(top5)
     assert compared >= 15
     assert pruned < full / 2, (pruned, full)
 

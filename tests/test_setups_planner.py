@@ -58,3 +58,29 @@ def test_the_shared_search_equals_fewest_gpus_on_every_instance_size(model: str)
     assert seen["fits"] > 0
     if model in ("dsv3", "kimi"):  # too big for one 8-GPU machine of most cards: plans across machines occur
         assert seen["spans_machines"] > 0 and seen["none"] > 0
+
+
+@pytest.mark.parametrize("model", ["llama70", "dsv3", "qwen3-next", "gpt-oss", "gemma4-26b"])
+def test_rates_from_the_layout_equal_the_rates_of_the_full_placement(model: str) -> None:
+    """#28: the setups' decode rates are computed from the layout (TP, PP, nodes) without building the plan again;
+    they must be the rates ``placement_rates`` gives for the full placement (``sizing_core.throughput.estimate``),
+    float for float, at the published load and at a batched long one (the aggregate at the load differs there)."""
+    from pipeline.compute.setup_costs import placement_rates
+
+    a = MODELS[model]
+    gpus = catalog()
+    compared = batched = 0
+    for context, concurrency in ((8192, 1), (32768, 8)):
+        for fmt in ("native", "fp8", "q4_k_m"):
+            planner = Planner(a, fmt, context, concurrency, "bf16")
+            for gpu_id in GPUS:
+                for shape in (8, 1, 2, 4):
+                    if planner.placed(gpus[gpu_id], shape).gpus is None:
+                        continue
+                    got = planner.rates(gpus[gpu_id], shape)  # the layout path
+                    want = placement_rates(a, gpus[gpu_id], planner.place(gpus[gpu_id], shape),
+                                           default_engine(gpus[gpu_id]))
+                    assert got == want, (model, context, fmt, gpu_id, shape)
+                    compared += 1
+                    batched += concurrency > 1 and got.load_tokens_per_s is not None and got.batch != concurrency
+    assert compared > 20 and batched > 0

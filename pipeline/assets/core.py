@@ -14,7 +14,7 @@ from pipeline.assets.metadata import column_schema, table
 from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
 from pipeline.resources import VramlabSettings, store
-from pipeline.sources.huggingface import HubModel, HubState, load_watchlist
+from pipeline.sources.huggingface import HubModel, HubState, discovered_entries, load_watchlist
 from pipeline.sources.landing import read_log_report
 from pipeline.storage.checkpoints import load_checkpoint_headers
 from pipeline.storage.db import table_columns
@@ -268,8 +268,10 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
     report = read_log_report(s.data_dir)
     hub = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if e.source.startswith("hub:")]
     last_log = {e.source: e for e, _ in hub}
+    # the watchlist and the discovered repos, as tracked_models sizes them (the published models table promises
+    # every tracked model; discovered ones were missing from it)
     results = [(entry, last_log.get(f"hub:{entry.repo}"), None if entry.spec else state.latest(entry.repo))
-               for entry in watchlist.models]
+               for entry in [*watchlist.models, *discovered_entries(s.data_dir)]]
     revisions = [HubModel.model_validate_json(p.read_text()) for p in sorted((state.root / "models").glob("*/*.json"))]
     with store(duckdb) as con:
         # every Hub attempt in DuckDB's fetch_log too (source hub:<repo>): a failed one is not only in the file

@@ -13,35 +13,18 @@ from dagster_duckdb import DuckDBResource
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import column_schema, parquet_schema, table
 from pipeline.assets.quality import core__offer_quality
-from pipeline.compute.answers import (
-    FIDELITY,
-    PUBLISHED,
-    overall,
-    setup_from_row,
-    setup_row,
-    standard_loads,
-)
+from pipeline.compute.answers import PUBLISHED
+from pipeline.compute.gc_passes import fewer_gc_passes
 from pipeline.compute.grid import compute_grid, grid_version
-from pipeline.compute.placement_cache import PlacementCache
-from pipeline.compute.setups import (
-    ON_DEMAND,
-    SPOT_LIKE,
-    OfferGroups,
-    Planner,
-    cheapest_setups,
-    eligible_offers,
-)
+from pipeline.compute.setups_table import StoredSetups, loads_of, write_cheapest_setups
 from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
 from pipeline.exports.snapshot_offers import keep_offers
 from pipeline.resources import VramlabSettings, store
 from pipeline.storage.loaders import insert_frame, transaction
-from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
 
 OUT_GROUP = "out"
-SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
-TOP = 5
 #: models per grid chunk in out__sizing (about 13k rows per model on the whole catalog)
 GRID_CHUNK_MODELS = 25
 
@@ -76,13 +59,14 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                 duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     gpus = catalog()
-    with store(duckdb) as con:
+    with fewer_gc_passes(), store(duckdb) as con:
         hashes = dict(con.execute("SELECT id, row_hash FROM gpus").fetchall())
         # a model counts as done only when all its rows come from this sizing code (sql/013)
         done_models = dict(con.execute("SELECT model_id, any_value(revision) FROM sizing GROUP BY model_id "
                                        "HAVING bool_and(sizing_version = ?) AND count(DISTINCT revision) = 1",
                                        [grid_version()]).fetchall())
         done_gpus = dict(con.execute("SELECT DISTINCT gpu_id, gpu_row_hash FROM sizing").fetchall())
+        stored = {m for (m,) in con.execute("SELECT DISTINCT model_id FROM sizing").fetchall()}
         changed_models = {t.entry.id for t in tracked if done_models.get(t.entry.id) != t.revision}
         changed_gpus = {g for g in gpus if done_gpus.get(g) != hashes.get(g)}
         unchanged = {t.entry.id: (t.revision, t.arch) for t in tracked if t.entry.id not in changed_models}
@@ -103,7 +87,9 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                     chunk = dict(changed[i:i + GRID_CHUNK_MODELS])
                     frame = _with_hashes(compute_grid(chunk, list(gpus.values())), hashes)
                     with transaction(con):
-                        con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[]))", [list(chunk)])
+                        old = [m for m in chunk if m in stored]  # (a DELETE scans the whole table: only when
+                        if old:  # the chunk has rows to replace; per chunk on a fresh table it was quadratic, #28)
+                            con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[]))", [old])
                         insert_frame(con, "sizing", frame)
                     computed += frame.height
                     del frame
@@ -142,76 +128,24 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                       "marketplace or monthly offer), priced on whole instances; spot/marketplace apart.")
 def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
-    now = datetime.now(UTC)
-    as_of = vramlab.as_of()
-    rows = []
-    with store(duckdb) as con:
-        offers = eligible_offers(con)
-        on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model
-        # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs (#14)
-        cache = PlacementCache.load(con, {t.entry.id: t.revision for t in tracked}, catalog())
-        reused = len(cache.rows)
-        for t in tracked:
-            model = (t.entry.id, t.revision)
-            for load in standard_loads(t.arch.max_context):
-                planners = {f: Planner(t.arch, f, load.context, load.concurrency, "bf16", cache=cache, model=model)
-                            for f in SETUP_FORMATS}
-                questions: list[tuple[str, Any, str, Any]] = [("on_demand", on_demand, "per_token", FIDELITY)]
-                if load == PUBLISHED:  # the published question: a list per format, on-demand and spot
-                    questions += [(name, grouped, "price", fmt) for fmt in SETUP_FORMATS
-                                  for name, grouped in (("on_demand", on_demand), ("spot", spot))]
-                else:  # every other load: the overall answer (most faithful format per configuration)
-                    questions.append(("on_demand", on_demand, "price", FIDELITY))
-                for list_name, grouped, sort, formats in questions:
-                    found = cheapest_setups(t.arch, formats, grouped, context=load.context,
-                                            concurrency=load.concurrency, top=TOP, allocations=grouped.allocations,
-                                            planner={f: planners[f] for f in planners if f in (
-                                                (formats,) if isinstance(formats, str) else formats)},
-                                            as_of=as_of, sort=sort)
-                    rows += [{"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "computed_at": now,
-                              "sort": sort, **setup_row(s)} for rank, s in enumerate(found)]
-        with transaction(con):
-            con.execute("DELETE FROM cheapest_setups")
-            if rows:
-                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, infer_schema_length=None), by_name=True)
-            cached = cache.save(con)
+    with fewer_gc_passes(), store(duckdb) as con:
+        run = write_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC))
         schema = column_schema(con, "cheapest_setups")
     return dg.MaterializeResult(metadata={
-        "dagster/row_count": len(rows), "models": len(tracked), "top_setups": top_setups_table(rows),
-        "placements_reused": cache.hits["placement"], "placements_computed": cache.misses["placement"],
-        "floors_computed": cache.misses["floor"], "rates_computed": cache.misses["rates"],
-        "models_replanned": len(cache.computed_models), "gpus_replanned": len(cache.computed_gpus),
+        "dagster/row_count": run.rows, "models": len(tracked), "top_setups": top_setups_table(list(run.best.values())),
+        "placements_reused": run.hits["placement"], "placements_computed": run.misses["placement"],
+        "floors_computed": run.misses["floor"], "rates_computed": run.misses["rates"],
+        "models_replanned": len(run.computed_models), "gpus_replanned": len(run.computed_gpus),
+        "models_without_setups": len(run.skipped),
         "placement_cache": dg.MetadataValue.md(
             "Answered from the cross-run cache / computed: "
-            + ", ".join(f"{kind}s {cache.hits[kind]:,} / {cache.misses[kind]:,}" for kind in cache.hits)
-            + f" ({reused:,} valid rows loaded); " + (f"{cached:,} rows written." if cached else "table unchanged.")
-            + (f" Re-planned models: {', '.join(sorted(cache.computed_models))}." if cache.computed_models else "")
-            + (f" Re-planned GPUs: {', '.join(sorted(cache.computed_gpus))}." if cache.computed_gpus else "")),
+            + ", ".join(f"{kind}s {run.hits[kind]:,} / {run.misses[kind]:,}" for kind in run.hits)
+            + f" ({run.loaded:,} valid rows read, {run.pruned:,} no longer valid dropped); "
+            + (f"{run.written:,} rows written." if run.written else "table unchanged.")
+            + (f" Re-planned models: {', '.join(sorted(run.computed_models))}." if run.computed_models else "")
+            + (f" Re-planned GPUs: {', '.join(sorted(run.computed_gpus))}." if run.computed_gpus else "")
+            + ("".join(f" No setups for {m}: {why}." for m, why in sorted(run.skipped.items())))),
         **schema})
-
-
-def published_answers(rows: list[dict], tracked: list) -> dict[str, tuple[list, list, list[dict]]]:
-    """Per model: the overall on-demand and spot lists of the published question (8K x 1, by price) and, per
-    standard load, the overall lists by price and by cost per token (``cheapestSetupsByLoad``)."""
-    lists: dict[tuple, list] = {}
-    for row in rows:
-        key = (row["model_id"], row["list"], row.get("context") or 8192, row.get("concurrency") or 1,
-               row.get("sort") or "price")
-        lists.setdefault(key, []).append(setup_from_row(row))
-    out: dict[str, tuple[list, list, list[dict]]] = {}
-    for t in tracked:
-        if t.arch is None:
-            continue
-        m = t.entry.id
-        first = (PUBLISHED.context, PUBLISHED.concurrency)
-        by_load = [{"context": load.context, "concurrency": load.concurrency, "label": load.label,
-                    "byPrice": overall(lists.get((m, "on_demand", load.context, load.concurrency, "price"), [])),
-                    "byCostPerToken": overall(lists.get((m, "on_demand", load.context, load.concurrency,
-                                                         "per_token"), []), sort="per_token")}
-                   for load in standard_loads(t.arch.max_context)]
-        out[m] = (overall(lists.get((m, "on_demand", *first, "price"), [])),
-                  overall(lists.get((m, "spot", *first, "price"), [])), by_load)
-    return out
 
 
 def top_setups_table(rows: list[dict]) -> dg.TableMetadataValue:
@@ -251,11 +185,8 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     provenance = {"code_version": code_version()}
     if offers_md is not None and offers_md.asset_materialization is not None:
         provenance |= dict(offers_md.asset_materialization.metadata["provenance"].value)
-    with store(duckdb) as con:
-        cols = [d[0] for d in con.execute("SELECT * FROM cheapest_setups LIMIT 0").description]
-        rows = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, context, concurrency, sort, "
-                           "format, rank").fetchall()
-        setups = published_answers([dict(zip(cols, r, strict=True)) for r in rows], tracked)
+    with fewer_gc_passes(), store(duckdb) as con:
+        setups = StoredSetups(con, loads_of(tracked))  # read a chunk of models at a time (#28)
         stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,

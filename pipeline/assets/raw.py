@@ -11,6 +11,7 @@ import time
 import dagster as dg
 
 from pipeline.assets.metadata import table
+from pipeline.compute.gc_passes import fewer_gc_passes
 from pipeline.ingest.models import discovery_enabled, discovery_summary, hub_client, ingest_hub
 from pipeline.ingest.prices import client_for, fetch_concurrently, latest_rates
 from pipeline.resources import VramlabSettings
@@ -95,7 +96,8 @@ def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
     s = vramlab.settings
     _clock_sane(s)
     discovery = discovery_enabled()
-    results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=hub_client(s.replay))
+    with fewer_gc_passes():
+        results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=hub_client(s.replay))
     rows = [(e.repo, log.outcome if log else "spec", model.sha[:12] if model else "") for e, log, model in results]
     outcomes = {}
     for _, log, _ in results:

@@ -18,10 +18,21 @@ _COLUMN_OF_FIELD = {"gpu": "gpu_id"}
 _NOT_COLUMNS = ("gpu_name",)
 
 
+_ROW_FIELDS = tuple(f for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS)
+#: the ``cheapest_setups`` columns a Setup fills, in :func:`setup_values` order
+SETUP_COLUMNS = tuple(_COLUMN_OF_FIELD.get(f, f) for f in _ROW_FIELDS)
+
+
 def setup_row(s: Setup) -> dict[str, Any]:
     """A Setup as its ``cheapest_setups`` table row (sql/ DDL; ``exports/tables.py::CheapestSetups`` publishes it):
     every field under its column name. The one place the row shape is written; :func:`setup_from_row` reads it."""
-    return {_COLUMN_OF_FIELD.get(f, f): getattr(s, f) for f in Setup.__dataclass_fields__ if f not in _NOT_COLUMNS}
+    return dict(zip(SETUP_COLUMNS, setup_values(s), strict=True))
+
+
+def setup_values(s: Setup) -> tuple[Any, ...]:
+    """:func:`setup_row`'s values alone, in :data:`SETUP_COLUMNS` order (#28: rows inserted as typed tuples, not
+    inferred dicts)."""
+    return tuple(getattr(s, f) for f in _ROW_FIELDS)
 
 
 def setup_from_row(row: dict[str, Any]) -> Setup:

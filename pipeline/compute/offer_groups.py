@@ -45,3 +45,5 @@ class OfferGroups:
         for group in self.groups.values():
             group.sort(key=lambda o: o["price_per_hour_usd"])
         self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
+        #: every group at its cheapest offer's price, sorted (a heap): where a search by price starts (#28)
+        self.queue = sorted((price, False, key) for key, price in self.cheapest.items())

@@ -86,42 +86,47 @@ _SCHEMA = {"model_id": "String", "revision": "String", "format": "String", "cont
            "max_concurrent_requests": "Int32", "aggregate_tokens_per_s": "Float64", "load_tokens_per_s": "Float64"}
 
 
-#: the columns a row keeps besides its key
-_VALUES = tuple(c for c in _SCHEMA if c not in _KEY_COLUMNS and c != "sizing_version")
-
-
 def _polars_schema() -> dict[str, Any]:
     import polars as pl
 
     return {name: getattr(pl, kind) for name, kind in _SCHEMA.items()}
 
 
-class PlacementCache:
-    """Rows of ``placement_cache`` still valid for this run, plus what this run computes; :meth:`save` drops the
-    rows no longer valid and writes the rows this run added or completed (a run that only re-used rows writes
-    nothing)."""
+#: the value columns of a row, in the order a cached row (a list) holds them
+_VALUES = ("gpus_floor", "gpus", "tensor_parallel", "pipeline_parallel", "native_support", "support_note",
+           "rates_known", "decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s",
+           "load_tokens_per_s")
+_FLOOR, _GPUS, _TP, _PP, _NATIVE, _NOTE, _RATES_KNOWN, _DECODE, _BATCH, _AGGREGATE, _LOAD = range(len(_VALUES))
+assert set(_VALUES) == set(_SCHEMA) - set(_KEY_COLUMNS) - {"sizing_version"}
 
-    def __init__(self, rows: dict[Key, dict[str, Any]] | None = None):
-        self.rows: dict[Key, dict[str, Any]] = rows or {}
+
+class PlacementCache:
+    """Rows of ``placement_cache`` still valid for this run (for some models), plus what this run computes;
+    :meth:`save` writes the rows this run added or completed (a run that only re-used rows writes nothing). A row
+    is held as a list of its :data:`_VALUES` under its key (#28: a dict per row made the 1.9 M rows of 2,000 models
+    ~3x larger and slower to read)."""
+
+    def __init__(self, rows: dict[Key, list[Any]] | None = None):
+        self.rows: dict[Key, list[Any]] = rows or {}
         self.hits = {"floor": 0, "placement": 0, "rates": 0}  # lookups answered from the table, per kind
         self.misses = {"floor": 0, "placement": 0, "rates": 0}  # lookups computed in this run
         self.dirty = False
         self.loaded: set[Key] = set(self.rows)  # keys read from the table
         self.touched: set[Key] = set()  # keys this run added or completed
-        self.stale = False  # the table holds rows of other revisions, GPU rows or code
-        self.valid_models: dict[str, str] = {}
-        self.valid_gpus: dict[str, str] = {}
+        self.read = 0  # valid rows read from the table
         self.computed_models: set[str] = set()  # models and GPUs with anything planned in this run
         self.computed_gpus: set[str] = set()
 
     @classmethod
     def load(cls, con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> PlacementCache:
-        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows)."""
+        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows): only
+        these models' rows are read (#28: a run reads the table a chunk of models at a time). Rows of other code,
+        revisions or GPU rows are dropped by :meth:`prune`, once per run, before."""
         import polars as pl
 
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        # the valid rows selected in SQL and read through Arrow (issue #23: the standard loads bring ~100k rows;
-        # fetchall() and a filter in Python cost three times as much)
+        # the valid rows selected in SQL and read through Arrow (issue #23: fetchall() and a filter in Python cost
+        # three times as much)
         valid = pl.DataFrame({"model_id": list(models), "revision": list(models.values())},
                              schema={"model_id": pl.String, "revision": pl.String})
         valid_gpus = pl.DataFrame({"gpu_id": list(hashes), "gpu_row_hash": list(hashes.values())},
@@ -130,35 +135,39 @@ class PlacementCache:
         con.register("placement_cache_gpus", valid_gpus)
         try:
             frame = pl.from_arrow(con.sql(
-                f"SELECT {', '.join((*_KEY_COLUMNS, *_VALUES))} FROM placement_cache JOIN placement_cache_models USING (model_id, "
-                "revision) JOIN placement_cache_gpus USING (gpu_id, gpu_row_hash) WHERE sizing_version = ?",
-                params=[sizing_version()]).to_arrow_table())
+                f"SELECT {', '.join((*_KEY_COLUMNS, *_VALUES))} FROM placement_cache JOIN placement_cache_models "
+                "USING (model_id, revision) JOIN placement_cache_gpus USING (gpu_id, gpu_row_hash) "
+                "WHERE sizing_version = ?", params=[sizing_version()]).to_arrow_table())
         finally:
             con.unregister("placement_cache_models")
             con.unregister("placement_cache_gpus")
-        total = con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0]
-        width = len(_KEY_COLUMNS)  # a row keeps its values only: the key holds the rest (memory: ~270k rows)
-        rows: dict[Key, dict[str, Any]] = {
-            values[:width]: dict(zip(_VALUES, values[width:], strict=True)) for values in frame.rows()}  # type: ignore[misc]
-        cache = cls(rows)
-        cache.stale = cache.dirty = len(rows) != total
-        cache.valid_models, cache.valid_gpus = dict(models), hashes
+        n = len(_KEY_COLUMNS)  # a row keeps its values only, as a list: the key holds the rest
+        cache = cls({r[:n]: list(r[n:]) for r in frame.rows()})  # type: ignore[misc]
+        cache.read = len(cache.rows)
         return cache
 
+    @staticmethod
+    def prune(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> int:
+        """Drop the rows no longer valid: other sizing code, another revision of a model or no longer tracked,
+        another GPU catalog row (inside the caller's transaction); rows dropped."""
+        hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
+        where = ("sizing_version <> ? "
+                 "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
+                 "OR (gpu_id, gpu_row_hash) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))")
+        params = [sizing_version(), list(models), list(models.values()), list(hashes), list(hashes.values())]
+        stale = con.execute(f"SELECT count(*) FROM placement_cache WHERE {where}", params).fetchall()[0][0]
+        if stale:
+            con.execute(f"DELETE FROM placement_cache WHERE {where}", params)
+        return stale
+
     def save(self, con: Any) -> int:
-        """Rewrite the table with the valid and new rows (inside the caller's transaction); rows written."""
+        """Write the rows this run added or completed (inside the caller's transaction); rows written."""
         if not self.dirty:
             return 0
         import polars as pl
 
         from pipeline.storage.loaders import insert_frame, registered
 
-        if self.stale:  # rows of other code, revisions or GPU rows
-            con.execute("DELETE FROM placement_cache WHERE sizing_version <> ? "
-                        "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
-                        "OR (gpu_id, gpu_row_hash) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
-                        [sizing_version(), list(self.valid_models), list(self.valid_models.values()),
-                         list(self.valid_gpus), list(self.valid_gpus.values())])
         completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
         if completed:
             keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
@@ -167,62 +176,65 @@ class PlacementCache:
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
         if self.touched:
-            frame = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) | self.rows[k]
-                                  | {"sizing_version": sizing_version()} for k in self.touched], schema=_polars_schema())
+            version = sizing_version()
+            frame = pl.DataFrame([(*k, *self.rows[k], version) for k in self.touched], orient="row",
+                                 schema={c: _polars_schema()[c] for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
             insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
-        self.dirty = self.stale = False
+        self.dirty = False
         written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
         return written
 
-    def _get(self, key: Key, column: str, kind: str) -> dict[str, Any] | None:
+    def _get(self, key: Key, column: int, kind: str) -> list[Any] | None:
         row = self.rows.get(key)
-        if row is None or row.get(column) is None:
+        if row is None or row[column] is None:
             self.misses[kind] += 1
             return None
         self.hits[kind] += 1
         return row
 
-    def _row(self, key: Key) -> dict[str, Any]:
+    def _row(self, key: Key) -> list[Any]:
         self.dirty = True
         self.touched.add(key)
         self.computed_models.add(key[0])
         self.computed_gpus.add(key[6])
-        return self.rows.setdefault(key, {"rates_known": False})
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = [None] * len(_VALUES)
+            row[_RATES_KNOWN] = False
+        return row
 
     def known_floor(self, key: Key) -> int | None:
         """The floor when a row holds it, else None; counted neither as a hit nor a miss (a peek)."""
         row = self.rows.get(key)
-        return None if row is None else row.get("gpus_floor")
+        return None if row is None else row[_FLOOR]
 
     def floor(self, key: Key) -> int | None:
-        row = self._get(key, "gpus_floor", "floor")
-        return None if row is None else row["gpus_floor"]
+        row = self._get(key, _FLOOR, "floor")
+        return None if row is None else row[_FLOOR]
 
     def put_floor(self, key: Key, floor: int) -> None:
-        self._row(key)["gpus_floor"] = floor
+        self._row(key)[_FLOOR] = floor
 
     def placed(self, key: Key) -> Placed | None:
-        row = self._get(key, "native_support", "placement")  # set on every placement row, fitting or not
+        row = self._get(key, _NATIVE, "placement")  # set on every placement row, fitting or not
         if row is None:
             return None
-        return Placed(row["gpus"], row["tensor_parallel"], row["pipeline_parallel"], row["native_support"],
-                      row["support_note"])
+        return Placed(row[_GPUS], row[_TP], row[_PP], row[_NATIVE], row[_NOTE])
 
     def put_placed(self, key: Key, placed: Placed) -> None:
-        self._row(key).update(gpus=placed.gpus, tensor_parallel=placed.tensor_parallel,
-                              pipeline_parallel=placed.pipeline_parallel, native_support=placed.native_support,
-                              support_note=placed.support_note)
+        row = self._row(key)
+        row[_GPUS], row[_TP], row[_PP] = placed.gpus, placed.tensor_parallel, placed.pipeline_parallel
+        row[_NATIVE], row[_NOTE] = placed.native_support, placed.support_note
 
     def rates(self, key: Key) -> Rates | None:
         row = self.rows.get(key)
-        if row is None or not row.get("rates_known"):
+        if row is None or not row[_RATES_KNOWN]:
             self.misses["rates"] += 1
             return None
         self.hits["rates"] += 1
-        return Rates(row["decode_tokens_per_s"], row["max_concurrent_requests"], row["aggregate_tokens_per_s"],
-                     row.get("load_tokens_per_s"))
+        return Rates(row[_DECODE], row[_BATCH], row[_AGGREGATE], row[_LOAD])
 
     def put_rates(self, key: Key, rates: Rates) -> None:
-        self._row(key).update(rates_known=True, decode_tokens_per_s=rates.decode_tokens_per_s,
-                              max_concurrent_requests=rates.batch, aggregate_tokens_per_s=rates.aggregate_tokens_per_s,
-                              load_tokens_per_s=rates.load_tokens_per_s)
+        row = self._row(key)
+        row[_RATES_KNOWN], row[_DECODE], row[_BATCH] = True, rates.decode_tokens_per_s, rates.batch
+        row[_AGGREGATE], row[_LOAD] = rates.aggregate_tokens_per_s, rates.load_tokens_per_s

@@ -25,6 +25,19 @@ def load_rate(rates: Rates, concurrency: int) -> float | None:
 _WEIGHTS: dict[tuple[int, str], tuple[Architecture, tuple[float, float]]] = {}
 
 
+def known_weight_bytes(arch: Architecture, fmt: str) -> tuple[float, float] | None:
+    """:func:`weight_bytes` if this process knows it (computed or :func:`remember_weight_bytes`), never computed."""
+    hit = _WEIGHTS.get((id(arch), fmt))
+    return hit[1] if hit is not None and hit[0] is arch else None
+
+
+def remember_weight_bytes(arch: Architecture, fmt: str, value: tuple[float, float]) -> None:
+    """Seed :func:`weight_bytes` with a value an earlier run computed for this model revision and code (#28)."""
+    if len(_WEIGHTS) > 4096:
+        _WEIGHTS.clear()
+    _WEIGHTS[(id(arch), fmt)] = (arch, value)
+
+
 def weight_bytes(arch: Architecture, fmt: str) -> tuple[float, float]:
     """(every weight, the active weights: every non-expert weight and the routed experts' top-k share, the embedding
     rows aside) in bytes, in format ``fmt``."""

@@ -8,6 +8,8 @@ from typing import Any
 from pipeline.compute.placement_cache import Rates
 from sizing_core import Architecture
 from sizing_core.cost import per_million_tokens
+from sizing_core.deployment import served_concurrency, startup_for_layout
+from sizing_core.engine_speed import decode_step
 from sizing_core.engines import Engine, default_engine
 from sizing_core.gpus import GPU
 from sizing_core.placement import Placement
@@ -28,6 +30,30 @@ def placement_rates(arch: Architecture, gpu: GPU, placed: Placement, engine: Eng
     batch = max(1, speed.max_concurrent_requests)
     batched = estimate(arch, gpu, engine, placed, batch=batch) if batch != speed.batch else speed
     return Rates(speed.decode_tokens_per_s, batch, batched.aggregate_tokens_per_s, speed.aggregate_tokens_per_s)
+
+
+def layout_rates(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, layout: tuple[int, int, int],
+                 load: tuple[int, int, str], native: bool) -> Rates:
+    """:func:`placement_rates` from the layout alone (TP, PP, and the nodes its plan spans), without building the
+    placement's plan (#28: the full plan search again and prefill and TTFT figures, unused here, were half of a cold
+    setups run): the same decode steps (``sizing_core.throughput.estimate``'s) and the same engine start-up.
+    ``load``: (context, concurrency, KV cache dtype). ``tests/test_setups_planner.py`` compares the two."""
+    tp, pp, nodes = layout
+    context, concurrency, kv = load
+    served = served_concurrency(startup_for_layout(arch, gpu, engine, fmt, tp, pp, context, kv, concurrency), engine,
+                                gpu)
+
+    def step_ms(batch: int) -> float | None:
+        step = decode_step(arch, gpu, engine, fmt, tp, pp, context, batch, kv, native, nodes)
+        return None if step is None else step.total_ms
+
+    one = step_ms(1)
+    if one is None:  # no bandwidth figure
+        return Rates(None, max(1, served), None, None)
+    at_load = concurrency * 1000 / (step_ms(concurrency) if concurrency > 1 else one)
+    batch = max(1, served)
+    batched = batch * 1000 / (step_ms(batch) if batch > 1 else one) if batch != concurrency else at_load
+    return Rates(1000 / one, batch, batched, at_load)
 
 
 def costs_from_rates(rates: Rates, price_per_hour: float, decode_band: tuple[float, float] = (1.0, 1.0),

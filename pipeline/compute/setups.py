@@ -22,21 +22,19 @@ What a user would really deploy:
 
 from __future__ import annotations
 
-import csv
+import bisect
 import heapq
 import math
 from collections.abc import Iterable
 from datetime import date, datetime
-from fnmatch import fnmatchcase
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
+from pipeline.compute.fabric import MAX_RPC_MACHINES, Deployment, cluster_fabric, deployment, interconnects  # noqa: F401
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers, usable_offer  # noqa: F401
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from pipeline.compute.rates import load_rate, per_token_floor, weight_bytes
 from pipeline.compute.serving import Serving
-from pipeline.compute.setup_costs import costs_from_rates, placement_rates
+from pipeline.compute.setup_costs import costs_from_rates, layout_rates, placement_rates
 from sizing_core import Architecture
 from sizing_core.calibration import band
 from sizing_core.cost import HOURS_PER_MONTH
@@ -51,10 +49,8 @@ FX_STALE_AFTER_DAYS = 4
 #: a setup of several machines ranks as if it cost this much more (never above a one-machine setup within 25 %)
 MULTI_MACHINE_RANK_FACTOR = 1.25
 #: llama.cpp RPC over separately rented machines: at most this many machines (every token crosses every hop)
-MAX_RPC_MACHINES = 4
 RPC_FLAG = ("llama.cpp RPC across separately rented machines over their public network: the RPC backend is a "
             "proof of concept, fragile and insecure on an open network (ggml-org/llama.cpp tools/rpc/README.md)")
-Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
 
 #: what a setup says about capacity, from its offer's ``availability_status`` (stated by the source's API at fetch)
 AVAILABILITY_NOTES = {"available": "available at fetch time", "low": "available at fetch time (low stock)",
@@ -162,25 +158,6 @@ def rank_key_of(f: dict[str, Any]) -> tuple:
             f["engine"], f["price_per_gpu_hour"], f["currency_listed"], f["fx_date"] or "", f["verified_at"].isoformat())
 
 
-#: the instance-family table (``pipeline/sources/offer_facts.py`` joins it onto offers); by path: ``fit``'s start-up
-INTERCONNECT_TABLE = Path(__file__).resolve().parents[1] / "sources" / "data" / "interconnect.csv"
-
-
-@lru_cache(maxsize=1)
-def interconnects() -> tuple[tuple[str, str, str], ...]:
-    """(provider, instance pattern, fabric) of the families rented with a cluster fabric."""
-    text = INTERCONNECT_TABLE.read_text()  # not importlib.resources: start-up
-    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines())
-                 if r["cluster_fabric"])
-
-
-def cluster_fabric(provider: str, instance_type: str) -> str | None:
-    for prov, pattern, fabric in interconnects():
-        if prov == provider and fnmatchcase(instance_type, pattern):
-            return fabric
-    return None
-
-
 def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: bool) -> int | None:
     """Whole instances to rent: 6 GPUs from 8-GPU instances is 1 instance; from 1-GPU offers, 6 instances."""
     if gpus_per_instance >= gpus_needed:
@@ -188,6 +165,17 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
     if not spans_machines:
         return None
     return math.ceil(gpus_needed / gpus_per_instance)
+
+
+def shaped_gpu(gpu: GPU, per_instance: int) -> GPU:
+    """``gpu`` in machines of ``per_instance`` GPUs (memoised per catalog row: #28, one copy per shape per run)."""
+    hit = _SHAPED.get((id(gpu), per_instance))
+    if hit is None or hit[0] is not gpu:
+        hit = _SHAPED[(id(gpu), per_instance)] = (gpu, gpu.model_copy(update={"max_gpus_per_node": per_instance}))
+    return hit[1]
+
+
+_SHAPED: dict[tuple[int, int], tuple[GPU, GPU]] = {}
 
 
 class Planner:
@@ -263,7 +251,7 @@ class Planner:
         """The full placement (plan and per-stage memory), computed in this process."""
         key = (gpu.id, per_instance)
         if key not in self._cache:
-            shaped, engine = gpu.model_copy(update={"max_gpus_per_node": per_instance}), self.engine(gpu)
+            shaped, engine = shaped_gpu(gpu, per_instance), self.engine(gpu)
             placed = fewest_gpus(self.arch, shaped, engine, self.fmt, self.context, self.concurrency, self.kv)
             if (plan := placed.plan) is not None:  # moved up while the engine's pool cannot serve the load
                 n, tp, pp = self._serving().layout(self._planner(), shaped, engine, (
@@ -294,7 +282,7 @@ class Planner:
         support = engine.supports(gpu, self.fmt, arch)
         if not support.runs:
             return Placed(None, None, None, support.native, support.note)
-        shaped = gpu.model_copy(update={"max_gpus_per_node": per_instance})
+        shaped = shaped_gpu(gpu, per_instance)
         found = self._planner().fewest(shaped, engine)
         if found is None:
             return Placed(None, None, None, support.native, support.note)
@@ -318,7 +306,14 @@ class Planner:
             key = self._key(gpu, per_instance)
             hit = self.store.rates(key) if self.store is not None and key is not None else None
             if hit is None:
-                hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance), self.engine(gpu))
+                placed = self.placed(gpu, per_instance)
+                if placed.gpus is None or placed.tensor_parallel is None or placed.pipeline_parallel is None:
+                    hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance), self.engine(gpu))
+                else:  # the plan's nodes on this instance shape (``sizing_core.placement.PlanSearch.plan``)
+                    tp, pp = placed.tensor_parallel, placed.pipeline_parallel
+                    nodes = math.ceil(tp * pp / (max(1, per_instance // tp) * tp))
+                    hit = layout_rates(self.arch, gpu, self.engine(gpu), self.fmt, (tp, pp, nodes),
+                                       (self.context, self.concurrency, self.kv), placed.native_support)
                 if self.store is not None and key is not None:
                     self.store.put_rates(key, hit)
             self._rates[(gpu.id, per_instance)] = hit
@@ -351,29 +346,36 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     # expensive part) of the remaining groups are never computed. By price the bound is the cheapest offer times
     # the instances the weights alone need (``Planner.gpus_floor``; the multi-machine factor is >= 1), by cost
     # per token the cheapest $/GPU-hour times :func:`per_token_floor`; with several formats, the least of theirs.
-    bounds: dict[tuple[str, int], float] = {}
+    # Floors lazily (#28): a group is queued at a lower bound of its bound (by price its cheapest offer: >= 1
+    # instance; by cost per token the bound itself) and its weight floor computed only when that entry is the lowest
+    # left, so a group above the limit needs none. Exact entries leave the queue in (bound, group) order.
     # the formats with the fewest weight bytes in all and per decode step: their floors bound every format's
     held = min(planners.values(), key=lambda p: (weight_bytes(arch, p.fmt)[0], p.fmt))
     read = min(planners.values(), key=lambda p: (weight_bytes(arch, p.fmt)[1], p.fmt))
-    for gpu_id, per_instance in groups:
-        gpu = gpus[gpu_id]
-        need = held.gpus_floor(gpu)
-        if need > per_instance and not held.engine(gpu).splits_layers:
-            continue  # one instance is too small and the engine cannot span machines: no setup
-        if sort == "price":
-            bounds[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] * math.ceil(need / per_instance)
-        elif (floor := read.token_floor(gpu)) is not None:  # no bandwidth figure: no cost per token
-            bounds[(gpu_id, per_instance)] = grouped.cheapest[(gpu_id, per_instance)] / per_instance * floor
+    if sort == "price":
+        queue = list(grouped.queue)  # (a copy of a sorted list: already a heap)
+    else:  # no bandwidth figure: no cost per token
+        queue = sorted((grouped.cheapest[k] / k[1] * floor, False, k) for k in groups
+                       if (floor := read.token_floor(gpus[k[0]])) is not None)
     best: dict[tuple, dict[str, Any]] = {}  # the fields of the best Setup per distinct setup
     keys: dict[tuple, tuple] = {}  # each best setup's rank key, computed once
+    ranks: list[float] = []  # the best setups' rank values, sorted (the top-th is the limit)
     regions: dict[tuple, set[str]] = {}  # every region offering it at that price
     leads: dict[tuple, tuple] = {}  # (source, region) of each best setup: what decides between equal prices
     limit = math.inf  # the current top-th rank value (+1e-6: rank values are rounded to 1e-6); it only falls
-    for gpu_id, per_instance in sorted(bounds, key=lambda k: (bounds[k], k)):
-        if bounds[(gpu_id, per_instance)] > limit:
+    while queue:
+        bound, exact, (gpu_id, per_instance) = heapq.heappop(queue)
+        if bound > limit:
             break
-        group = groups[(gpu_id, per_instance)]
         gpu = gpus[gpu_id]
+        if not exact:
+            need = held.gpus_floor(gpu)
+            if need > per_instance and not held.engine(gpu).splits_layers:
+                continue  # one instance is too small and the engine cannot span machines: no setup
+            exact_bound = bound * math.ceil(need / per_instance) if sort == "price" else bound
+            heapq.heappush(queue, (exact_bound, True, (gpu_id, per_instance)))
+            continue
+        group = groups[(gpu_id, per_instance)]
         for count, variant in _variants(planners, gpu, per_instance, concurrency, sort,
                                         grouped.cheapest[(gpu_id, per_instance)], limit).items():
             if variant is None:
@@ -402,9 +404,12 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
                                       as_of=as_of, engine_id=engine.id)  # a Setup is built only for the winners
                 rank_key = (value, faithful, *rank_key_of(fields))
                 if key not in best or rank_key < keys[key]:
+                    if key in best:
+                        del ranks[bisect.bisect_left(ranks, keys[key][0])]
                     best[key], keys[key], leads[key] = fields, rank_key, first
-                    if len(best) >= top:  # follows the top as it fills, not once per group
-                        limit = heapq.nsmallest(top, (k[0] for k in keys.values()))[top - 1] + 1e-6
+                    bisect.insort(ranks, value)
+                    if len(best) >= top:  # follows the top as it fills, not once per group (a sorted list kept
+                        limit = ranks[top - 1] + 1e-6  # as it changes: a heapq.nsmallest per new best was ~7 %, #28)
     out = []
     for key in sorted(best, key=keys.__getitem__)[:top]:
         f = best[key]
@@ -451,16 +456,6 @@ def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurr
         if count == 1:
             break  # one instance taken: a less faithful format never needs fewer
     return out
-
-
-def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
-    """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
-    if machines == 1:
-        return "single_machine", None
-    if engine_id == "llama.cpp":
-        return ("llama.cpp-rpc", None) if machines <= MAX_RPC_MACHINES else None
-    fabric = cluster_fabric(offer["provider"], offer["instance_type"])
-    return ("cluster", fabric) if fabric else None
 
 
 def fx_age_days(fx_date: str | None, as_of: datetime | None) -> int | None:

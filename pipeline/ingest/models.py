@@ -22,17 +22,27 @@ from pipeline.sources.huggingface import (
     ingest_model,
     load_watchlist,
 )
-from pipeline.sources.landing import FetchLogEntry
+from pipeline.sources.landing import FetchLogEntry, LandingBatch
 from pipeline.sources.replay import REPLAY_ROOT, ReplayTransport
 from sizing_core import SizingError, SizingReport, parse_config, size_model
-from sizing_core.parameters import CheckpointFacts
+from sizing_core.parameters import CheckpointFacts, count_parameters
 from sizing_core.registry import load_registered
+
+
+def hub_replay_manifest() -> Path:
+    """The Hub recordings replayed offline: ``VRAMLAB_HUB_REPLAY`` (a replay manifest, e.g. the whole-Hub listing
+    ``benchmarks/hub_world.py`` writes), else the bundled ``pipeline/replay/hub/manifest.json``."""
+    path = os.environ.get("VRAMLAB_HUB_REPLAY", "").strip()
+    if not path:
+        return REPLAY_ROOT / "hub" / "manifest.json"
+    if not Path(path).is_file():
+        raise ValueError(f"VRAMLAB_HUB_REPLAY: no replay manifest at {path}")
+    return Path(path)
 
 
 def hub_client(replay: bool) -> SourceClient:
     if replay:
-        return make_client(ReplayTransport(REPLAY_ROOT / "hub" / "manifest.json"), sleep=lambda _s: None,
-                           min_interval=0.0)
+        return make_client(ReplayTransport(hub_replay_manifest()), sleep=lambda _s: None, min_interval=0.0)
     return make_client()
 
 
@@ -66,12 +76,14 @@ def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client:
         discover(client, data_dir, watchlist, limit=limit, min_downloads=min_downloads)
         entries += discovered_entries(data_dir)
     out = []
-    for entry in entries:
-        if entry.spec:
-            out.append((entry, None, None))
-            continue
-        log, model = ingest_model(entry, client, data_dir, state)
-        out.append((entry, log, model))
+    # state.json once per 100 new records and the landed payloads synced 100 at a time, not per model (#28)
+    with state.batched(), LandingBatch(data_dir) as batch:
+        for entry in entries:
+            if entry.spec:
+                out.append((entry, None, None))
+                continue
+            log, model = ingest_model(entry, client, data_dir, state, batch=batch)
+            out.append((entry, log, model))
     return out
 
 
@@ -104,16 +116,22 @@ def size_entry(entry: WatchEntry, model: HubModel | None) -> SizingReport:
 def sizing_outcome(entry: WatchEntry, log: FetchLogEntry | None,
                    model: HubModel | None) -> tuple[str, bool, str | None]:
     """(how the architecture was read: ``family`` / ``generic``, or ``failed``; whether the checkpoint headers
-    were read, making bytes and parameters exact; the note or the reason it failed)."""
+    were read, making bytes and parameters exact; the note or the reason it failed). Reads what ``size_entry``
+    reads (the architecture and the parameter counts) without the weights of every format, which say nothing
+    of how the model was read (#28: sizing every discovered model in full took half of ``raw_hub__models``)."""
     if model is None:
         return "failed", False, (f"fetch {log.outcome}" if log else "no revision")
     try:
-        report = size_entry(entry, model)
+        if entry.spec:
+            arch, facts = load_registered(entry.spec)[1], None
+        else:
+            arch, facts = parse_config(entry.repo, model.config, model.hf_quant_config), checkpoint_facts(model)
+        counts = count_parameters(arch, facts)
     except SizingError as exc:
         return "failed", False, str(exc)
     exact = bool(model.checkpoint_headers and model.checkpoint_headers.summary)
-    why = [*report.notes, *([report.parameter_counts.used_reason] if exact else [])]
-    return report.architecture_source, exact, "; ".join(n for n in why if n) or None
+    why = [*arch.notes, *([counts.used_reason] if exact else [])]
+    return arch.architecture_source, exact, "; ".join(n for n in why if n) or None
 
 
 def discovery_summary(results: list[tuple[WatchEntry, FetchLogEntry | None, HubModel | None]],

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from pipeline.sources.base import RawPart, RawPayload
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
-from pipeline.sources.landing import FetchLogEntry, Outcome, append_log, land
+from pipeline.sources.landing import FetchLogEntry, LandingBatch, Outcome, append_log, land
 from sizing_core import ConfigError, parse_config
 from sizing_core.safetensors import (
     CheckpointSummary,
@@ -38,6 +40,8 @@ from sizing_core.safetensors import (
 )
 
 HUB = "https://huggingface.co"
+#: while ingesting many models, ``state.json`` is written after this many new records (and at the end)
+STATE_FLUSH_EVERY = 100
 WATCHLIST = Path(__file__).resolve().parent.parent / "data" / "watchlist.json"
 CONFIG_MAX_BYTES = 10 * 2**20  # a config.json is kilobytes; anything near this is not a config
 INDEX_MAX_BYTES = 32 * 2**20
@@ -221,6 +225,28 @@ class HubState:
         self.root = data_dir / "hub"
         self.path = self.root / "state.json"
         self.state: dict[str, dict[str, Any]] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self._deferred: int | None = None  # saves not yet in state.json while batched (None: write every save)
+        self._every = 1
+
+    @contextmanager
+    def batched(self, every: int = STATE_FLUSH_EVERY) -> Iterator[HubState]:
+        """Write ``state.json`` after every ``every`` saves and at the end, not after each one: it names every
+        tracked repo, so rewriting it per model made ingesting N models cost N^2 (#28: 2,000 models rewrote a
+        ~300 KB file 2,000 times). A stop in between loses at most the last ``every`` state entries: those
+        repos' records are on disk, and their next fetch finds a sha it does not know and records it again."""
+        self._deferred, self._every = 0, max(1, every)
+        try:
+            yield self
+        finally:
+            self._deferred, self._every = None, 1
+            self.flush()
+
+    def flush(self) -> None:
+        """Write ``state.json`` (atomically: a stop never leaves half a file)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(json.dumps(self.state, indent=1))
+        os.replace(tmp, self.path)
 
     def sha(self, repo: str) -> str | None:
         return (self.state.get(repo) or {}).get("sha")
@@ -242,8 +268,11 @@ class HubState:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(model.model_dump_json(indent=1))
         self.state[model.repo] = {"sha": model.sha, "fetched_at": model.fetched_at.isoformat()}
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.state, indent=1))
+        if self._deferred is None or self._deferred + 1 >= self._every:
+            self.flush()
+            self._deferred = None if self._deferred is None else 0
+        else:
+            self._deferred += 1
         if previous == model.sha:
             return False
         with open(self.root / "revisions.jsonl", "a") as fh:
@@ -262,8 +291,9 @@ def _log_name(repo: str) -> str:
 
 
 def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state: HubState,
-                 now: datetime | None = None) -> tuple[FetchLogEntry, HubModel | None]:
-    """Fetch, land and parse one repo; never raises for the repo's own failure."""
+                 now: datetime | None = None, batch: LandingBatch | None = None) -> tuple[FetchLogEntry, HubModel | None]:
+    """Fetch, land and parse one repo; never raises for the repo's own failure. With ``batch``, the payload is
+    landed and logged through it (synced with others' at its next flush)."""
     started = now or datetime.now(UTC)
     parts: list[RawPart] = []
     headers = _auth_headers()
@@ -273,12 +303,15 @@ def ingest_model(entry: WatchEntry, client: httpx.Client, data_dir: Path, state:
         raw_path = None
         if parts:
             payload = RawPayload(source="hub__" + entry.repo.replace("/", "__"), fetched_at=started, parts=tuple(parts))
-            raw_path = str(land(payload, data_dir))
+            raw_path = str(batch.land(payload) if batch is not None else land(payload, data_dir))
             extra.setdefault("bytes", payload.size)
             extra.setdefault("sha256", payload.sha256)
         log = FetchLogEntry(source=name, provider="huggingface", started_at=started, finished_at=datetime.now(UTC),
                             outcome=outcome, message=message, raw_path=raw_path, **extra)
-        append_log(log, data_dir)
+        if batch is not None:
+            batch.log(log)
+        else:
+            append_log(log, data_dir)
         return log
 
     def fetch(url: str, **kw: Any) -> RawPart:
@@ -442,6 +475,7 @@ def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: 
     known = {m.repo for m in watchlist.models}
     path = data_dir / "hub" / "discovered.json"
     found = json.loads(path.read_text()) if path.exists() else []
+    seen = set(found)  # (a list lookup per listed repo was quadratic in the listing's length)
     stats: dict[str, Any] = {"limit": limit, "min_downloads": min_downloads, "listed": 0, "below_min_downloads": 0,
                              "already_tracked": 0, "new": [], "errors": {}}
     for sort in DISCOVERY_SORTS:
@@ -467,10 +501,11 @@ def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: 
             if min_downloads and (not isinstance(downloads, int) or downloads < min_downloads):
                 stats["below_min_downloads"] += 1
                 continue
-            if repo in known or repo in found:
+            if repo in known or repo in seen:
                 stats["already_tracked"] += 1
                 continue
             found.append(repo)
+            seen.add(repo)
             stats["new"].append(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(found, indent=1))

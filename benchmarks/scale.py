@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""The whole-Hub scale run (issue #28 item 4): N models discovered from a replayed Hub listing x every catalog GPU.
+
+    .venv/bin/python benchmarks/scale.py --models 2000 --repeat 2          # full + incremental, in-process
+    .venv/bin/python benchmarks/scale.py --models 2000 --repeat 1 --celery 2   # ... and on 2 Celery workers
+
+The listing is written by ``benchmarks/hub_world.py`` (the 42 real bundled configs, then generated variants of their
+families up to N tracked models; see there). Each run is a fresh child process running the whole asset graph as
+``vramlab run`` does (in-process executor), with ``VRAMLAB_DISCOVERY=1`` and the listing replayed through
+``VRAMLAB_HUB_REPLAY``. *Full*: a fresh data directory. *Incremental*: the full run's data directory again, with
+only prices changed (the 14 SkyPilot catalogs answer 10% cheaper, observed an hour later: the same change as
+``run_benchmarks.py``'s graph section); each incremental repetition starts from a copy of the full run's directory.
+Times are the best of ``--repeat``; peak memory is the child's maximum RSS (``os.wait4``); per step: wall seconds
+and the highest RSS sampled (every 0.2 s) while it ran. Prints Markdown (the figures in docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+PY = sys.executable
+STEPS_SHOWN = ("raw_hub__models", "out__sizing", "out__cheapest_setups", "out__exports")
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def world_env(world_dir: Path, models: int) -> dict[str, str]:
+    """Environment of a run over the replayed listing (the world is built once per folder)."""
+    from hub_world import build
+
+    meta = world_dir / "world.json"
+    if not meta.exists() or json.loads(meta.read_text())["models"] != models:
+        shutil.rmtree(world_dir, ignore_errors=True)
+        w = build(world_dir, models)
+        meta.write_text(json.dumps({"models": models, "limit": w.limit, "real": len(w.real),
+                                    "generated": len(w.generated), "unchanged_configs": w.unchanged_configs,
+                                    "families": len(w.families)}))
+    info = json.loads(meta.read_text())
+    return {"VRAMLAB_DISCOVERY": "1", "VRAMLAB_DISCOVERY_LIMIT": str(info["limit"]),
+            "VRAMLAB_DISCOVERY_MIN_DOWNLOADS": "0", "VRAMLAB_HUB_REPLAY": str(world_dir / "manifest.json")}
+
+
+def child(data_dir: str, second: bool) -> dict:
+    """One whole-graph run in this process (the environment says which world)."""
+    os.environ["VRAMLAB_DATA_DIR"] = data_dir
+    os.environ.pop("VRAMLAB_LIVE", None)
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            samples.append((time.time(), _rss_mib()))
+            done.wait(0.2)
+
+    threading.Thread(target=sample, daemon=True).start()
+    from run_benchmarks import _changed_prices_client
+
+    if second:
+        _changed_prices_client()
+    import dagster as dg
+
+    from pipeline.definitions import ALL_ASSETS
+    from pipeline.resources import default_resources
+
+    instance = dg.DagsterInstance.ephemeral()
+    quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    result = dg.materialize(ALL_ASSETS, instance=instance, resources=default_resources(), raise_on_error=False,
+                            run_config=quiet)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    done.set()
+    starts: dict[str, float] = {}
+    steps: dict[str, list[float]] = {}
+    for record in instance.all_logs(result.run_id):
+        ev = record.dagster_event
+        if ev and ev.step_key and ev.event_type_value == "STEP_START":
+            starts[ev.step_key] = record.timestamp
+        elif ev and ev.step_key and ev.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
+            a, b = starts.get(ev.step_key, record.timestamp), record.timestamp
+            steps[ev.step_key] = [b - a, max((m for t, m in samples if a <= t <= b), default=0.0)]
+    numbers: dict[str, dict] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        numbers[mat.asset_key.to_user_string()] = {k: getattr(v, "value", v) for k, v in mat.metadata.items()
+                                                   if isinstance(getattr(v, "value", None), int | float)}
+    import duckdb
+
+    con = duckdb.connect(str(Path(data_dir) / "vramlab.duckdb"), read_only=True)
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+              for t in ("offers_current", "sizing", "cheapest_setups", "models", "placement_cache")}
+    con.close()
+    return {"success": result.success, "seconds": seconds, "cpu_seconds": cpu, "steps": steps, "counts": counts,
+            "sizing": numbers.get("out__sizing", {}), "setups": numbers.get("out__cheapest_setups", {}),
+            "exports": numbers.get("out__exports", {}), "hub": numbers.get("raw_hub__models", {})}
+
+
+def measured(cmd: list[str], env: dict[str, str]) -> tuple[dict, float]:
+    """(the child's JSON, peak RSS MiB) of one child process."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ | env, cwd=ROOT)
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    readers = [threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stdout, out_chunks)),
+               threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stderr, err_chunks))]
+    for r in readers:
+        r.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    for r in readers:
+        r.join()
+    if status != 0:
+        raise RuntimeError(f"{cmd[-3:]} failed:\n{b''.join(err_chunks).decode()[-3000:]}")
+    return json.loads(b"".join(out_chunks).decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", type=int, default=2000, help="tracked models: watchlist + discovered (default 2000)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per case; the best is reported (default 2)")
+    ap.add_argument("--work", type=Path, help="working folder (default: a temporary one, removed at the end)")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], args.child[1] == "1")))
+        return
+    work = args.work or Path(tempfile.mkdtemp(prefix="vramlab-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = world_env(work / "world", args.models)
+    info = json.loads((work / "world" / "world.json").read_text())
+    results: dict[str, tuple[dict, float, str]] = {}
+    full_dir = work / "full"  # the first full run's data directory, where every incremental run starts from
+    shutil.rmtree(full_dir, ignore_errors=True)
+    for kind in ("full", "incremental"):
+        for _ in range(args.repeat):
+            d = work / "run"
+            shutil.rmtree(d, ignore_errors=True)
+            if kind == "incremental":
+                shutil.copytree(full_dir, d, symlinks=True)
+            else:
+                d.mkdir()
+            before = load()
+            r, peak = measured([PY, str(Path(__file__).resolve()), "--child", str(d), "1" if kind != "full" else "0"],
+                               env)
+            r["load"] = f"{before}-{load()}"
+            if not r["success"]:
+                raise SystemExit(f"{kind} run failed")
+            if kind not in results or r["seconds"] < results[kind][0]["seconds"]:
+                results[kind] = (r, peak, r["load"])
+            if kind == "full" and not full_dir.exists():
+                shutil.copytree(d, full_dir, symlinks=True)
+            print(f"<!-- {kind}: {r['seconds']:.1f} s, peak {peak:,.0f} MiB, load {r['load']} -->", flush=True)
+    report(args.models, info, results)
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(models: int, info: dict, results: dict[str, tuple[dict, float, str]]) -> None:
+    import platform
+
+    print(f"\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}: `benchmarks/scale.py --models {models}`. "
+          f"{info['real']} real bundled repos and {info['generated']} generated ones from {info['families']} real "
+          f"families ({info['unchanged_configs']} kept unvaried); every catalog GPU.\n")
+    print("| run | wall (s) | CPU (s) | peak (MiB) | models | sizing rows computed / total | placements computed / "
+          "re-used | model files sized / re-used | setups | " + " | ".join(f"{s} s / MiB" for s in STEPS_SHOWN)
+          + " | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(STEPS_SHOWN) + "---|")
+    for kind, (r, peak, ld) in results.items():
+        sz, st, ex = r["sizing"], r["setups"], r["exports"]
+        steps = " | ".join(f"{r['steps'].get(s, [0, 0])[0]:.1f} / {r['steps'].get(s, [0, 0])[1]:,.0f}"
+                           for s in STEPS_SHOWN)
+        print(f"| {kind} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {peak:,.0f} | {r['counts']['models']:,} | "
+              f"{sz.get('rows_computed', 0):,} / {sz.get('dagster/row_count', 0):,} | "
+              f"{st.get('placements_computed', 0):,} / {st.get('placements_reused', 0):,} | "
+              f"{ex.get('model_files_sized', 0):,} / {ex.get('model_files_reused', 0):,} | "
+              f"{r['counts']['cheapest_setups']:,} | {steps} | {ld} |")
+    full, inc = results.get("full"), results.get("incremental")
+    print()
+    if full:
+        print(f"- full run under 10 minutes: {full[0]['seconds']:.0f} s — "
+              f"{'**holds**' if full[0]['seconds'] < 600 else '**does not hold**'}")
+    if inc:
+        print(f"- incremental run under 2 minutes: {inc[0]['seconds']:.0f} s — "
+              f"{'**holds**' if inc[0]['seconds'] < 120 else '**does not hold**'}")
+    peak = max(p for _, p, _ in results.values())
+    print(f"- peak memory under 3 GiB: {peak:,.0f} MiB — {'**holds**' if peak < 3072 else '**does not hold**'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The cluster fabric an instance family is rented with (InfiniBand, RoCE, EFA, ...): whether and how several
+instances of an offer run one deployment (:func:`deployment`, used by ``pipeline/compute/setups.py``)."""
+
+from __future__ import annotations
+
+import csv
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+#: llama.cpp RPC across at most this many separately rented machines
+MAX_RPC_MACHINES = 4
+Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
+
+#: the instance-family table (``pipeline/sources/offer_facts.py`` joins it onto offers); by path: ``fit``'s start-up
+INTERCONNECT_TABLE = Path(__file__).resolve().parents[1] / "sources" / "data" / "interconnect.csv"
+
+
+@lru_cache(maxsize=1)
+def interconnects() -> tuple[tuple[str, str, str], ...]:
+    """(provider, instance pattern, fabric) of the families rented with a cluster fabric."""
+    text = INTERCONNECT_TABLE.read_text()  # not importlib.resources: start-up
+    return tuple((r["provider"], r["instance_pattern"], r["fabric"]) for r in csv.DictReader(text.splitlines())
+                 if r["cluster_fabric"])
+
+
+def cluster_fabric(provider: str, instance_type: str) -> str | None:
+    for prov, pattern, fabric in interconnects():
+        if prov == provider and fnmatchcase(instance_type, pattern):
+            return fabric
+    return None
+
+
+def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
+    """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
+    if machines == 1:
+        return "single_machine", None
+    if engine_id == "llama.cpp":
+        return ("llama.cpp-rpc", None) if machines <= MAX_RPC_MACHINES else None
+    fabric = cluster_fabric(offer["provider"], offer["instance_type"])
+    return ("cluster", fabric) if fabric else None

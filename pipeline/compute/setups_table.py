@@ -1,0 +1,285 @@
+"""The ``cheapest_setups`` table for every tracked model, computed and written a chunk of models at a time.
+
+What the step holds in memory is one chunk's placement-cache rows and setups rows, whatever the number of models
+(#28: with 2,000 models the cache is ~2 M rows; loaded whole it took ~4 GiB). The table is still replaced in one
+transaction (a reader sees the old setups or the new ones, never a mix), and the placement cache is pruned of rows
+no longer valid once per run, then read and written chunk by chunk. Every model is answered at its standard loads
+(issue #23, :func:`~pipeline.compute.answers.standard_loads`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from pipeline.compute.answers import (
+    FIDELITY,
+    PUBLISHED,
+    SETUP_COLUMNS,
+    Load,
+    overall,
+    setup_from_row,
+    setup_values,
+    standard_loads,
+)
+from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers
+from pipeline.compute.placement_cache import PlacementCache, sizing_version
+from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
+from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup, cheapest_setups
+from pipeline.compute.tracked import Tracked
+from pipeline.storage.loaders import insert_frame, transaction
+from sizing_core.formats import WEIGHT_FORMATS
+from sizing_core.gpus import catalog
+from sizing_core.placement import ContextTooLongError
+
+SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
+TOP = 5
+#: setups per overall list in a model file
+OVERALL_TOP = 5
+#: models per chunk (about 3,000 placement-cache rows and 300 setups rows per model at the standard loads)
+SETUP_CHUNK_MODELS = 50
+
+
+@dataclass
+class SetupsRun:
+    """What one run of the table did: rows written, each model's cheapest on-demand row of the published question
+    (the UI's table), models without setups and why, and the placement cache's hits and misses over the chunks."""
+
+    rows: int = 0
+    best: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    hits: dict[str, int] = field(default_factory=lambda: {"floor": 0, "placement": 0, "rates": 0})
+    misses: dict[str, int] = field(default_factory=lambda: {"floor": 0, "placement": 0, "rates": 0})
+    loaded: int = 0  # valid cache rows read
+    written: int = 0  # cache rows written
+    pruned: int = 0  # cache rows dropped (other code, revisions, GPU rows, untracked models)
+    computed_models: set[str] = field(default_factory=set)
+    computed_gpus: set[str] = field(default_factory=set)
+
+    def add(self, cache: PlacementCache, written: int) -> None:
+        for kind in self.hits:
+            self.hits[kind] += cache.hits[kind]
+            self.misses[kind] += cache.misses[kind]
+        self.loaded += cache.read
+        self.written += written
+        self.computed_models |= cache.computed_models
+        self.computed_gpus |= cache.computed_gpus
+
+
+#: the columns :func:`model_setup_rows` fills, in its rows' order
+ROW_COLUMNS = ("model_id", "list", "rank", "computed_at", "sort", *SETUP_COLUMNS)
+#: DuckDB column types of ``cheapest_setups`` as polars types (the frame inserted is typed, not inferred)
+_POLARS_TYPES = {"VARCHAR": pl.String, "INTEGER": pl.Int32, "BIGINT": pl.Int64, "DOUBLE": pl.Float64,
+                 "BOOLEAN": pl.Boolean, "TIMESTAMP WITH TIME ZONE": pl.Datetime("us", "UTC"), "DATE": pl.Date,
+                 "VARCHAR[]": pl.List(pl.String)}
+
+
+def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache, *,
+                     as_of: datetime, now: datetime) -> list[tuple[Any, ...]]:
+    """Every ``cheapest_setups`` row of one model (values in :data:`ROW_COLUMNS` order): at each standard load, by
+    cost per token (most faithful format per configuration); at the published load (8K x 1) a list per format,
+    on-demand and spot, by price; at every other load the overall list by price."""
+    assert t.arch is not None and t.revision is not None
+    model = (t.entry.id, t.revision)
+    rows = []
+    for load in standard_loads(t.arch.max_context):
+        planners = {f: Planner(t.arch, f, load.context, load.concurrency, "bf16", cache=cache, model=model)
+                    for f in SETUP_FORMATS}
+        questions: list[tuple[str, OfferGroups, str, Any]] = [("on_demand", on_demand, "per_token", FIDELITY)]
+        if load == PUBLISHED:  # the published question: a list per format, on-demand and spot
+            questions += [(name, grouped, "price", fmt) for fmt in SETUP_FORMATS
+                          for name, grouped in (("on_demand", on_demand), ("spot", spot))]
+        else:  # every other load: the overall answer (most faithful format per configuration)
+            questions.append(("on_demand", on_demand, "price", FIDELITY))
+        for list_name, grouped, sort, formats in questions:
+            wanted = (formats,) if isinstance(formats, str) else formats
+            found = cheapest_setups(t.arch, formats, grouped, context=load.context, concurrency=load.concurrency,
+                                    top=TOP, allocations=grouped.allocations,
+                                    planner={f: planners[f] for f in planners if f in wanted}, as_of=as_of,
+                                    sort=sort)  # type: ignore[arg-type]
+            rows += [(t.entry.id, list_name, rank + 1, now, sort, *setup_values(s)) for rank, s in enumerate(found)]
+    return rows
+
+
+def _row_schema(con: Any) -> dict[str, Any]:
+    types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                             "WHERE table_name = 'cheapest_setups'").fetchall())
+    return {c: _POLARS_TYPES[types[c]] for c in ROW_COLUMNS}
+
+
+def _load_weight_bytes(con: Any, part: list[Tracked]) -> set[tuple[str, str]]:
+    """Seed :func:`~pipeline.compute.rates.weight_bytes` with the chunk's rows of ``weight_bytes_cache`` (this
+    revision, this code); the (model, format) pairs seeded."""
+    archs = {t.entry.id: t for t in part}
+    found = con.execute("SELECT model_id, revision, format, total_bytes, active_bytes FROM weight_bytes_cache WHERE "
+                        "sizing_version = ? AND model_id IN (SELECT UNNEST(?::VARCHAR[]))",
+                        [sizing_version(), list(archs)]).fetchall()
+    seeded = set()
+    for model_id, revision, fmt, total, active in found:
+        t = archs[model_id]
+        if t.revision == revision and t.arch is not None:
+            remember_weight_bytes(t.arch, fmt, (total, active))
+            seeded.add((model_id, fmt))
+    return seeded
+
+
+def _save_weight_bytes(con: Any, part: list[Tracked], seeded: set[tuple[str, str]]) -> None:
+    """Write the chunk's weight bytes this run computed (inside the caller's transaction)."""
+    version, rows = sizing_version(), []
+    for t in part:
+        for fmt in SETUP_FORMATS:
+            value = known_weight_bytes(t.arch, fmt) if t.arch is not None else None
+            if value is not None and (t.entry.id, fmt) not in seeded:
+                rows.append((t.entry.id, t.revision, fmt, version, *value))
+    if rows:
+        con.execute("DELETE FROM weight_bytes_cache WHERE (model_id, format) IN (SELECT UNNEST(?::VARCHAR[]), "
+                    "UNNEST(?::VARCHAR[]))", [[r[0] for r in rows], [r[2] for r in rows]])
+        con.executemany("INSERT INTO weight_bytes_cache VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
+def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
+                          chunk: int = SETUP_CHUNK_MODELS) -> SetupsRun:
+    """Replace ``cheapest_setups`` with the setups of ``tracked`` (models with an architecture), ``chunk`` models
+    at a time. A model none of whose loads can be planned gets no setups and a reason, instead of failing the
+    step."""
+    offers = eligible_offers(con)
+    on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model (#14)
+    gpus = catalog()
+    run = SetupsRun()
+    schema = _row_schema(con)
+    price, sort = ROW_COLUMNS.index("price_per_hour"), ROW_COLUMNS.index("sort")
+    context, concurrency = ROW_COLUMNS.index("context"), ROW_COLUMNS.index("concurrency")
+    with transaction(con):
+        con.execute("DELETE FROM cheapest_setups")
+        run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
+        con.execute("DELETE FROM weight_bytes_cache WHERE sizing_version <> ? OR (model_id, revision) NOT IN "
+                    "(SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
+                    [sizing_version(), [t.entry.id for t in tracked], [t.revision for t in tracked]])
+        for i in range(0, len(tracked), chunk):
+            part = tracked[i:i + chunk]
+            # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs
+            cache = PlacementCache.load(con, {t.entry.id: t.revision for t in part}, gpus)
+            seeded = _load_weight_bytes(con, part)  # the pruning bounds' weight bytes, likewise
+            rows: list[tuple[Any, ...]] = []
+            for t in part:
+                try:
+                    found = model_setup_rows(t, on_demand, spot, cache, as_of=as_of, now=now)
+                except ContextTooLongError as exc:
+                    run.skipped[t.entry.id] = str(exc)
+                    continue
+                cheapest = min((r for r in found if r[1] == "on_demand" and r[sort] == "price" and (
+                    r[context], r[concurrency]) == (PUBLISHED.context, PUBLISHED.concurrency)),
+                    key=lambda r: r[price], default=None)
+                if cheapest is not None:
+                    run.best[t.entry.id] = dict(zip(ROW_COLUMNS, cheapest, strict=True))
+                rows += found
+            if rows:
+                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, schema=schema, orient="row"), by_name=True)
+            run.rows += len(rows)
+            run.add(cache, cache.save(con))
+            _save_weight_bytes(con, part, seeded)
+    return run
+
+
+Answers = tuple[list[Setup], list[Setup], list[dict[str, Any]]]
+
+
+def published_answers(rows: list[dict[str, Any]], loads: dict[str, list[Load]]) -> dict[str, Answers]:
+    """Per model of ``loads`` (its standard loads): the overall on-demand and spot lists of the published question
+    (8K x 1, by price) and, per standard load, the overall lists by price and by cost per token
+    (``cheapestSetupsByLoad``), from its ``cheapest_setups`` rows."""
+    lists: dict[tuple, list] = {}
+    for row in rows:
+        key = (row["model_id"], row["list"], row.get("context") or 8192, row.get("concurrency") or 1,
+               row.get("sort") or "price")
+        lists.setdefault(key, []).append(setup_from_row(row))
+    out: dict[str, Answers] = {}
+    first = (PUBLISHED.context, PUBLISHED.concurrency)
+    for m, model_loads in loads.items():
+        by_load = [{"context": load.context, "concurrency": load.concurrency, "label": load.label,
+                    "byPrice": overall(lists.get((m, "on_demand", load.context, load.concurrency, "price"), []),
+                                       OVERALL_TOP),
+                    "byCostPerToken": overall(lists.get((m, "on_demand", load.context, load.concurrency,
+                                                         "per_token"), []), OVERALL_TOP, sort="per_token")}
+                   for load in model_loads]
+        out[m] = (overall(lists.get((m, "on_demand", *first, "price"), []), OVERALL_TOP),
+                  overall(lists.get((m, "spot", *first, "price"), []), OVERALL_TOP), by_load)
+    return out
+
+
+def loads_of(tracked: list[Tracked]) -> dict[str, list[Load]]:
+    """The standard loads of every model with an architecture, in ``tracked``'s order."""
+    return {t.entry.id: standard_loads(t.arch.max_context) for t in tracked if t.arch is not None}
+
+
+#: the rows that can be in a model's overall lists (:func:`~pipeline.compute.answers.overall`), found in DuckDB so
+#: that only those are read back as records (#28: a few dozen of ~300 rows per model). Both filters are exact or
+#: err on the side of keeping a row: ``overall`` takes, per list (list, load, sort) and rented configuration
+#: (provider, instance type, instances, price), the row of the most faithful format (an integer order, compared
+#: exactly here; a list holds one row per configuration and format), then the 5 lowest by rank value (by price the
+#: price, by cost per token the cost at the load, each x1.25 over several machines; a row more than 1e-3 above the
+#: 5th such value cannot be among them; rows without a cost at the load are not in a cost-per-token list). Python
+#: then picks exactly as before from what is left.
+_OVERALL_CANDIDATES = """
+WITH ranked AS (
+    SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at,
+           list_position(?::VARCHAR[], format) AS fidelity,
+           CASE WHEN sort = 'price' THEN price_per_hour ELSE usd_per_million_tokens_at_load END
+           * CASE WHEN coalesce(nullif(nodes, 0), instances) > 1 THEN ? ELSE 1.0 END AS rank_value
+    FROM cheapest_setups
+    WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) AND list_contains(?::VARCHAR[], format)
+      AND (sort = 'price' OR usd_per_million_tokens_at_load IS NOT NULL)
+), winners AS (
+    SELECT * FROM ranked
+    QUALIFY fidelity = min(fidelity) OVER (
+        PARTITION BY model_id, list, context, concurrency, sort, provider, instance_type, instances, price_per_hour)
+)
+SELECT * EXCLUDE (fidelity, rank_value) FROM winners
+QUALIFY rank_value <= coalesce(nth_value(rank_value, ?) OVER (
+    PARTITION BY model_id, list, context, concurrency, sort ORDER BY rank_value
+    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), 'inf'::DOUBLE) + 1e-3
+ORDER BY model_id, list, context, concurrency, sort, format, rank
+"""
+
+
+def read_overall(con: Any, loads: dict[str, list[Load]]) -> dict[str, Answers]:
+    """:func:`published_answers` of the models of ``loads`` from their candidate rows only.
+
+    ``verified_at`` is read as UTC wall time and marked UTC here: DuckDB converting TIMESTAMPTZ values to the
+    session's time zone one by one was a third of this read (#28), and the session's zone is the machine's (the
+    Parquet files pin UTC the same way)."""
+    cursor = con.execute(_OVERALL_CANDIDATES, [list(FIDELITY), MULTI_MACHINE_RANK_FACTOR, list(loads),
+                                               list(FIDELITY), OVERALL_TOP])
+    cols = [d[0] for d in cursor.description]
+    rows = []
+    for values in cursor.fetchall():
+        row = dict(zip(cols, values, strict=True))
+        row["verified_at"] = row["verified_at"].replace(tzinfo=UTC)
+        rows.append(row)
+    return published_answers(rows, loads)
+
+
+class StoredSetups:
+    """The overall setups lists of the models of ``loads`` (in its order), read from ``cheapest_setups`` ``chunk``
+    models at a time as they are asked for (``get``, like a dict's): only one chunk's Setup records live at once
+    (#28: the whole table read back as records was ~600 k of them for 2,000 models)."""
+
+    def __init__(self, con: Any, loads: dict[str, list[Load]], chunk: int = 4 * SETUP_CHUNK_MODELS):
+        self.con, self.loads, self.chunk = con, loads, max(1, chunk)
+        self.order = list(loads)
+        self.position = {m: i for i, m in enumerate(self.order)}
+        self.ids: set[str] = set()
+        self.lists: dict[str, Answers] = {}
+
+    def get(self, model_id: str, default: Any = None) -> Any:  # noqa: ANN401 - a dict's get
+        if model_id not in self.position:
+            return default
+        if model_id not in self.ids:
+            i = self.position[model_id]
+            ids = self.order[i:i + self.chunk]
+            self.lists = read_overall(self.con, {m: self.loads[m] for m in ids})
+            self.ids = set(ids)
+        return self.lists.get(model_id, default)

@@ -1,0 +1,258 @@
+"""Whole-Hub scale (#28 item 4): what lets one process size thousands of models, checked on real runs.
+
+- The replayed Hub listing of ``benchmarks/hub_world.py`` is discovered through the real discovery path and every
+  generated repo sizes, each with an architecture of its own.
+- A discovered model whose maximum context is below the setups' 8K request (many small Hub models) is answered at
+  its maximum only; it used to fail the whole ``out__cheapest_setups`` step.
+- ``cheapest_setups`` written a chunk of models at a time equals the table written in one go, and reading it back
+  a chunk at a time (``StoredSetups``) gives every model the lists a whole read gives.
+- The Hub state file is written once per batch of records, not once per model (it names every repo: N^2 bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from dagster_duckdb import DuckDBResource
+
+from pipeline.assets.out import out__cheapest_setups, out__exports
+from pipeline.compute.setups_table import (
+    SETUP_FORMATS,
+    StoredSetups,
+    loads_of,
+    published_answers,
+    read_overall,
+    write_cheapest_setups,
+)
+from pipeline.compute.tracked import tracked_models
+from pipeline.resources import VramlabSettings
+from pipeline.sources.huggingface import HubState, load_watchlist
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+SETUP_ROWS = ("SELECT * EXCLUDE (computed_at) FROM cheapest_setups "
+              "ORDER BY model_id, list, context, concurrency, sort, format, rank")
+
+
+@pytest.fixture
+def world(published: dict, tmp_path: Path) -> dict:
+    data = tmp_path / "data"
+    shutil.copytree(published["tmp"], data, symlinks=True)
+    db = data / "vramlab.duckdb"
+    return {"data": data, "db": db, "resources": {"vramlab": VramlabSettings(data_dir=str(data), db_path=str(db)),
+                                                  "duckdb": DuckDBResource(database=str(db))}}
+
+
+def _query(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_a_replayed_hub_listing_of_n_models_is_discovered_and_sized(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub_world import build
+
+    from pipeline.assets.raw import raw_hub__models
+
+    wanted = 70  # the 43 watchlist models + 27 generated repos (every real family once, none twice)
+    w = build(tmp_path / "world", wanted)
+    watchlist = load_watchlist().models
+    assert len(w.generated) == wanted - len(watchlist) == 27 and len(w.real) == 42
+    assert all(r.startswith("synthetic-") for r in w.generated)  # never a real repo id
+    manifest = json.loads(w.manifest.read_text())["responses"]
+    generated = [e for e in manifest if "generated config" in e.get("recording", "")]
+    assert len(generated) == 27  # every generated config says so
+    data = tmp_path / "data"
+    monkeypatch.setenv("VRAMLAB_DISCOVERY", "1")
+    monkeypatch.setenv("VRAMLAB_DISCOVERY_LIMIT", str(w.limit))
+    monkeypatch.setenv("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", "0")
+    monkeypatch.setenv("VRAMLAB_HUB_REPLAY", str(w.manifest))
+    resources = {"vramlab": VramlabSettings(data_dir=str(data), db_path=str(data / "vramlab.duckdb"))}
+    result = dg.materialize([raw_hub__models], resources=resources)
+    md = {k: v.value for k, v in result.asset_materializations_for_node("raw_hub__models")[0].metadata.items()}
+    assert md["discovery"]["listed"] == 2 * w.limit  # both listings, every item
+    assert md["discovery"]["already_tracked"] == w.limit + len(w.real)  # the real ones, and the second listing
+    tracked = tracked_models(data)
+    assert len(tracked) == wanted
+    sized = [t for t in tracked if t.arch is not None]
+    assert len(sized) == wanted  # every generated config parses and sizes
+    by_repo = {t.entry.repo: t for t in tracked}
+    # a generated variant is its family's config with other MLP widths: e.g. Llama-3.1-8B's 14336 x 0.75 =
+    # 10752 (a multiple of 128), so a distinct, smaller model
+    base, variant = by_repo["meta-llama/Llama-3.1-8B"], next(t for r, t in by_repo.items()
+                                                             if r.startswith("synthetic-meta-llama/Llama-3.1-8B-"))
+    assert variant.hub.config["intermediate_size"] == 10752 == 14336 * 3 // 4
+    assert sum(t.numel for t in variant.arch.tensors) < sum(t.numel for t in base.arch.tensors)
+
+
+def test_a_model_shorter_than_the_setups_request_is_answered_at_its_maximum_and_the_run_goes_on(world: dict) -> None:
+    """Before #28: ``ContextTooLongError`` from the first 8K placement failed ``out__cheapest_setups``, and then the
+    exports, for every model. Since the standard loads (#23) such a model is answered at its own maximum only
+    (4K x 1, by price and by cost per token); its model file, sized at the published 8K, says why it failed."""
+    before = _query(world["db"], SETUP_ROWS)
+    state = HubState(world["data"])
+    repo = "Qwen/Qwen3-8B"
+    hub = state.latest(repo)
+    # a 4K-context revision (as phi-2, GPT-2 and many small Hub models have: max_position_embeddings < 8192)
+    state.save(hub.model_copy(update={"sha": "c" * 40, "config": hub.config | {"max_position_embeddings": 4096}}))
+    model_id = next(t.entry.id for t in tracked_models(world["data"]) if t.entry.repo == repo)
+    result = dg.materialize([out__cheapest_setups, out__exports], resources=world["resources"])
+    md = {k: v.value for k, v in result.asset_materializations_for_node("out__cheapest_setups")[0].metadata.items()}
+    assert md["models_without_setups"] == 0
+    after = _query(world["db"], SETUP_ROWS)
+    columns = [d for (d,) in _query(world["db"], "SELECT column_name FROM information_schema.columns WHERE "
+                                                 "table_name = 'cheapest_setups' AND column_name <> 'computed_at' "
+                                                 "ORDER BY ordinal_position")]
+    load = [columns.index(c) for c in ("context", "concurrency", "sort")]
+    mine = {tuple(r[i] for i in load) for r in after if r[0] == model_id}
+    assert mine == {(4096, 1, "price"), (4096, 1, "per_token")}
+    assert (8192, 1, "price") in {tuple(r[i] for i in load) for r in before if r[0] == model_id}
+    assert [r for r in after if r[0] != model_id] == [r for r in before if r[0] != model_id]  # the others unchanged
+    index = json.loads((world["data"] / "exports" / "latest" / "index.json").read_text())["models"]
+    entry = next(m for m in index if m["id"] == model_id)  # its file says why, the others are published
+    assert entry["status"] == "failed" and "8,192 is above the model's maximum 4,096" in entry["reason"]
+    assert sum(m["status"] == "ok" for m in index) == len(index) - 1
+
+
+def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime
+
+    before = _query(world["db"], SETUP_ROWS)
+    cache_rows = _query(world["db"], "SELECT count(*) FROM placement_cache")[0][0]
+    tracked = [t for t in tracked_models(world["data"]) if t.arch is not None]
+    con = duckdb.connect(str(world["db"]))
+    try:
+        con.execute("DELETE FROM placement_cache")  # cold: every chunk plans and writes its own cache rows
+        run = write_cheapest_setups(con, tracked, as_of=world["resources"]["vramlab"].as_of(),
+                                    now=datetime.now(UTC), chunk=4)  # 43 models: 11 chunks, the last of 3
+        assert run.hits["placement"] == 0 and run.misses["placement"] > 1000
+        assert con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0] == cache_rows == run.written
+        # the pruning bounds' weight bytes are kept too (#28): every format of every model, as computed here
+        from pipeline.compute import rates
+
+        kept = con.execute("SELECT model_id, format, total_bytes, active_bytes FROM weight_bytes_cache").fetchall()
+        by_id = {t.entry.id: t for t in tracked}
+        assert len(kept) == len(SETUP_FORMATS) * len(tracked)
+        assert all(rates.weight_bytes(by_id[m].arch, f) == (total, active) for m, f, total, active in kept)
+        rates._WEIGHTS.clear()  # a new process: nothing known ...
+
+        def no_walk(*_a: object) -> None:
+            raise AssertionError("weight bytes walked again")
+
+        monkeypatch.setattr(rates, "tensor_bits", no_walk)  # ... and nothing walked: every value read back
+        again = write_cheapest_setups(con, tracked, as_of=world["resources"]["vramlab"].as_of(),
+                                      now=datetime.now(UTC), chunk=7)  # warm: every placement read back
+        assert again.misses["placement"] == 0 and again.hits["placement"] == run.misses["placement"]
+        assert again.loaded == cache_rows and again.written == 0 and again.pruned == 0
+    finally:
+        con.close()
+    assert _query(world["db"], SETUP_ROWS) == before and len(before) > 1000
+
+
+def _overall_of_every_row(con: duckdb.DuckDBPyConnection, loads: dict) -> dict:
+    """The reference: every stored row read back as a Setup and the answers made of them in Python (the read
+    before #28)."""
+    cursor = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, context, concurrency, sort, format, "
+                         "rank")
+    cols = [d[0] for d in cursor.description]
+    return published_answers([dict(zip(cols, values, strict=True)) for values in cursor.fetchall()], loads)
+
+
+def test_the_overall_lists_read_from_candidates_equal_those_of_every_row(world: dict) -> None:
+    """``read_overall`` reads only the rows that can be in a model's overall lists (filtered in DuckDB); the lists
+    must be those ``overall`` makes of every row, setup for setup. A second pass doubles every multi-machine
+    price's weight by making each model's cheapest on-demand row a 2-node one, so the x1.25 rank factor decides."""
+    loads = loads_of(tracked_models(world["data"]))
+    con = duckdb.connect(str(world["db"]))
+    try:
+        reference = _overall_of_every_row(con, loads)
+        assert read_overall(con, loads) == reference and len(reference) > 30
+        # every model is asked at its standard loads (one for a model of at most 8K tokens); most are answered, by
+        # price and by cost per token (a long load on a big model may find no setup)
+        assert all(by_load for _, _, by_load in reference.values())
+        answered = [x for _, _, by_load in reference.values() for x in by_load if x["byPrice"] and x["byCostPerToken"]]
+        assert len(answered) > 2 * len(reference)
+        total = con.execute("SELECT count(*) FROM cheapest_setups").fetchall()[0][0]
+        shown = sum(len(od) + len(sp) + sum(len(x["byPrice"]) + len(x["byCostPerToken"]) for x in by_load)
+                    for od, sp, by_load in reference.values())
+        assert shown < total / 3  # (what the filter saves: most rows, the per-format 8K lists, are never shown)
+        con.execute("UPDATE cheapest_setups SET nodes = 2, instances = 2 WHERE (model_id, list, format, rank) IN "
+                    "(SELECT model_id, list, format, rank FROM cheapest_setups WHERE list = 'on_demand' "
+                    "QUALIFY row_number() OVER (PARTITION BY model_id, context, concurrency, sort "
+                    "ORDER BY price_per_hour, format) = 1)")
+        changed = _overall_of_every_row(con, loads)
+        assert changed != reference and read_overall(con, loads) == changed
+    finally:
+        con.close()
+
+
+def test_setups_read_back_a_chunk_at_a_time_equal_a_whole_read(published: dict) -> None:
+    loads = dict(reversed(loads_of(tracked_models(published["tmp"])).items()))
+    con = duckdb.connect(str(published["db"]), read_only=True)
+    try:
+        whole = read_overall(con, loads)
+        stored = StoredSetups(con, loads, chunk=5)
+        got = {m: stored.get(m, ([], [])) for m in loads}
+        assert len(whole) > 30 and all(got[m] == whole[m] for m in loads)
+        assert sum(len(od) for od, _, _ in whole.values()) > 100
+        assert stored.get("not-a-model", "absent") == "absent"
+    finally:
+        con.close()
+
+
+def test_hub_state_is_written_once_per_batch_and_at_the_end(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = HubState(world["data"])
+    repo = next(iter(state.state))
+    hub = state.latest(repo)
+    writes: list[int] = []
+    real_flush = HubState.flush
+    monkeypatch.setattr(HubState, "flush", lambda self: (writes.append(len(self.state)), real_flush(self))[1])
+    with pytest.raises(RuntimeError), state.batched(every=10):
+        for i in range(25):  # 25 new revisions: written after the 10th and 20th, and at the (failed) end
+            state.save(hub.model_copy(update={"sha": f"{i:040x}"}))
+        raise RuntimeError("stopped")
+    assert len(writes) == 3
+    on_disk = json.loads((world["data"] / "hub" / "state.json").read_text())
+    assert on_disk[repo]["sha"] == f"{24:040x}"  # the last save is on disk although the batch failed
+    state.save(hub)  # outside a batch: written at once, as before
+    assert len(writes) == 4 and json.loads((world["data"] / "hub" / "state.json").read_text())[repo]["sha"] == hub.sha
+
+
+def test_a_landing_batch_logs_a_fetch_only_at_its_flush_after_its_files(tmp_path: Path) -> None:
+    """Hub payloads are landed without an fsync each and synced 100 at a time (#28); a log line may only reach the
+    fetch log after its payload's files are written, so a line never names a payload that is not there."""
+    from datetime import UTC, datetime
+
+    from pipeline.sources.base import RawPart, RawPayload
+    from pipeline.sources.landing import FetchLogEntry, LandingBatch, read_log, resolve_raw_path
+
+    def fetch(i: int) -> RawPayload:
+        return RawPayload(source=f"hub__org__m{i}", fetched_at=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                          parts=(RawPart(url=f"https://huggingface.co/api/models/org/m{i}", status=200, headers={},
+                                         body=b'{"sha": "%d"}' % i),))
+
+    batch = LandingBatch(tmp_path, every=3)
+    for i in range(4):
+        path = batch.land(fetch(i))
+        assert path.exists()  # the files are written at once ...
+        batch.log(FetchLogEntry(source=f"hub:org/m{i}", provider="huggingface", outcome="ok", raw_path=str(path),
+                                started_at=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                                finished_at=datetime(2026, 11, 28, 12, tzinfo=UTC)))
+        # ... the lines only when 3 are waiting (after the 3rd), then the 4th at the final flush
+        assert len(read_log(tmp_path)) == (3 if i >= 2 else 0)
+    batch.flush()
+    logged = read_log(tmp_path)
+    assert [e.source for e in logged] == [f"hub:org/m{i}" for i in range(4)]
+    assert all(resolve_raw_path(e.raw_path, tmp_path).exists() for e in logged)
+    assert not batch.entries and not batch.written
