@@ -29,7 +29,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import POOL, code_version, core__gpus, core__models
 from pipeline.assets.metadata import table
-from pipeline.assets.out import SETUP_FORMATS, TOP, export_snapshot
+from pipeline.assets.out import export_snapshot
 from pipeline.assets.partitions import (
     MODEL_PARTITIONS,
     MODELS,
@@ -221,8 +221,7 @@ def parts__setups(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
         raise dg.Failure(description="no consolidated offers yet: materialize parts__offers first",
                          allow_retries=False)
     started = time.perf_counter()
-    rows = setup_rows(t, read_offers(str(offers_part.path)), formats=SETUP_FORMATS, top=TOP,
-                      as_of=vramlab.as_of(), now=datetime.now(UTC))
+    rows = setup_rows(t, read_offers(str(offers_part.path)), as_of=vramlab.as_of(), now=datetime.now(UTC))
     frame = pl.DataFrame(rows, infer_schema_length=None)
     part = write_part(root, "setups", t.entry.id, context.run.run_id, frame,
                       {"revision": t.revision, "offers_part": offers_part.path.name})

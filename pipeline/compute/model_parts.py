@@ -10,11 +10,10 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.compute.answers import FIDELITY, PUBLISHED, setup_row, standard_loads
 from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups
 from pipeline.compute.placement_cache import gpu_row_hash
-from pipeline.compute.setups import Planner, cheapest_setups
+from pipeline.compute.setups_table import ROW_COLUMNS, model_setup_rows
 from pipeline.compute.tracked import Tracked
 from sizing_core.gpus import GPU
 
@@ -39,26 +38,11 @@ def sizing_rows(t: Tracked, gpus: dict[str, GPU]) -> pl.DataFrame:
                               sizing_version=pl.lit(grid_version()))
 
 
-def setup_rows(t: Tracked, offers: list[dict[str, Any]], *, formats: tuple[str, ...], top: int, as_of: datetime,
-               now: datetime) -> list[dict[str, Any]]:
-    """The model's cheapest setups for every standard load, as ``out__cheapest_setups`` writes them: the published
-    load per format (on-demand and spot, by price), every load overall by price and by cost per token."""
+def setup_rows(t: Tracked, offers: list[dict[str, Any]], *, as_of: datetime, now: datetime) -> list[dict[str, Any]]:
+    """The model's cheapest setups for every standard load, as ``out__cheapest_setups`` writes them (the same
+    function: :func:`~pipeline.compute.setups_table.model_setup_rows`), without the one-process run's placement
+    cache."""
     assert t.arch is not None, f"{t.entry.id} cannot be sized: {t.error}"
     on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)
-    rows: list[dict[str, Any]] = []
-    for load in standard_loads(t.arch.max_context):
-        planners = {f: Planner(t.arch, f, load.context, load.concurrency, "bf16") for f in formats}
-        questions: list[tuple[str, Any, str, Any]] = [("on_demand", on_demand, "per_token", FIDELITY)]
-        if load == PUBLISHED:
-            questions += [(name, grouped, "price", fmt) for fmt in formats
-                          for name, grouped in (("on_demand", on_demand), ("spot", spot))]
-        else:
-            questions.append(("on_demand", on_demand, "price", FIDELITY))
-        for list_name, grouped, sort, wanted in questions:
-            chosen = (wanted,) if isinstance(wanted, str) else wanted
-            found = cheapest_setups(t.arch, wanted, grouped, context=load.context, concurrency=load.concurrency,
-                                    top=top, allocations=grouped.allocations,
-                                    planner={f: planners[f] for f in planners if f in chosen}, as_of=as_of, sort=sort)
-            rows += [{"model_id": t.entry.id, "list": list_name, "rank": rank + 1, "computed_at": now, "sort": sort,
-                      **setup_row(s)} for rank, s in enumerate(found)]
-    return rows
+    rows = model_setup_rows(t, on_demand, spot, None, as_of=as_of, now=now)
+    return [dict(zip(ROW_COLUMNS, row, strict=True)) for row in rows]

@@ -77,7 +77,7 @@ _POLARS_TYPES = {"VARCHAR": pl.String, "INTEGER": pl.Int32, "BIGINT": pl.Int64, 
                  "VARCHAR[]": pl.List(pl.String)}
 
 
-def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache, *,
+def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache | None, *,
                      as_of: datetime, now: datetime) -> list[tuple[Any, ...]]:
     """Every ``cheapest_setups`` row of one model (values in :data:`ROW_COLUMNS` order): at each standard load, by
     cost per token (most faithful format per configuration); at the published load (8K x 1) a list per format,
