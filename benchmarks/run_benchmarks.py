@@ -162,13 +162,13 @@ def _changed_prices_client():  # type: ignore[no-untyped-def]
     raw.client_for = client_for
 
 
-def child_graph(data_dir: str, models: int | None, gpus: int | None, second: bool) -> dict:
-    os.environ["VRAMLAB_DATA_DIR"] = data_dir
-    os.environ.pop("VRAMLAB_LIVE", None)
-    _patch_world(Path(data_dir), models, gpus)
-    if second:
-        _changed_prices_client()
+def timed_graph(data_dir: str, tables: tuple[str, ...] = ("offers_current", "sizing", "cheapest_setups", "models")
+                ) -> dict:
+    """The whole asset graph once in this process, as ``vramlab run`` runs it (in-process executor): wall and CPU
+    seconds, each step's (start, end) times, each asset's numeric metadata, the out__exports snapshot and the row
+    counts of ``tables`` afterwards."""
     import dagster as dg
+    import duckdb
 
     from pipeline.definitions import ALL_ASSETS
     from pipeline.resources import default_resources
@@ -179,13 +179,14 @@ def child_graph(data_dir: str, models: int | None, gpus: int | None, second: boo
     result = dg.materialize(ALL_ASSETS, instance=instance, resources=default_resources(), raise_on_error=False,
                             run_config=quiet)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    starts, steps = {}, {}
+    starts: dict[str, float] = {}
+    spans: dict[str, tuple[float, float]] = {}
     for record in instance.all_logs(result.run_id):
         ev = record.dagster_event
         if ev and ev.step_key and ev.event_type_value == "STEP_START":
             starts[ev.step_key] = record.timestamp
         elif ev and ev.step_key and ev.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
-            steps[ev.step_key] = record.timestamp - starts.get(ev.step_key, record.timestamp)
+            spans[ev.step_key] = (starts.get(ev.step_key, record.timestamp), record.timestamp)
     numbers: dict[str, dict] = {}
     snapshot = None
     for event in result.get_asset_materialization_events():
@@ -194,17 +195,25 @@ def child_graph(data_dir: str, models: int | None, gpus: int | None, second: boo
                                                    if isinstance(getattr(v, "value", None), int | float)}
         if mat.asset_key.to_user_string() == "out__exports":
             snapshot = str(mat.metadata["snapshot"].value)
-    sizing = numbers.get("out__sizing", {})
-    import duckdb
-
     con = duckdb.connect(str(Path(data_dir) / "vramlab.duckdb"), read_only=True)
-    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-              for t in ("offers_current", "sizing", "cheapest_setups", "models")}
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
     con.close()
-    return {"success": result.success, "seconds": seconds, "cpu_seconds": cpu, "steps": steps, "sizing": sizing,
-            "counts": counts,
-            "setups": numbers.get("out__cheapest_setups", {}), "exports": numbers.get("out__exports", {}),
-            "snapshot": snapshot}
+    return {"success": result.success, "seconds": seconds, "cpu_seconds": cpu, "spans": spans, "numbers": numbers,
+            "snapshot": snapshot, "counts": counts}
+
+
+def child_graph(data_dir: str, models: int | None, gpus: int | None, second: bool) -> dict:
+    os.environ["VRAMLAB_DATA_DIR"] = data_dir
+    os.environ.pop("VRAMLAB_LIVE", None)
+    _patch_world(Path(data_dir), models, gpus)
+    if second:
+        _changed_prices_client()
+    run = timed_graph(data_dir)
+    numbers = run["numbers"]
+    return {"success": run["success"], "seconds": run["seconds"], "cpu_seconds": run["cpu_seconds"],
+            "steps": {step: b - a for step, (a, b) in run["spans"].items()}, "sizing": numbers.get("out__sizing", {}),
+            "counts": run["counts"], "setups": numbers.get("out__cheapest_setups", {}),
+            "exports": numbers.get("out__exports", {}), "snapshot": run["snapshot"]}
 
 
 def child_report(snapshot: str, repeat: int) -> dict:

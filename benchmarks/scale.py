@@ -71,45 +71,19 @@ def child(data_dir: str, second: bool) -> dict:
             done.wait(0.2)
 
     threading.Thread(target=sample, daemon=True).start()
-    from run_benchmarks import _changed_prices_client
+    from run_benchmarks import _changed_prices_client, timed_graph
 
     if second:
         _changed_prices_client()
-    import dagster as dg
-
-    from pipeline.definitions import ALL_ASSETS
-    from pipeline.resources import default_resources
-
-    instance = dg.DagsterInstance.ephemeral()
-    quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    result = dg.materialize(ALL_ASSETS, instance=instance, resources=default_resources(), raise_on_error=False,
-                            run_config=quiet)
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    run = timed_graph(data_dir, ("offers_current", "sizing", "cheapest_setups", "models", "placement_cache"))
     done.set()
-    starts: dict[str, float] = {}
-    steps: dict[str, list[float]] = {}
-    for record in instance.all_logs(result.run_id):
-        ev = record.dagster_event
-        if ev and ev.step_key and ev.event_type_value == "STEP_START":
-            starts[ev.step_key] = record.timestamp
-        elif ev and ev.step_key and ev.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
-            a, b = starts.get(ev.step_key, record.timestamp), record.timestamp
-            steps[ev.step_key] = [b - a, max((m for t, m in samples if a <= t <= b), default=0.0)]
-    numbers: dict[str, dict] = {}
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        numbers[mat.asset_key.to_user_string()] = {k: getattr(v, "value", v) for k, v in mat.metadata.items()
-                                                   if isinstance(getattr(v, "value", None), int | float)}
-    import duckdb
-
-    con = duckdb.connect(str(Path(data_dir) / "vramlab.duckdb"), read_only=True)
-    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-              for t in ("offers_current", "sizing", "cheapest_setups", "models", "placement_cache")}
-    con.close()
-    return {"success": result.success, "seconds": seconds, "cpu_seconds": cpu, "steps": steps, "counts": counts,
-            "sizing": numbers.get("out__sizing", {}), "setups": numbers.get("out__cheapest_setups", {}),
-            "exports": numbers.get("out__exports", {}), "hub": numbers.get("raw_hub__models", {})}
+    steps = {step: [b - a, max((m for t, m in samples if a <= t <= b), default=0.0)]
+             for step, (a, b) in run["spans"].items()}
+    numbers = run["numbers"]
+    return {"success": run["success"], "seconds": run["seconds"], "cpu_seconds": run["cpu_seconds"], "steps": steps,
+            "counts": run["counts"], "sizing": numbers.get("out__sizing", {}),
+            "setups": numbers.get("out__cheapest_setups", {}), "exports": numbers.get("out__exports", {}),
+            "hub": numbers.get("raw_hub__models", {})}
 
 
 def measured(cmd: list[str], env: dict[str, str]) -> tuple[dict, float]:
