@@ -23,6 +23,8 @@ from pipeline.storage.parts import latest_part, parts_of, parts_root, write_part
 
 VRAMLAB = Path(sys.executable).parent / "vramlab"
 WATCHLIST = ROOT / "pipeline" / "data" / "watchlist.json"
+
+
 def _env(data: Path, home: Path) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VRAMLAB_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}
     for name in ("VRAMLAB_DB", "VRAMLAB_PARTS_DIR", "VRAMLAB_LIVE", "VRAMLAB_DISCOVERY"):
@@ -67,6 +69,19 @@ def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp
 def _materialize_source(data: Path, instance: dg.DagsterInstance, source: str) -> dg.ExecuteInProcessResult:
     return dg.materialize([parts__prices], partition_key=source, resources=resources_for(data), instance=instance,
                           raise_on_error=False)
+
+
+def test_an_unknown_partition_is_one_line_before_any_fetch(tmp_path: Path) -> None:
+    """A model id that is no partition is said, in one line with exit 2, once the model partitions are registered and
+    before any price source is fetched (it used to be said after every source's run and the offers consolidation)."""
+    env = _env(tmp_path / "data", tmp_path / "home")
+    for args, said in ((["--models", "nobody/nothing"], "unknown model partition(s): nobody/nothing"),
+                       (["--sources", "nowhere"], "unknown price source partition(s): nowhere")):
+        out = subprocess.run([str(VRAMLAB), "parts", "run", "--no-publish", *args], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+        errors = [line for line in out.stderr.splitlines() if line.startswith("vramlab: error:")]
+        assert out.returncode == 2 and len(errors) == 1 and said in errors[0], out.stderr[-2000:]
+    assert not list(parts_root(tmp_path / "data").glob("prices/*/*.parquet"))  # no source was fetched
 
 
 def test_a_failing_source_partition_leaves_no_part_stops_no_other_and_a_retry_writes_one(tmp_path: Path) -> None:

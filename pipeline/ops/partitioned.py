@@ -79,15 +79,16 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
     if not out["prepare"]:
         out["seconds"] = time.monotonic() - started
         return out
-    chosen = list(sources) if sources else known_sources
-    first = [k for k in chosen if k == "ecb"]  # the currency first: the other sources convert with its rates
-    out["sources"] = backfill(prices_job, first) | backfill(prices_job, [k for k in chosen if k not in first])
-    out["offers"] = in_process("parts_offers_job")
+    # the model partitions are known once prepare registered them: an unknown one is said before any fetch
     registered = instance.get_dynamic_partitions(MODELS)
     unknown = [m for m in models or () if m not in registered]
     if unknown:
         raise UserError(f"unknown model partition(s): {', '.join(unknown)} (registered by discovery: "
                         f"{len(registered)}; `vramlab models` lists the tracked ids)")
+    chosen = list(sources) if sources else known_sources
+    first = [k for k in chosen if k == "ecb"]  # the currency first: the other sources convert with its rates
+    out["sources"] = backfill(prices_job, first) | backfill(prices_job, [k for k in chosen if k not in first])
+    out["offers"] = in_process("parts_offers_job")
     if out["offers"]:
         out["models"] = backfill(models_job, list(models) if models else list(registered))
         if publish:
