@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
+import threading
 from functools import lru_cache
 from typing import Any
 
@@ -53,11 +54,19 @@ MARKETPLACE_CLOUDS = {"vast": "marketplace_median", "lium": "marketplace"}
 NOT_OFFERED_HERE = Ignored(NOT_OFFERED)
 
 
+#: one ``ast.literal_eval`` at a time: CPython 3.11 keeps the AST constructor's recursion depth in per-interpreter
+#: state, so two threads building ASTs at once can fail with "SystemError: AST constructor recursion depth mismatch"
+#: (python/cpython#106905). The price sources parse in threads (``fetch_concurrently``); this failed the
+#: skypilot-shadeform parse of one CI run ("before=48, after=43").
+_LITERAL_EVAL = threading.Lock()
+
+
 @lru_cache(maxsize=4096)
 def _gpu_info(text: str) -> Any:  # noqa: ANN401 - a python literal of any shape
     """``GpuInfo`` parsed once per distinct text (perf #14: a catalog repeats the same few hundred strings over
     thousands of rows). Callers only read the result."""
-    return ast.literal_eval(text)
+    with _LITERAL_EVAL:
+        return ast.literal_eval(text)
 
 
 def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "", instance_type: str = ""
