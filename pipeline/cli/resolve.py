@@ -333,3 +333,17 @@ def parse_context(text: str) -> int:
     if value != int(value) or value < 1:
         raise ValueError(f"expected a whole positive token count, got {text!r}")
     return int(value)
+
+
+def published_snapshot(data_dir: Path, provider: str | None = None) -> Any:  # noqa: ANN401 - a Snapshot
+    """The latest published snapshot, checked to list ``provider`` when one is asked for (one-line errors)."""
+    from pipeline.exports.snapshot_offers import latest_snapshot, providers
+
+    snapshot = latest_snapshot(data_dir)
+    if snapshot is None:
+        raise CliError("no published snapshot yet: run `vramlab run` first")
+    if provider:
+        known = providers(snapshot)
+        if provider.lower() not in (p.lower() for p in known):
+            raise CliError(f"no provider {provider!r} in snapshot {snapshot.id}{did_you_mean(provider, known)}")
+    return snapshot

@@ -14,18 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.exports.schema import Manifest
+from pipeline.sources.landing import fsync_path
 
 
 def snapshot_id(when: datetime) -> str:
     return when.strftime("%Y%m%dT%H%M%S%fZ")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def sha256_file(path: Path) -> str:
@@ -86,10 +79,10 @@ class SnapshotWriter:
         self.write_json("manifest.json", manifest | {"files": files})
         self._hash_and_sync(self.tmp / "manifest.json")
         for folder in [self.tmp, *[p for p in self.tmp.rglob("*") if p.is_dir()]]:
-            _fsync_dir(folder)
+            fsync_path(folder)
         final = self.exports_dir / self.snapshot_id
         os.replace(self.tmp, final)
-        _fsync_dir(self.exports_dir)
+        fsync_path(self.exports_dir)
         switch_latest(self.exports_dir, self.snapshot_id)
         return final
 
@@ -104,7 +97,7 @@ def switch_latest(exports_dir: Path, snap_id: str) -> None:
         tmp.unlink()
     tmp.symlink_to(snap_id, target_is_directory=True)
     os.replace(tmp, link)  # atomic: readers see the old or the new snapshot, never neither
-    _fsync_dir(exports_dir)
+    fsync_path(exports_dir)
 
 
 def latest(exports_dir: Path) -> Path | None:

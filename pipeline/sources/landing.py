@@ -233,7 +233,7 @@ class LandingBatch:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=8) as pool:  # (fsync releases the GIL)
-                list(pool.map(_fsync_file, self.written))
+                list(pool.map(fsync_path, self.written))
         append_logs(self.entries, self.data_dir)
         self.written, self.entries = [], []
 
@@ -244,7 +244,8 @@ class LandingBatch:
         self.flush()
 
 
-def _fsync_file(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Flush a file's or a folder's entry to disk (a rename is durable once its folder is synced)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

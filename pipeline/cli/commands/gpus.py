@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from pipeline.cli.args import PRICE, data_dir_flag, data_dir_of, examples, json_flag, print_json
-from pipeline.cli.errors import CliError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    from pipeline.cli.resolve import did_you_mean, family_note, gpu_family, split_count
-    from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers
+    from pipeline.cli.resolve import family_note, gpu_family, published_snapshot, split_count
+    from pipeline.exports.snapshot_offers import current_offers
 
     if args.catalog:
         from pipeline.cli.catalog import gpu_rows
@@ -48,13 +47,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         return 0
     name, count = split_count(args.gpu) if args.gpu else (None, None)
     family = gpu_family(name) if name else None
-    snapshot = latest_snapshot(data_dir_of(args))
-    if snapshot is None:
-        raise CliError("no published snapshot yet: run `vramlab run` first")
-    if args.provider:
-        known = providers(snapshot)
-        if args.provider.lower() not in (p.lower() for p in known):
-            raise CliError(f"no provider {args.provider!r} in snapshot {snapshot.id}{did_you_mean(args.provider, known)}")
+    snapshot = published_snapshot(data_dir_of(args), args.provider)
     offers = current_offers(snapshot, gpus=family, count=count, provider=args.provider, region=args.region,
                             max_price=args.max_price, spot=args.spot)
     if family is None and not args.all:  # the cheapest offer per GPU kind

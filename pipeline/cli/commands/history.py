@@ -28,22 +28,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from pipeline.cli.resolve import did_you_mean, family_note, gpu_family, split_count
+    from pipeline.cli.resolve import family_note, gpu_family, published_snapshot, split_count
     from pipeline.exports.price_history import by_day, daily_cheapest
-    from pipeline.exports.snapshot_offers import latest_snapshot, providers
 
     name, count = split_count(args.gpu)
     if count:
         raise CliError(f"history is per GPU, not per instance size: drop ':{count}' from {args.gpu!r}")
     family = gpu_family(name)
-    snapshot = latest_snapshot(data_dir_of(args))
-    if snapshot is None:
-        raise CliError("no published snapshot yet: run `vramlab run` first")
-    if args.provider:
-        known = providers(snapshot)
-        if args.provider.lower() not in (p.lower() for p in known):
-            raise CliError(f"no provider {args.provider!r} in snapshot {snapshot.id}"
-                           f"{did_you_mean(args.provider, known)}")
+    snapshot = published_snapshot(data_dir_of(args), args.provider)
     rows = daily_cheapest(snapshot.path, family, provider=args.provider, days=args.days, spot=args.spot)
     days = by_day(rows)
     what = "spot/marketplace" if args.spot else "on-demand"
