@@ -139,12 +139,10 @@ def _peak(gpu: GPU, fmt: str, native: bool, engine: Engine) -> float | None:
 
 
 def fixed_ms(arch: Architecture, gpu: GPU, engine: Engine, tp: int, pp: int, nodes: int = 1) -> float:
-    fixed = (arch.num_layers * layer_us(engine) + moe_layer_count(arch) * MOE_LAYER_US
-             + mla_layer_count(arch) * MLA_LAYER_US)
+    fixed = _fixed_floor(arch, engine)
     if tp > 1:
-        fixed += 2 * arch.num_layers * ALLREDUCE_US[link(gpu, tp, nodes if tp > gpu.node_size else 1)]
-    fixed = fixed / 1000 + (pp - 1) * HOP_MS + STEP_MS[family(engine)]
-    return fixed
+        fixed += 2 * arch.num_layers * ALLREDUCE_US[link(gpu, tp, nodes if tp > gpu.node_size else 1)] / 1000
+    return fixed + (pp - 1) * HOP_MS
 
 
 def decode_step(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,
@@ -165,6 +163,39 @@ def decode_step(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int,
     fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
     total = max(bandwidth_ms, compute_ms) + fixed
     return StepTime(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=fixed, total_ms=total)
+
+
+def decode_step_floor(arch: Architecture, gpu: GPU, engine: Engine, weights: float, context: int, batch: int = 1,
+                      kv_cache_dtype: str = "bf16") -> tuple[float, float] | None:
+    """(spread, fixed) in ms: :func:`decode_step` of ``batch`` sequences takes at least ``spread / tp + fixed`` on
+    every layout (TP, PP, nodes) and support, given ``weights`` <= the weight bytes the step reads (the active
+    weights: every non-expert weight and the routed experts' top-k share, the embedding rows aside), so a search
+    can rank a GPU kind by cost per token before planning on it (``pipeline/compute/setups.py``). ``spread``: the
+    bandwidth term on one GPU (a TP group splits weights and caches at best evenly; a KV head or latent cache
+    replicated across the group, the batch's extra experts and their slower streaming only add); ``fixed``: the
+    fixed costs without all-reduces or hops (each only adds). The compute term is left out (the step takes the
+    larger of the two). None without a bandwidth figure."""
+    if gpu.bandwidth_gbs is None:
+        return None
+    cache = _cache_bytes_per_request(arch, context, kv_cache_dtype, 1)
+    spread = (weights + batch * cache) / (gpu.bandwidth_gbs * GB * bandwidth_efficiency(engine, gpu)) * 1000
+    return spread, _fixed_floor(arch, engine)
+
+
+def _fixed_floor(arch: Architecture, engine: Engine) -> float:
+    """:func:`fixed_ms` at TP 1 and one stage (no all-reduce, no hop), memoised per model object and engine."""
+    key = (id(arch), engine.id, engine.version, engine.enforce_eager)
+    hit = _FIXED_FLOORS.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_FIXED_FLOORS) > 4096:
+            _FIXED_FLOORS.clear()
+        fixed = (arch.num_layers * layer_us(engine) + moe_layer_count(arch) * MOE_LAYER_US
+                 + mla_layer_count(arch) * MLA_LAYER_US) / 1000 + STEP_MS[family(engine)]
+        hit = _FIXED_FLOORS[key] = (arch, fixed)
+    return hit[1]
+
+
+_FIXED_FLOORS: dict[tuple, tuple[Architecture, float]] = {}
 
 
 def prefill_tokens_per_s(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, prompt: int,

@@ -152,3 +152,43 @@ def test_every_published_setup_serves_its_load_as_the_engine_would(published: di
     con.close()
     assert any(r[2] > 1 for r in rows)
     assert [r for r in rows if r[5] < r[2]] == []
+
+
+def test_no_layout_decodes_faster_than_the_step_floor_the_search_ranks_by() -> None:
+    """The per-token pruning is exact only if every layout's decode step takes at least spread / TP + fixed
+    (``engine_speed.decode_step_floor`` of the active weights, ``rates.weight_bytes``): checked on every bundled
+    config at two loads, four formats, GPUs of each memory class and engine, every valid TP up to 8, PP 1-2, one and
+    two nodes. And the floor is tight where nothing else costs: a dense model at one request on one GPU decodes no
+    slower than the floor by more than its embedding row and compute (< 0.5 %)."""
+    from helpers import all_config_names
+
+    from pipeline.compute.rates import weight_bytes
+    from sizing_core.engine_speed import decode_step, decode_step_floor
+    from sizing_core.engines import ENGINES, default_engine
+    from sizing_core.gpus import catalog
+    from sizing_core.placement import valid_tensor_parallel
+
+    gpus = [catalog()[g] for g in ("h100", "a100-80gb-pcie", "mi300x", "rtx-4090", "l40s", "mac-m3-ultra-512")]
+    checked = 0
+    for name in all_config_names():
+        a = arch(name)
+        for fmt in ("native", "fp8", "q4_k_m", "mxfp4"):
+            active = weight_bytes(a, fmt)[1]
+            for context, batch in ((8192, 1), (32768, 8)):
+                for gpu in gpus:
+                    for engine in {default_engine(gpu), ENGINES["llama.cpp"]}:
+                        floor = decode_step_floor(a, gpu, engine, active, context, batch)
+                        assert floor is not None
+                        spread, fixed = floor
+                        for tp in (t for t in (1, 2, 4, 8) if valid_tensor_parallel(a, t)):
+                            for pp, nodes in ((1, 1), (2, 1), (2, 2)):
+                                step = decode_step(a, gpu, engine, fmt, tp, pp, context, batch, nodes=nodes)
+                                assert step is not None
+                                assert step.total_ms >= (spread / tp + fixed) * (1 - 1e-9), (name, fmt, gpu.id, tp)
+                                checked += 1
+    assert checked > 5000
+    llama = arch("meta-llama__Llama-3.1-8B")
+    h100, vllm = catalog()["h100"], ENGINES["vllm"]
+    spread, fixed = decode_step_floor(llama, h100, vllm, weight_bytes(llama, "bf16")[1], 8192, 1)
+    step = decode_step(llama, h100, vllm, "bf16", 1, 1, 8192, 1)
+    assert spread + fixed <= step.total_ms <= (spread + fixed) * 1.005

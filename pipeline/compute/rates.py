@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pipeline.compute.placement_cache import Rates
 from sizing_core import Architecture
+from sizing_core.engine_speed import decode_step_floor
+from sizing_core.engines import Engine
 from sizing_core.formats import tensor_bits
 from sizing_core.gpus import GPU
-from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
 from sizing_core.layers import MoE
-from sizing_core.units import GB
 
 
 def load_rate(rates: Rates, concurrency: int) -> float | None:
@@ -60,25 +60,16 @@ def weight_bytes(arch: Architecture, fmt: str) -> tuple[float, float]:
     return hit[1]
 
 
-def per_token_floor(arch: Architecture, fmt: str, gpu: GPU, concurrency: int, context: int = 8192,
-                    kv_cache_dtype: str = "bf16") -> float | None:
-    """A lower bound of any setup's USD per 1M output tokens per USD per GPU-hour rented, at ``concurrency``
-    requests of ``context`` tokens: a decode step reads at least the active weights (:func:`weight_bytes`) and each
-    request's KV cache and state, and ``t`` GPUs read them at most ``t`` times faster than one at peak bandwidth,
-    while a setup rents at least ``t`` GPUs. So tokens/s <= concurrency x GPUs x bandwidth / bytes, whatever the
-    engine's efficiencies (the bound assumes decoding reads the whole cache each step, as
-    ``sizing_core.throughput`` does; ``tests/test_setups_loads.py`` compares the pruned search with the exhaustive
-    one). None when the GPU has no bandwidth figure (no $/token)."""
-    if not gpu.bandwidth_gbs:
+def token_cost_floor(arch: Architecture, fmt: str, gpu: GPU, engine: Engine, concurrency: int, context: int = 8192,
+                     kv_cache_dtype: str = "bf16") -> tuple[float, float] | None:
+    """(a, b): any setup of this model, format and load on ``gpu`` under ``engine`` with a TP group of ``tp`` GPUs
+    costs at least its price per hour x (a / tp + b) USD per 1M output tokens (before the multi-machine rank
+    factor). It decodes ``concurrency`` tokens per step (its rate at the load: ``setup_costs.layout_rates``), and a
+    step takes at least spread / tp + fixed ms (``sizing_core.engine_speed.decode_step_floor`` of the active
+    weights, :func:`weight_bytes`: the calibrated bandwidth efficiency and the per-layer costs every layout pays). ``tests/test_setups_loads.py`` compares the
+    pruned search with the exhaustive one. None when the GPU has no bandwidth figure (no $/token)."""
+    floor = decode_step_floor(arch, gpu, engine, weight_bytes(arch, fmt)[1], context, concurrency, kv_cache_dtype)
+    if floor is None:
         return None
-    hit = _CACHE.get((id(arch), context, kv_cache_dtype))
-    if hit is None or hit[0] is not arch:
-        if len(_CACHE) > 4096:
-            _CACHE.clear()
-        hit = _CACHE[(id(arch), context, kv_cache_dtype)] = (
-            arch, kv_bytes_per_request(arch, context, kv_cache_dtype) + state_bytes_per_request(arch))
-    return 1e6 * (weight_bytes(arch, fmt)[1] + concurrency * hit[1]) / (3600 * concurrency * gpu.bandwidth_gbs * GB)
-
-
-#: (id(arch), context, kv dtype) -> (arch, KV cache and state bytes of one request)
-_CACHE: dict[tuple[int, int, str], tuple[Architecture, float]] = {}
+    per_ms = 1e6 / (3600 * 1000 * concurrency)  # USD per 1M tokens per (USD per hour x ms per step)
+    return floor[0] * per_ms, floor[1] * per_ms

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pipeline.compute.fabric import MAX_RPC_MACHINES, Deployment, cluster_fabric, deployment, interconnects  # noqa: F401
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers, usable_offer  # noqa: F401
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
-from pipeline.compute.rates import load_rate, per_token_floor, weight_bytes
+from pipeline.compute.rates import load_rate, token_cost_floor, weight_bytes
 from pipeline.compute.serving import Serving
 from pipeline.compute.setup_costs import costs_from_rates, layout_rates, placement_rates
 from sizing_core import Architecture
@@ -193,7 +193,7 @@ class Planner:
         self._placed: dict[tuple[str, int], Placed] = {}
         self._rates: dict[tuple[str, int], Rates] = {}
         self._floors: dict[str, int] = {}
-        self._token_floors: dict[str, float | None] = {}
+        self._token_floors: dict[str, tuple[float, float] | None] = {}
         self._keys: dict[tuple[str, int], Key | None] = {}
         self._bands: dict[str, tuple[float, float]] = {}
         self._search_state: PlanSearch | None = None  # sizing_core's fewest-GPU search, shared by every GPU kind
@@ -227,11 +227,11 @@ class Planner:
         key = self._key(gpu, 0)
         return self.store.known_floor(key) if self.store is not None and key is not None else None
 
-    def token_floor(self, gpu: GPU) -> float | None:
-        """:func:`~pipeline.compute.rates.per_token_floor` of this model, format and load on ``gpu``."""
+    def token_floor(self, gpu: GPU) -> tuple[float, float] | None:
+        """:func:`~pipeline.compute.rates.token_cost_floor` of this model, format and load on ``gpu``."""
         if gpu.id not in self._token_floors:
-            self._token_floors[gpu.id] = per_token_floor(self.arch, self.fmt, gpu, self.concurrency, self.context,
-                                                         self.kv)
+            self._token_floors[gpu.id] = token_cost_floor(self.arch, self.fmt, gpu, self.engine(gpu),
+                                                          self.concurrency, self.context, self.kv)
         return self._token_floors[gpu.id]
 
     def gpus_floor(self, gpu: GPU) -> int:
@@ -344,19 +344,25 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     # Pruning (perf #14), exact: every setup of a group ranks at least at its group's bound, so groups are visited
     # by bound and the search stops at the first bound above the current top-th rank value; the placements (the
     # expensive part) of the remaining groups are never computed. By price the bound is the cheapest offer times
-    # the instances the weights alone need (``Planner.gpus_floor``; the multi-machine factor is >= 1), by cost
-    # per token the cheapest $/GPU-hour times :func:`per_token_floor`; with several formats, the least of theirs.
-    # Floors lazily (#28): a group is queued at a lower bound of its bound (by price its cheapest offer: >= 1
-    # instance; by cost per token the bound itself) and its weight floor computed only when that entry is the lowest
-    # left, so a group above the limit needs none. Exact entries leave the queue in (bound, group) order.
+    # the instances the weights alone need (``Planner.gpus_floor``; the multi-machine factor is >= 1). By cost per
+    # token (:func:`token_bound`) the cheapest offer times the engine's slowest possible decode step on as many
+    # instances: a step takes at least a / TP + b (``Planner.token_floor``) and TP <= the GPUs rented, so n
+    # instances of g GPUs cost at least price x (a / g + n x b) (#28: the fixed per-layer costs make large
+    # instances of a small model dear per token; the bandwidth-only bound placed ~5x the groups). With several
+    # formats, the least of theirs. Floors lazily (#28): a group is queued at a lower bound of its bound (one
+    # instance) and its weight floor computed only when that entry is the lowest left, so a group above the limit
+    # needs none. Exact entries leave the queue in (bound, group) order.
     # the formats with the fewest weight bytes in all and per decode step: their floors bound every format's
+    # (a step's floor grows with the active weights alone, the engine being the GPU's)
     held = min(planners.values(), key=lambda p: (weight_bytes(arch, p.fmt)[0], p.fmt))
     read = min(planners.values(), key=lambda p: (weight_bytes(arch, p.fmt)[1], p.fmt))
+    token_floors: dict[str, tuple[float, float]] = {}  # per GPU kind: the least (a, b) of the formats
     if sort == "price":
         queue = list(grouped.queue)  # (a copy of a sorted list: already a heap)
     else:  # no bandwidth figure: no cost per token
-        queue = sorted((grouped.cheapest[k] / k[1] * floor, False, k) for k in groups
-                       if (floor := read.token_floor(gpus[k[0]])) is not None)
+        token_floors = {g: f for g in {k[0] for k in groups} if (f := read.token_floor(gpus[g])) is not None}
+        queue = sorted((token_bound(grouped.cheapest[k], k[1], 1, token_floors[k[0]]), False, k) for k in groups
+                       if k[0] in token_floors)
     best: dict[tuple, dict[str, Any]] = {}  # the fields of the best Setup per distinct setup
     keys: dict[tuple, tuple] = {}  # each best setup's rank key, computed once
     ranks: list[float] = []  # the best setups' rank values, sorted (the top-th is the limit)
@@ -372,7 +378,9 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
             need = held.gpus_floor(gpu)
             if need > per_instance and not held.engine(gpu).splits_layers:
                 continue  # one instance is too small and the engine cannot span machines: no setup
-            exact_bound = bound * math.ceil(need / per_instance) if sort == "price" else bound
+            count = math.ceil(need / per_instance)
+            exact_bound = bound * count if sort == "price" else token_bound(
+                grouped.cheapest[(gpu_id, per_instance)], per_instance, count, token_floors[gpu_id])
             heapq.heappush(queue, (exact_bound, True, (gpu_id, per_instance)))
             continue
         group = groups[(gpu_id, per_instance)]
@@ -420,6 +428,15 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     return out
 
 
+def token_bound(cheapest: float, per_instance: int, instances: int, floor: tuple[float, float]) -> float:
+    """The least rank value by cost per token of a group (cheapest offer ``cheapest`` for ``per_instance`` GPUs)
+    rented as ``instances`` or more instances, ``floor`` = (a, b) of :meth:`Planner.token_floor`: n instances cost
+    n x cheapest x (a / TP + b) >= cheapest x (a / per_instance + n x b) per 1M tokens (TP <= n x per_instance),
+    x1.25 over several machines; both grow with n. (1 - 1e-3): the rank value rounds the price to 4 places."""
+    factor = MULTI_MACHINE_RANK_FACTOR if instances > 1 else 1.0
+    return cheapest * factor * (floor[0] / per_instance + instances * floor[1]) * (1 - 1e-3)
+
+
 def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurrency: int, sort: Sort,
               cheapest: float, limit: float) -> dict[int, tuple[str, Placed, Engine, float] | None]:
     """Per instance count a group's offers would be rented in: the most faithful format that runs so, its
@@ -441,10 +458,10 @@ def _variants(planners: dict[str, Planner], gpu: GPU, per_instance: int, concurr
             continue
         factor = MULTI_MACHINE_RANK_FACTOR if count > 1 else 1.0  # a setup's nodes are its instances
         if sort == "per_token":  # $/1M output tokens per $/h of this placement at the load
-            # the plan known, the bound tightens before rates are computed: one request passes the stages in turn
-            # (only TP GPUs read in parallel); several can overlap stages (all GPUs used)
-            parallel = placed.tensor_parallel if concurrency == 1 else placed.gpus
-            tight = cheapest * count * factor * (plan.token_floor(gpu) or math.inf) / parallel
+            # the plan known, the bound tightens before rates are computed: its TP group's slowest possible step
+            floor = plan.token_floor(gpu)
+            tight = math.inf if floor is None else cheapest * count * factor * (
+                floor[0] / (placed.tensor_parallel or 1) + floor[1])
             at_load = None if tight * (1 - 1e-3) > limit else load_rate(plan.rates(gpu, per_instance), concurrency)
             if not at_load:  # above the top already (margin: rank values round the price), or no decode rate
                 out[count] = None

@@ -5,13 +5,14 @@ previous complete snapshot; old snapshots are pruned only after ``latest`` point
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from pipeline.exports.schema import Manifest
 from pipeline.sources.landing import fsync_path
@@ -53,11 +54,11 @@ class SnapshotWriter:
         return p
 
     def write_json(self, rel: str, obj: Any) -> Path:
-        """Write ``obj`` as indented JSON (fsynced by :meth:`finish`). One ``dumps`` and one write: ``json.dump``
-        with an indent writes each token separately."""
+        """Write ``obj`` as indented UTF-8 JSON (fsynced by :meth:`finish`), encoded and indented by msgspec: the
+        standard library's encoder runs in Python whenever it indents (#28: ~10x slower, a quarter of a price-only
+        publish at 2,000 models). A value JSON has no type for is written as its ``str``."""
         p = self.path(rel)
-        with open(p, "w") as fh:
-            fh.write(json.dumps(obj, indent=1, sort_keys=False, default=str) + "\n")
+        p.write_bytes(msgspec.json.format(msgspec.json.encode(obj, enc_hook=str), indent=1) + b"\n")
         self.unsynced.add(p)
         return p
 
