@@ -4,8 +4,9 @@
   generated repo sizes, each with an architecture of its own.
 - A discovered model whose maximum context is below the setups' 8K request (many small Hub models) is answered at
   its maximum only; it used to fail the whole ``out__cheapest_setups`` step.
-- ``cheapest_setups`` written a chunk of models at a time equals the table written in one go, and reading it back
-  a chunk at a time (``StoredSetups``) gives every model the lists a whole read gives.
+- ``cheapest_setups`` written a chunk of models at a time equals the table written in one go, computed by two
+  worker processes equals it computed by one, and reading it back a chunk at a time (``StoredSetups``) gives every
+  model the lists a whole read gives.
 - The Hub state file is written once per batch of records, not once per model (it names every repo: N^2 bytes).
 """
 
@@ -158,6 +159,40 @@ def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict,
     finally:
         con.close()
     assert _query(world["db"], SETUP_ROWS) == before and len(before) > 1000
+
+
+def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict) -> None:
+    """``write_cheapest_setups(workers=2)``: chunks computed by two forked processes, written by the step's own
+    process in chunk order. Cold both times: the same table, the same placement-cache and weight-bytes rows, the
+    same counters; and the step's own process computed nothing (its weight-bytes memo stays empty)."""
+    from datetime import UTC, datetime
+
+    from pipeline.compute import rates
+
+    tracked = [t for t in tracked_models(world["data"]) if t.arch is not None]
+    as_of, now = world["resources"]["vramlab"].as_of(), datetime.now(UTC)
+    cache_sql = "SELECT * FROM placement_cache ORDER BY ALL"
+    weights_sql = "SELECT * FROM weight_bytes_cache ORDER BY ALL"
+    con = duckdb.connect(str(world["db"]))
+    results = []
+    try:
+        for workers in (1, 2):
+            con.execute("DELETE FROM placement_cache")
+            con.execute("DELETE FROM weight_bytes_cache")
+            rates._WEIGHTS.clear()
+            run = write_cheapest_setups(con, tracked, as_of=as_of, now=now, chunk=5, workers=workers)
+            memo = sum(rates.known_weight_bytes(t.arch, f) is not None for t in tracked for f in SETUP_FORMATS)
+            results.append((con.execute(SETUP_ROWS).fetchall(), con.execute(cache_sql).fetchall(),
+                            con.execute(weights_sql).fetchall(), run, memo))
+    finally:
+        con.close()
+    (rows1, cache1, weights1, run1, memo1), (rows2, cache2, weights2, run2, memo2) = results
+    assert rows2 == rows1 and len(rows1) > 1000
+    assert cache2 == cache1 and weights2 == weights1 and len(weights1) == len(SETUP_FORMATS) * len(tracked)
+    assert (run2.rows, run2.hits, run2.misses, run2.written, run2.best, run2.skipped) == (
+        run1.rows, run1.hits, run1.misses, run1.written, run1.best, run1.skipped)
+    assert run1.misses["placement"] > 1000
+    assert memo1 == len(SETUP_FORMATS) * len(tracked) and memo2 == 0
 
 
 def _overall_of_every_row(con: duckdb.DuckDBPyConnection, loads: dict) -> dict:

@@ -129,7 +129,8 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
 def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     with fewer_gc_passes(), store(duckdb) as con:
-        run = write_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC))
+        run = write_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC),
+                                    workers=vramlab.settings.setup_workers)
         schema = column_schema(con, "cheapest_setups")
     return dg.MaterializeResult(metadata={
         "dagster/row_count": run.rows, "models": len(tracked), "top_setups": top_setups_table(list(run.best.values())),

@@ -102,9 +102,9 @@ assert set(_VALUES) == set(_SCHEMA) - set(_KEY_COLUMNS) - {"sizing_version"}
 
 class PlacementCache:
     """Rows of ``placement_cache`` still valid for this run (for some models), plus what this run computes;
-    :meth:`save` writes the rows this run added or completed (a run that only re-used rows writes nothing). A row
-    is held as a list of its :data:`_VALUES` under its key (#28: a dict per row made the 1.9 M rows of 2,000 models
-    ~3x larger and slower to read)."""
+    :meth:`delta` and :meth:`write` write the rows this run added or completed (a run that only re-used rows writes
+    nothing). A row is held as a list of its :data:`_VALUES` under its key (#28: a dict per row made the 1.9 M rows
+    of 2,000 models ~3x larger and slower to read)."""
 
     def __init__(self, rows: dict[Key, list[Any]] | None = None):
         self.rows: dict[Key, list[Any]] = rows or {}
@@ -117,11 +117,12 @@ class PlacementCache:
         self.computed_models: set[str] = set()  # models and GPUs with anything planned in this run
         self.computed_gpus: set[str] = set()
 
-    @classmethod
-    def load(cls, con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> PlacementCache:
-        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows): only
-        these models' rows are read (#28: a run reads the table a chunk of models at a time). Rows of other code,
-        revisions or GPU rows are dropped by :meth:`prune`, once per run, before."""
+    @staticmethod
+    def read_frame(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> Any:
+        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows), as a
+        polars frame for :meth:`from_frame` (a worker process builds the cache from it, #28): only these models'
+        rows are read (a run reads the table a chunk of models at a time). Rows of other code, revisions or GPU
+        rows are dropped by :meth:`prune`, once per run, before."""
         import polars as pl
 
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
@@ -134,13 +135,16 @@ class PlacementCache:
         con.register("placement_cache_models", valid)
         con.register("placement_cache_gpus", valid_gpus)
         try:
-            frame = pl.from_arrow(con.sql(
+            return pl.from_arrow(con.sql(
                 f"SELECT {', '.join((*_KEY_COLUMNS, *_VALUES))} FROM placement_cache JOIN placement_cache_models "
                 "USING (model_id, revision) JOIN placement_cache_gpus USING (gpu_id, gpu_row_hash) "
                 "WHERE sizing_version = ?", params=[sizing_version()]).to_arrow_table())
         finally:
             con.unregister("placement_cache_models")
             con.unregister("placement_cache_gpus")
+
+    @classmethod
+    def from_frame(cls, frame: Any) -> PlacementCache:
         n = len(_KEY_COLUMNS)  # a row keeps its values only, as a list: the key holds the rest
         cache = cls({r[:n]: list(r[n:]) for r in frame.rows()})  # type: ignore[misc]
         cache.read = len(cache.rows)
@@ -160,28 +164,39 @@ class PlacementCache:
             con.execute(f"DELETE FROM placement_cache WHERE {where}", params)
         return stale
 
-    def save(self, con: Any) -> int:
-        """Write the rows this run added or completed (inside the caller's transaction); rows written."""
+    def delta(self) -> tuple[Any, Any, int] | None:
+        """The rows to write, as frames: (keys of re-used rows this run completed, rows added or completed,
+        their number), or None when nothing changed; the cache then counts as saved. A worker process computes it
+        and the step's own process writes it (:meth:`write`, #28)."""
         if not self.dirty:
-            return 0
+            return None
         import polars as pl
 
+        completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
+        keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
+                            schema={c: _polars_schema()[c] for c in _KEY_COLUMNS}) if completed else None
+        version = sizing_version()
+        frame = pl.DataFrame([(*k, *self.rows[k], version) for k in self.touched], orient="row",
+                             schema={c: _polars_schema()[c] for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
+        written = len(self.touched)
+        self.dirty = False
+        self.loaded, self.touched = set(self.rows), set()
+        return keys, frame, written
+
+    @staticmethod
+    def write(con: Any, delta: tuple[Any, Any, int] | None) -> int:
+        """Write a :meth:`delta` (inside the caller's transaction); rows written."""
+        if delta is None:
+            return 0
         from pipeline.storage.loaders import insert_frame, registered
 
-        completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
-        if completed:
-            keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
-                                schema={c: _polars_schema()[c] for c in _KEY_COLUMNS})
+        keys, frame, written = delta
+        if keys is not None:
             with registered(con, "placement_cache_keys", keys):
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
-        if self.touched:
-            version = sizing_version()
-            frame = pl.DataFrame([(*k, *self.rows[k], version) for k in self.touched], orient="row",
-                                 schema={c: _polars_schema()[c] for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
+        if written:
             insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
-        self.dirty = False
-        written, self.loaded, self.touched = len(self.touched), set(self.rows), set()
         return written
 
     def _get(self, key: Key, column: int, kind: str) -> list[Any] | None:

@@ -9,8 +9,11 @@ no longer valid once per run, then read and written chunk by chunk. Every model 
 
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from multiprocessing import get_context
 from typing import Any
 
 import polars as pl
@@ -110,77 +113,148 @@ def _row_schema(con: Any) -> dict[str, Any]:
     return {c: _POLARS_TYPES[types[c]] for c in ROW_COLUMNS}
 
 
-def _load_weight_bytes(con: Any, part: list[Tracked]) -> set[tuple[str, str]]:
-    """Seed :func:`~pipeline.compute.rates.weight_bytes` with the chunk's rows of ``weight_bytes_cache`` (this
-    revision, this code); the (model, format) pairs seeded."""
-    archs = {t.entry.id: t for t in part}
+def _read_weight_bytes(con: Any, part: list[Tracked]) -> list[tuple[str, str, float, float]]:
+    """The chunk's rows of ``weight_bytes_cache`` for this revision and this code: (model, format, total, active)."""
+    revisions = {t.entry.id: t.revision for t in part}
     found = con.execute("SELECT model_id, revision, format, total_bytes, active_bytes FROM weight_bytes_cache WHERE "
                         "sizing_version = ? AND model_id IN (SELECT UNNEST(?::VARCHAR[]))",
-                        [sizing_version(), list(archs)]).fetchall()
+                        [sizing_version(), list(revisions)]).fetchall()
+    return [(m, fmt, total, active) for m, revision, fmt, total, active in found if revisions[m] == revision]
+
+
+@dataclass
+class Chunk:
+    """What computing one chunk of models gives, ready to write: its table rows (a typed frame), each model's
+    cheapest published row, models without setups and why, the placement-cache rows it added or completed
+    (:meth:`PlacementCache.delta`; the cache itself kept for its counters) and the weight bytes it computed
+    (model, format, total, active)."""
+
+    frame: pl.DataFrame
+    best: dict[str, dict[str, Any]]
+    skipped: dict[str, str]
+    cache: PlacementCache
+    delta: tuple[Any, Any, int] | None
+    weights: list[tuple[str, str, float, float]]
+
+
+def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache,
+                  seeds: list[tuple[str, str, float, float]], schema: dict[str, Any], *, as_of: datetime,
+                  now: datetime) -> Chunk:
+    """Every ``cheapest_setups`` row of ``part`` (no I/O: the caller reads the cache and seeds and writes the
+    result), the pruning bounds' weight bytes seeded from ``seeds`` (:func:`_read_weight_bytes`); ``schema``: the
+    table's columns as polars types."""
+    archs = {t.entry.id: t for t in part}
     seeded = set()
-    for model_id, revision, fmt, total, active in found:
-        t = archs[model_id]
-        if t.revision == revision and t.arch is not None:
+    for model_id, fmt, total, active in seeds:
+        if (t := archs.get(model_id)) is not None and t.arch is not None:
             remember_weight_bytes(t.arch, fmt, (total, active))
             seeded.add((model_id, fmt))
-    return seeded
-
-
-def _save_weight_bytes(con: Any, part: list[Tracked], seeded: set[tuple[str, str]]) -> None:
-    """Write the chunk's weight bytes this run computed (inside the caller's transaction)."""
-    version, rows = sizing_version(), []
+    price, sort = ROW_COLUMNS.index("price_per_hour"), ROW_COLUMNS.index("sort")
+    context, concurrency = ROW_COLUMNS.index("context"), ROW_COLUMNS.index("concurrency")
+    rows: list[tuple[Any, ...]] = []
+    best: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
     for t in part:
-        for fmt in SETUP_FORMATS:
-            value = known_weight_bytes(t.arch, fmt) if t.arch is not None else None
-            if value is not None and (t.entry.id, fmt) not in seeded:
-                rows.append((t.entry.id, t.revision, fmt, version, *value))
+        try:
+            found = model_setup_rows(t, on_demand, spot, cache, as_of=as_of, now=now)
+        except ContextTooLongError as exc:
+            skipped[t.entry.id] = str(exc)
+            continue
+        cheapest = min((r for r in found if r[1] == "on_demand" and r[sort] == "price" and (
+            r[context], r[concurrency]) == (PUBLISHED.context, PUBLISHED.concurrency)),
+            key=lambda r: r[price], default=None)
+        if cheapest is not None:
+            best[t.entry.id] = dict(zip(ROW_COLUMNS, cheapest, strict=True))
+        rows += found
+    weights = [(t.entry.id, fmt, *value) for t in part for fmt in SETUP_FORMATS
+               if t.arch is not None and (value := known_weight_bytes(t.arch, fmt)) is not None
+               and (t.entry.id, fmt) not in seeded]
+    return Chunk(pl.DataFrame(rows, schema=schema, orient="row"), best, skipped, cache, cache.delta(), weights)
+
+
+def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, str, float, float]]) -> None:
+    """Write the chunk's weight bytes this run computed (inside the caller's transaction)."""
+    version, revisions = sizing_version(), {t.entry.id: t.revision for t in part}
+    rows = [(m, revisions[m], fmt, version, total, active) for m, fmt, total, active in computed]
     if rows:
         con.execute("DELETE FROM weight_bytes_cache WHERE (model_id, format) IN (SELECT UNNEST(?::VARCHAR[]), "
                     "UNNEST(?::VARCHAR[]))", [[r[0] for r in rows], [r[2] for r in rows]])
         con.executemany("INSERT INTO weight_bytes_cache VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
+#: what the worker processes share with the step, set before they fork (the tracked models with their parsed
+#: architectures, the offer groups, the table's polars types, the times): only chunk bounds, cache and result
+#: frames cross between them
+_SHARED: tuple[list[Tracked], OfferGroups, OfferGroups, dict[str, Any], datetime, datetime] | None = None
+
+
+def _compute_shared(start: int, stop: int, cache: pl.DataFrame, seeds: list[tuple[str, str, float, float]]) -> Chunk:
+    """:func:`compute_chunk` of models ``start:stop`` in a worker process, from the cache rows the step read; the
+    cache sent back holds its counters only (its new rows travel as the chunk's delta)."""
+    assert _SHARED is not None, "the worker was not forked from write_cheapest_setups"
+    tracked, on_demand, spot, schema, as_of, now = _SHARED
+    done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_frame(cache), seeds, schema,
+                         as_of=as_of, now=now)
+    done.cache.rows, done.cache.loaded = {}, set()
+    return done
+
+
 def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
-                          chunk: int = SETUP_CHUNK_MODELS) -> SetupsRun:
+                          chunk: int = SETUP_CHUNK_MODELS, workers: int = 1) -> SetupsRun:
     """Replace ``cheapest_setups`` with the setups of ``tracked`` (models with an architecture), ``chunk`` models
     at a time. A model none of whose loads can be planned gets no setups and a reason, instead of failing the
-    step."""
+    step. With ``workers`` > 1 and more than one chunk, chunks are computed by that many processes forked from this
+    one (#28: the step is CPU-bound and single-threaded); this process reads each chunk's cache rows, writes the
+    results in chunk order and is the only one that touches DuckDB, so the table is the same either way."""
+    global _SHARED
     offers = eligible_offers(con)
     on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model (#14)
     gpus = catalog()
     run = SetupsRun()
     schema = _row_schema(con)
-    price, sort = ROW_COLUMNS.index("price_per_hour"), ROW_COLUMNS.index("sort")
-    context, concurrency = ROW_COLUMNS.index("context"), ROW_COLUMNS.index("concurrency")
+    bounds = [(i, min(i + chunk, len(tracked))) for i in range(0, len(tracked), chunk)]
     with transaction(con):
         con.execute("DELETE FROM cheapest_setups")
         run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
         con.execute("DELETE FROM weight_bytes_cache WHERE sizing_version <> ? OR (model_id, revision) NOT IN "
                     "(SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
                     [sizing_version(), [t.entry.id for t in tracked], [t.revision for t in tracked]])
-        for i in range(0, len(tracked), chunk):
-            part = tracked[i:i + chunk]
-            # placements, floors and decode rates of unchanged models on unchanged GPU rows, from earlier runs
-            cache = PlacementCache.load(con, {t.entry.id: t.revision for t in part}, gpus)
-            seeded = _load_weight_bytes(con, part)  # the pruning bounds' weight bytes, likewise
-            rows: list[tuple[Any, ...]] = []
-            for t in part:
-                try:
-                    found = model_setup_rows(t, on_demand, spot, cache, as_of=as_of, now=now)
-                except ContextTooLongError as exc:
-                    run.skipped[t.entry.id] = str(exc)
-                    continue
-                cheapest = min((r for r in found if r[1] == "on_demand" and r[sort] == "price" and (
-                    r[context], r[concurrency]) == (PUBLISHED.context, PUBLISHED.concurrency)),
-                    key=lambda r: r[price], default=None)
-                if cheapest is not None:
-                    run.best[t.entry.id] = dict(zip(ROW_COLUMNS, cheapest, strict=True))
-                rows += found
-            if rows:
-                insert_frame(con, "cheapest_setups", pl.DataFrame(rows, schema=schema, orient="row"), by_name=True)
-            run.rows += len(rows)
-            run.add(cache, cache.save(con))
-            _save_weight_bytes(con, part, seeded)
+
+        def inputs(start: int, stop: int) -> tuple[pl.DataFrame, list[tuple[str, str, float, float]]]:
+            part = tracked[start:stop]  # placements, floors, rates and weight bytes of earlier runs
+            return (PlacementCache.read_frame(con, {t.entry.id: t.revision for t in part}, gpus),
+                    _read_weight_bytes(con, part))
+
+        def write(start: int, done: Chunk) -> None:
+            if done.frame.height:
+                insert_frame(con, "cheapest_setups", done.frame, by_name=True)
+            run.rows += done.frame.height
+            run.best |= done.best
+            run.skipped |= done.skipped
+            run.add(done.cache, PlacementCache.write(con, done.delta))
+            _save_weight_bytes(con, tracked[start:start + chunk], done.weights)
+
+        workers = max(1, min(workers, len(bounds)))
+        if workers == 1:
+            for start, stop in bounds:
+                frame, seeds = inputs(start, stop)
+                write(start, compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_frame(frame),
+                                           seeds, schema, as_of=as_of, now=now))
+            return run
+        _SHARED = (tracked, on_demand, spot, schema, as_of, now)
+        try:
+            with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+                pending: deque[tuple[int, Future[Chunk]]] = deque()
+                for start, stop in bounds:  # at most one chunk waiting per worker: its cache rows are in memory
+                    pending.append((start, pool.submit(_compute_shared, start, stop, *inputs(start, stop))))
+                    while len(pending) > workers:
+                        start_done, future = pending.popleft()
+                        write(start_done, future.result())
+                while pending:
+                    start_done, future = pending.popleft()
+                    write(start_done, future.result())
+        finally:
+            _SHARED = None
     return run
 
 
