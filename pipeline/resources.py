@@ -25,7 +25,7 @@ class VramlabSettings(dg.ConfigurableResource):
     live: bool = False
     fail_sources: list[str] = []  # failure drill: in replay mode these sources answer HTTP 500
     replay_step: str = ""  # replay series step (pipeline/replay/prices/series.json); "" = current recordings
-    setup_workers: int = 0  # processes computing the cheapest setups; 0 = VRAMLAB_SETUP_WORKERS or the default
+    workers: int = 0  # processes the CPU-bound steps fork; 0 = VRAMLAB_WORKERS or the default
 
     @classmethod
     def from_env(cls) -> VramlabSettings:
@@ -37,7 +37,7 @@ class VramlabSettings(dg.ConfigurableResource):
         step_as_of = series_step(self.replay_step).as_of if self.replay_step and not self.live else None
         return Settings(data_dir=Path(self.data_dir), db_path=Path(self.db_path), replay=not self.live,
                         replay_step=self.replay_step, step_as_of=step_as_of,
-                        setup_workers=self.setup_workers or settings().setup_workers)
+                        workers=self.workers or settings().workers)
 
     def as_of(self) -> datetime:
         return self.settings.as_of()

@@ -3,8 +3,9 @@
 - ``VRAMLAB_DATA_DIR``: data directory (default ``data/`` at the repository root).
 - ``VRAMLAB_DB``: DuckDB file (default ``<data dir>/vramlab.duckdb``).
 - ``VRAMLAB_LIVE=1``: fetch from the real sources; otherwise the bundled recordings are replayed.
-- ``VRAMLAB_SETUP_WORKERS``: processes computing the cheapest setups (default: the machine's cores, at most 2; one
-  whenever the models fit in one chunk). ``1`` computes them in the step's own process.
+- ``VRAMLAB_WORKERS``: processes the CPU-bound steps fork for their work (the cheapest setups, the model files'
+  price-independent part; ``pipeline/compute/workers.py``): default the machine's cores, at most 2. ``1`` keeps
+  the work in the step's own process.
 - In replay mode every recorded observation carries its recording's capture time (``captured_at`` in the replay
   manifest; ``REPLAY_SNAPSHOT_AT``, the reference freeze, where no capture date exists), and staleness is judged as
   of ``REPLAY_SNAPSHOT_AT``: a bundled recording keeps the date it was observed and never becomes fresh by being
@@ -30,7 +31,7 @@ class Settings:
     replay: bool
     replay_step: str = ""  # a replay series step id; "" = the current recordings
     step_as_of: datetime | None = None  # that step's time (pipeline/sources/replay.py::series_step), set with it
-    setup_workers: int = 1  # processes computing the cheapest setups (pipeline/compute/setups_table.py)
+    workers: int = 1  # processes the CPU-bound steps fork (pipeline/compute/workers.py)
 
     def as_of(self) -> datetime:
         if not self.replay:
@@ -46,8 +47,8 @@ def settings() -> Settings:
     data_dir = Path(os.environ.get("VRAMLAB_DATA_DIR") or REPO_ROOT / "data")
     db = Path(os.environ.get("VRAMLAB_DB") or data_dir / "vramlab.duckdb")
     live = os.environ.get("VRAMLAB_LIVE", "").lower() in ("1", "true", "yes")
-    workers = os.environ.get("VRAMLAB_SETUP_WORKERS", "").strip()
+    workers = os.environ.get("VRAMLAB_WORKERS", "").strip()
     if workers and not (workers.isdigit() and int(workers) > 0):
-        raise ValueError(f"VRAMLAB_SETUP_WORKERS must be a positive whole number, not {workers!r}")
+        raise ValueError(f"VRAMLAB_WORKERS must be a positive whole number, not {workers!r}")
     return Settings(data_dir=data_dir, db_path=db, replay=not live,
-                    setup_workers=int(workers) if workers else min(2, os.cpu_count() or 1))
+                    workers=int(workers) if workers else min(2, os.cpu_count() or 1))

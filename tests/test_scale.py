@@ -195,6 +195,33 @@ def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict)
     assert memo1 == len(SETUP_FORMATS) * len(tracked) and memo2 == 0
 
 
+def test_model_files_sized_by_two_worker_processes_equal_those_of_one(world: dict, tmp_path: Path) -> None:
+    """``publish(workers=2)``: the model files' price-independent parts computed by two forked processes. Published
+    at the same moment with nothing re-used, both snapshots hold byte-identical model files and index; and every
+    model was sized in this run either way."""
+    from datetime import UTC, datetime
+
+    from pipeline.exports.build import publish
+
+    tracked = tracked_models(world["data"])
+    as_of, now = world["resources"]["vramlab"].as_of(), datetime.now(UTC)
+    files, sized = [], []
+    con = duckdb.connect(str(world["db"]))
+    try:
+        loads = loads_of(tracked)
+        for workers in (1, 2):
+            stats: dict = {}
+            snapshot = publish(con, tmp_path / f"exports-{workers}", tracked, StoredSetups(con, loads), as_of=as_of,
+                               mode="replay", now=now, provenance={}, stats=stats, reuse=False, workers=workers)
+            files.append({p.name: p.read_bytes() for p in [*(snapshot / "models").glob("*.json"),
+                                                             snapshot / "index.json"]})
+            sized.append(stats["models_sized"])
+    finally:
+        con.close()
+    assert files[0] == files[1] and len(files[0]) > 40
+    assert sized[0] == sized[1] == sorted(t.entry.id for t in tracked if t.arch is not None)
+
+
 def _overall_of_every_row(con: duckdb.DuckDBPyConnection, loads: dict) -> dict:
     """The reference: every stored row read back as a Setup and the answers made of them in Python (the read
     before #28)."""

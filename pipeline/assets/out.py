@@ -130,7 +130,7 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     with fewer_gc_passes(), store(duckdb) as con:
         run = write_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC),
-                                    workers=vramlab.settings.setup_workers)
+                                    workers=vramlab.settings.workers)
         schema = column_schema(con, "cheapest_setups")
     return dg.MaterializeResult(metadata={
         "dagster/row_count": run.rows, "models": len(tracked), "top_setups": top_setups_table(list(run.best.values())),
@@ -191,7 +191,7 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,
-                       stats=stats, reuse=True)
+                       stats=stats, reuse=True, workers=vramlab.settings.workers)
     keep_offers(path)  # the CLI's offers cache (pipeline/exports/snapshot_offers.py): the first `fit`/`gpus` needs no pyarrow
     sized = sum(1 for t in tracked if t.arch is not None)
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),

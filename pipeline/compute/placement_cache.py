@@ -118,9 +118,9 @@ class PlacementCache:
         self.computed_gpus: set[str] = set()
 
     @staticmethod
-    def read_frame(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> Any:
-        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows), as a
-        polars frame for :meth:`from_frame` (a worker process builds the cache from it, #28): only these models'
+    def read_table(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> Any:
+        """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows), as an
+        Arrow table for :meth:`from_table` (a worker process builds the cache from it, #28): only these models'
         rows are read (a run reads the table a chunk of models at a time). Rows of other code, revisions or GPU
         rows are dropped by :meth:`prune`, once per run, before."""
         import polars as pl
@@ -135,18 +135,21 @@ class PlacementCache:
         con.register("placement_cache_models", valid)
         con.register("placement_cache_gpus", valid_gpus)
         try:
-            return pl.from_arrow(con.sql(
+            return con.sql(
                 f"SELECT {', '.join((*_KEY_COLUMNS, *_VALUES))} FROM placement_cache JOIN placement_cache_models "
                 "USING (model_id, revision) JOIN placement_cache_gpus USING (gpu_id, gpu_row_hash) "
-                "WHERE sizing_version = ?", params=[sizing_version()]).to_arrow_table())
+                "WHERE sizing_version = ?", params=[sizing_version()]).to_arrow_table()
         finally:
             con.unregister("placement_cache_models")
             con.unregister("placement_cache_gpus")
 
     @classmethod
-    def from_frame(cls, frame: Any) -> PlacementCache:
+    def from_table(cls, table: Any) -> PlacementCache:
+        """The cache of :meth:`read_table`'s rows (pyarrow only: polars' thread pool is not safe in a forked
+        worker, Arrow's is)."""
         n = len(_KEY_COLUMNS)  # a row keeps its values only, as a list: the key holds the rest
-        cache = cls({r[:n]: list(r[n:]) for r in frame.rows()})  # type: ignore[misc]
+        columns = [c.to_pylist() for c in table.columns]
+        cache = cls({r[:n]: list(r[n:]) for r in zip(*columns, strict=True)})  # type: ignore[misc]
         cache.read = len(cache.rows)
         return cache
 
@@ -164,40 +167,40 @@ class PlacementCache:
             con.execute(f"DELETE FROM placement_cache WHERE {where}", params)
         return stale
 
-    def delta(self) -> tuple[Any, Any, int] | None:
-        """The rows to write, as frames: (keys of re-used rows this run completed, rows added or completed,
-        their number), or None when nothing changed; the cache then counts as saved. A worker process computes it
-        and the step's own process writes it (:meth:`write`, #28)."""
+    def delta(self) -> tuple[list[Key], list[tuple[Any, ...]]] | None:
+        """The rows to write: (keys of re-used rows this run completed, rows added or completed), or None when
+        nothing changed; the cache then counts as saved. A worker process computes it and the step's own process
+        writes it (:meth:`write`, #28; plain tuples: the frames are built where polars is safe)."""
         if not self.dirty:
             return None
-        import polars as pl
-
         completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
-        keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
-                            schema={c: _polars_schema()[c] for c in _KEY_COLUMNS}) if completed else None
         version = sizing_version()
-        frame = pl.DataFrame([(*k, *self.rows[k], version) for k in self.touched], orient="row",
-                             schema={c: _polars_schema()[c] for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
-        written = len(self.touched)
+        rows = [(*k, *self.rows[k], version) for k in self.touched]
         self.dirty = False
         self.loaded, self.touched = set(self.rows), set()
-        return keys, frame, written
+        return completed, rows
 
     @staticmethod
-    def write(con: Any, delta: tuple[Any, Any, int] | None) -> int:
+    def write(con: Any, delta: tuple[list[Key], list[tuple[Any, ...]]] | None) -> int:
         """Write a :meth:`delta` (inside the caller's transaction); rows written."""
         if delta is None:
             return 0
+        import polars as pl
+
         from pipeline.storage.loaders import insert_frame, registered
 
-        keys, frame, written = delta
-        if keys is not None:
+        completed, rows = delta
+        if completed:
+            keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
+                                schema={c: _polars_schema()[c] for c in _KEY_COLUMNS})
             with registered(con, "placement_cache_keys", keys):
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
-        if written:
+        if rows:
+            frame = pl.DataFrame(rows, orient="row", schema={c: _polars_schema()[c]
+                                                             for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
             insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
-        return written
+        return len(rows)
 
     def _get(self, key: Key, column: int, kind: str) -> list[Any] | None:
         row = self.rows.get(key)

@@ -9,11 +9,8 @@ no longer valid once per run, then read and written chunk by chunk. Every model 
 
 from __future__ import annotations
 
-from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from multiprocessing import get_context
 from typing import Any
 
 import polars as pl
@@ -33,6 +30,7 @@ from pipeline.compute.placement_cache import PlacementCache, sizing_version
 from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup, cheapest_setups
 from pipeline.compute.tracked import Tracked
+from pipeline.compute.workers import in_workers
 from pipeline.storage.loaders import insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
@@ -124,25 +122,24 @@ def _read_weight_bytes(con: Any, part: list[Tracked]) -> list[tuple[str, str, fl
 
 @dataclass
 class Chunk:
-    """What computing one chunk of models gives, ready to write: its table rows (a typed frame), each model's
-    cheapest published row, models without setups and why, the placement-cache rows it added or completed
-    (:meth:`PlacementCache.delta`; the cache itself kept for its counters) and the weight bytes it computed
-    (model, format, total, active)."""
+    """What computing one chunk of models gives, ready to write: its table rows (in :data:`ROW_COLUMNS` order),
+    each model's cheapest published row, models without setups and why, the placement-cache rows it added or
+    completed (:meth:`PlacementCache.delta`; the cache itself kept for its counters) and the weight bytes it
+    computed (model, format, total, active). Plain values: a worker process builds no polars frame (polars' thread
+    pool is not fork-safe)."""
 
-    frame: pl.DataFrame
+    rows: list[tuple[Any, ...]]
     best: dict[str, dict[str, Any]]
     skipped: dict[str, str]
     cache: PlacementCache
-    delta: tuple[Any, Any, int] | None
+    delta: tuple[list[Any], list[tuple[Any, ...]]] | None
     weights: list[tuple[str, str, float, float]]
 
 
 def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache,
-                  seeds: list[tuple[str, str, float, float]], schema: dict[str, Any], *, as_of: datetime,
-                  now: datetime) -> Chunk:
+                  seeds: list[tuple[str, str, float, float]], *, as_of: datetime, now: datetime) -> Chunk:
     """Every ``cheapest_setups`` row of ``part`` (no I/O: the caller reads the cache and seeds and writes the
-    result), the pruning bounds' weight bytes seeded from ``seeds`` (:func:`_read_weight_bytes`); ``schema``: the
-    table's columns as polars types."""
+    result), the pruning bounds' weight bytes seeded from ``seeds`` (:func:`_read_weight_bytes`)."""
     archs = {t.entry.id: t for t in part}
     seeded = set()
     for model_id, fmt, total, active in seeds:
@@ -169,7 +166,7 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
     weights = [(t.entry.id, fmt, *value) for t in part for fmt in SETUP_FORMATS
                if t.arch is not None and (value := known_weight_bytes(t.arch, fmt)) is not None
                and (t.entry.id, fmt) not in seeded]
-    return Chunk(pl.DataFrame(rows, schema=schema, orient="row"), best, skipped, cache, cache.delta(), weights)
+    return Chunk(rows, best, skipped, cache, cache.delta(), weights)
 
 
 def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, str, float, float]]) -> None:
@@ -182,19 +179,14 @@ def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, 
         con.executemany("INSERT INTO weight_bytes_cache VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-#: what the worker processes share with the step, set before they fork (the tracked models with their parsed
-#: architectures, the offer groups, the table's polars types, the times): only chunk bounds, cache and result
-#: frames cross between them
-_SHARED: tuple[list[Tracked], OfferGroups, OfferGroups, dict[str, Any], datetime, datetime] | None = None
-
-
-def _compute_shared(start: int, stop: int, cache: pl.DataFrame, seeds: list[tuple[str, str, float, float]]) -> Chunk:
-    """:func:`compute_chunk` of models ``start:stop`` in a worker process, from the cache rows the step read; the
-    cache sent back holds its counters only (its new rows travel as the chunk's delta)."""
-    assert _SHARED is not None, "the worker was not forked from write_cheapest_setups"
-    tracked, on_demand, spot, schema, as_of, now = _SHARED
-    done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_frame(cache), seeds, schema,
-                         as_of=as_of, now=now)
+def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, datetime, datetime],
+               start: int, stop: int, cache: Any, seeds: list[tuple[str, str, float, float]]) -> Chunk:
+    """:func:`compute_chunk` of models ``start:stop`` (in a worker process: ``shared`` is what it forked with),
+    from the cache rows the step read; the cache handed back holds its counters only (its new rows travel as the
+    chunk's delta)."""
+    tracked, on_demand, spot, as_of, now = shared
+    done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_table(cache), seeds, as_of=as_of,
+                         now=now)
     done.cache.rows, done.cache.loaded = {}, set()
     return done
 
@@ -204,9 +196,8 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
     """Replace ``cheapest_setups`` with the setups of ``tracked`` (models with an architecture), ``chunk`` models
     at a time. A model none of whose loads can be planned gets no setups and a reason, instead of failing the
     step. With ``workers`` > 1 and more than one chunk, chunks are computed by that many processes forked from this
-    one (#28: the step is CPU-bound and single-threaded); this process reads each chunk's cache rows, writes the
+    one (:func:`~pipeline.compute.workers.in_workers`); this process reads each chunk's cache rows, writes the
     results in chunk order and is the only one that touches DuckDB, so the table is the same either way."""
-    global _SHARED
     offers = eligible_offers(con)
     on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model (#14)
     gpus = catalog()
@@ -219,42 +210,21 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
         con.execute("DELETE FROM weight_bytes_cache WHERE sizing_version <> ? OR (model_id, revision) NOT IN "
                     "(SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
                     [sizing_version(), [t.entry.id for t in tracked], [t.revision for t in tracked]])
-
-        def inputs(start: int, stop: int) -> tuple[pl.DataFrame, list[tuple[str, str, float, float]]]:
-            part = tracked[start:stop]  # placements, floors, rates and weight bytes of earlier runs
-            return (PlacementCache.read_frame(con, {t.entry.id: t.revision for t in part}, gpus),
-                    _read_weight_bytes(con, part))
-
-        def write(start: int, done: Chunk) -> None:
-            if done.frame.height:
-                insert_frame(con, "cheapest_setups", done.frame, by_name=True)
-            run.rows += done.frame.height
+        # each chunk's placements, floors, rates and weight bytes of earlier runs, read as its job is handed out
+        jobs = ((start, stop, PlacementCache.read_table(con, {t.entry.id: t.revision for t in tracked[start:stop]},
+                                                        gpus), _read_weight_bytes(con, tracked[start:stop]))
+                for start, stop in bounds)
+        shared = (tracked, on_demand, spot, as_of, now)
+        for (start, stop), done in zip(bounds, in_workers(_chunk_job, jobs, shared, min(workers, len(bounds))),
+                                       strict=True):
+            if done.rows:
+                insert_frame(con, "cheapest_setups", pl.DataFrame(done.rows, schema=schema, orient="row"),
+                             by_name=True)
+            run.rows += len(done.rows)
             run.best |= done.best
             run.skipped |= done.skipped
             run.add(done.cache, PlacementCache.write(con, done.delta))
-            _save_weight_bytes(con, tracked[start:start + chunk], done.weights)
-
-        workers = max(1, min(workers, len(bounds)))
-        if workers == 1:
-            for start, stop in bounds:
-                frame, seeds = inputs(start, stop)
-                write(start, compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_frame(frame),
-                                           seeds, schema, as_of=as_of, now=now))
-            return run
-        _SHARED = (tracked, on_demand, spot, schema, as_of, now)
-        try:
-            with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-                pending: deque[tuple[int, Future[Chunk]]] = deque()
-                for start, stop in bounds:  # at most one chunk waiting per worker: its cache rows are in memory
-                    pending.append((start, pool.submit(_compute_shared, start, stop, *inputs(start, stop))))
-                    while len(pending) > workers:
-                        start_done, future = pending.popleft()
-                        write(start_done, future.result())
-                while pending:
-                    start_done, future = pending.popleft()
-                    write(start_done, future.result())
-        finally:
-            _SHARED = None
+            _save_weight_bytes(con, tracked[start:stop], done.weights)
     return run
 
 

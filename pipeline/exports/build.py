@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from pipeline.compute.setups import FX_STALE_AFTER_DAYS, fx_age_days
 from pipeline.compute.tracked import Tracked
+from pipeline.compute.workers import in_workers
 from pipeline.exports.dictionary import dictionary
 from pipeline.exports.history import append_history, link_into
 from pipeline.exports.model_json import assemble_model_export, js_numbers, released_date, static_export
@@ -72,12 +73,13 @@ def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], sn
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],
             setups: SetupLists, *, as_of: datetime, mode: str, now: datetime,
             provenance: dict[str, Any], between_files: Callable[[str], None] | None = None,
-            stats: dict[str, Any] | None = None, reuse: bool = False) -> Path:
+            stats: dict[str, Any] | None = None, reuse: bool = False, workers: int = 1) -> Path:
     """Write a complete snapshot and switch ``latest`` to it. ``between_files`` is called after each file (a
     crash injected there must leave ``latest`` on the previous snapshot). With ``reuse`` (the hourly asset), each
     model file's price-independent part comes from the ``export_cache`` table when its inputs are unchanged, and
     what this run sized is stored there; ``stats`` (optional) receives which models were re-used and which were
-    sized (perf #14)."""
+    sized (perf #14). The parts to size are computed by ``workers`` processes (#28,
+    :func:`~pipeline.compute.workers.in_workers`)."""
     snap = snapshot_id(now)
     writer = SnapshotWriter(exports_dir, snap)
     hook = between_files or (lambda _name: None)
@@ -94,7 +96,12 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         index = []
         exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
         static_cache = StaticCache.load(con) if reuse else StaticCache({})  # perf #14: from earlier runs
-        for t in tracked:
+        keys = {t.entry.id: cache_key(t) for t in tracked if t.arch is not None}
+        todo = [i for i, t in enumerate(tracked) if t.entry.id in keys and not static_cache.has(t.entry.id,
+                                                                                                keys[t.entry.id])]
+        sized = dict(zip(todo, in_workers(_static_job, ((i,) for i in todo), tracked, min(workers, len(todo))),
+                         strict=True))
+        for i, t in enumerate(tracked):
             if t.arch is None:
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
                               "parameters": None, "path": None, "reason": t.error})
@@ -105,13 +112,10 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
             try:
-                key = cache_key(t)
+                key = keys[t.entry.id]
                 static = static_cache.get(t.entry.id, key)  # the price-independent part, from an earlier run
                 if static is None:
-                    # the checkpoint's own facts: headers (exact bytes and parameters, #11), else the index's total_size
-                    # and the Hub's stored-element count, each published in its own field (#25)
-                    report = size_model(t.arch, checkpoint=checkpoint_facts(t.hub))
-                    static = static_export(t, report)
+                    static = sized.get(i) or _static_part(t)  # (again here when it failed: its error)
                     static_cache.put(t.entry.id, key, static)
                 model = assemble_model_export(t, static, on_demand, spot, verified, provenance | static["sized"],
                                               now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}),
@@ -183,6 +187,22 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         stats.update(models_reused=sorted(static_cache.hits), models_sized=sorted(static_cache.new))
     prune(exports_dir, keep_snapshots())
     return final
+
+
+def _static_part(t: Tracked) -> dict[str, Any]:
+    """The price-independent part of a model's file, sized from the checkpoint's own facts: headers (exact bytes
+    and parameters, #11), else the index's total_size and the Hub's stored-element count, each published in its own
+    field (#25)."""
+    return static_export(t, size_model(t.arch, checkpoint=checkpoint_facts(t.hub)))
+
+
+def _static_job(tracked: list[Tracked], i: int) -> dict[str, Any] | None:
+    """:func:`_static_part` of model ``i`` in a worker (``tracked``: what it forked with); None when it fails: the
+    step sizes that model again itself, where the error is reported as the model's own."""
+    try:
+        return _static_part(tracked[i])
+    except Exception:
+        return None
 
 
 def read_manifest(snapshot: Path) -> dict[str, Any]:

@@ -56,6 +56,11 @@ class StaticCache:
         return cls({m: (k, p) for m, k, p in con.execute(
             "SELECT model_id, cache_key, payload FROM export_cache").fetchall()})
 
+    def has(self, model_id: str, key: str) -> bool:
+        """A valid row for the model is held (a peek: not counted as re-used)."""
+        row = self.rows.get(model_id)
+        return row is not None and row[0] == key
+
     def get(self, model_id: str, key: str) -> dict[str, Any] | None:
         row = self.rows.get(model_id)
         if row is None or row[0] != key:

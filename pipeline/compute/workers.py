@@ -1,0 +1,48 @@
+"""A step's CPU-bound work on the machine's cores (#28): jobs run by processes forked from the step.
+
+The steps of ``vramlab run`` execute in one process (Dagster's in-process executor), and the pure-Python work of the
+largest ones (the cheapest setups of every model, the price-independent part of every model file) used one core of
+two. :func:`in_workers` runs a module-level function over jobs in worker processes forked from the step, so the
+workers inherit what the step has already built (the parsed architectures, the offer groups) instead of receiving it
+pickled; only each job's arguments and result cross. The step keeps every DuckDB read and write (the file has one
+writer): it prepares each job's inputs as the generator of jobs is consumed and gets the results back in job order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Any
+
+#: what the jobs share, set before the workers fork (read by :func:`_run` in each worker)
+_SHARED: Any = None
+
+
+def _run(fn: Callable[..., Any], *job: Any) -> Any:
+    return fn(_SHARED, *job)
+
+
+def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: Any, workers: int) -> Iterator[Any]:
+    """``fn(shared, *job)`` of every job, in the jobs' order. With ``workers`` > 1 by that many processes forked
+    from this one (``fn`` must be a module-level function, each job and result picklable); the jobs are consumed
+    lazily, at most ``workers`` ahead of the result last handed out, so the inputs they hold stay few. With one
+    worker, in this process."""
+    global _SHARED
+    if workers <= 1:
+        for job in jobs:
+            yield fn(shared, *job)
+        return
+    _SHARED = shared
+    try:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            pending: deque[Future[Any]] = deque()
+            for job in jobs:
+                pending.append(pool.submit(_run, fn, *job))
+                while len(pending) > workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+    finally:
+        _SHARED = None
