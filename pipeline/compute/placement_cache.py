@@ -76,8 +76,8 @@ class Rates:
 Key = tuple[str, str, str, int, int, str, str, str, int]
 _KEY_COLUMNS = ("model_id", "revision", "format", "context", "concurrency", "kv_cache_dtype", "gpu_id", "gpu_row_hash",
                 "gpus_per_instance")
-#: column -> polars type (by name: polars is imported only when the cache is written, so `vramlab fit` does not
-#: pay for it)
+#: column -> its type (by name: Arrow types are built only when the cache is written, so `vramlab fit` does not
+#: import pyarrow)
 _SCHEMA = {"model_id": "String", "revision": "String", "format": "String", "context": "Int32",
            "concurrency": "Int32", "kv_cache_dtype": "String", "gpu_id": "String", "gpu_row_hash": "String",
            "gpus_per_instance": "Int32", "sizing_version": "String", "gpus_floor": "Int32", "gpus": "Int32",
@@ -86,10 +86,14 @@ _SCHEMA = {"model_id": "String", "revision": "String", "format": "String", "cont
            "max_concurrent_requests": "Int32", "aggregate_tokens_per_s": "Float64", "load_tokens_per_s": "Float64"}
 
 
-def _polars_schema() -> dict[str, Any]:
-    import polars as pl
+def _arrow(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> Any:
+    """Rows (tuples in ``columns`` order) as an Arrow table typed by :data:`_SCHEMA` (pyarrow imported here: `vramlab
+    fit` imports this module and never writes the cache)."""
+    import pyarrow as pa
 
-    return {name: getattr(pl, kind) for name, kind in _SCHEMA.items()}
+    types = {"String": pa.string(), "Int32": pa.int32(), "Float64": pa.float64(), "Boolean": pa.bool_()}
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    return pa.table({c: pa.array(list(v), type=types[_SCHEMA[c]]) for c, v in zip(columns, values, strict=True)})
 
 
 #: the value columns of a row, in the order a cached row (a list) holds them
@@ -167,10 +171,10 @@ class PlacementCache:
             con.execute(f"DELETE FROM placement_cache WHERE {where}", params)
         return stale
 
-    def delta(self) -> tuple[list[Key], list[tuple[Any, ...]]] | None:
-        """The rows to write: (keys of re-used rows this run completed, rows added or completed), or None when
-        nothing changed; the cache then counts as saved. A worker process computes it and the step's own process
-        writes it (:meth:`write`, #28; plain tuples: the frames are built where polars is safe)."""
+    def delta(self) -> tuple[Any, Any] | None:
+        """The rows to write, as Arrow tables: (keys of re-used rows this run completed, rows added or completed),
+        or None when nothing changed; the cache then counts as saved. A worker process computes it and the step's
+        own process writes it (:meth:`write`, #28; Arrow, not polars: polars' thread pool is not fork-safe)."""
         if not self.dirty:
             return None
         completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to
@@ -178,29 +182,23 @@ class PlacementCache:
         rows = [(*k, *self.rows[k], version) for k in self.touched]
         self.dirty = False
         self.loaded, self.touched = set(self.rows), set()
-        return completed, rows
+        return _arrow(completed, _KEY_COLUMNS), _arrow(rows, (*_KEY_COLUMNS, *_VALUES, "sizing_version"))
 
     @staticmethod
-    def write(con: Any, delta: tuple[list[Key], list[tuple[Any, ...]]] | None) -> int:
+    def write(con: Any, delta: tuple[Any, Any] | None) -> int:
         """Write a :meth:`delta` (inside the caller's transaction); rows written."""
         if delta is None:
             return 0
-        import polars as pl
-
         from pipeline.storage.loaders import insert_frame, registered
 
         completed, rows = delta
-        if completed:
-            keys = pl.DataFrame([dict(zip(_KEY_COLUMNS, k, strict=True)) for k in completed],
-                                schema={c: _polars_schema()[c] for c in _KEY_COLUMNS})
-            with registered(con, "placement_cache_keys", keys):
+        if completed.num_rows:
+            with registered(con, "placement_cache_keys", completed):
                 con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
                             f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
-        if rows:
-            frame = pl.DataFrame(rows, orient="row", schema={c: _polars_schema()[c]
-                                                             for c in (*_KEY_COLUMNS, *_VALUES, "sizing_version")})
-            insert_frame(con, "placement_cache", frame, columns=tuple(_SCHEMA), by_name=True)
-        return len(rows)
+        if rows.num_rows:
+            insert_frame(con, "placement_cache", rows, columns=tuple(_SCHEMA), by_name=True)
+        return rows.num_rows
 
     def _get(self, key: Key, column: int, kind: str) -> list[Any] | None:
         row = self.rows.get(key)

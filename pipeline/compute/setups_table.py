@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 
 from pipeline.compute.answers import (
     FIDELITY,
@@ -72,10 +72,11 @@ class SetupsRun:
 
 #: the columns :func:`model_setup_rows` fills, in its rows' order
 ROW_COLUMNS = ("model_id", "list", "rank", "computed_at", "sort", *SETUP_COLUMNS)
-#: DuckDB column types of ``cheapest_setups`` as polars types (the frame inserted is typed, not inferred)
-_POLARS_TYPES = {"VARCHAR": pl.String, "INTEGER": pl.Int32, "BIGINT": pl.Int64, "DOUBLE": pl.Float64,
-                 "BOOLEAN": pl.Boolean, "TIMESTAMP WITH TIME ZONE": pl.Datetime("us", "UTC"), "DATE": pl.Date,
-                 "VARCHAR[]": pl.List(pl.String)}
+#: DuckDB column types of ``cheapest_setups`` as Arrow types (a chunk's rows are typed, not inferred, and built in
+#: the worker that computed them: pyarrow is fork-safe, polars is not)
+_ARROW_TYPES = {"VARCHAR": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(),
+                "BOOLEAN": pa.bool_(), "TIMESTAMP WITH TIME ZONE": pa.timestamp("us", tz="UTC"), "DATE": pa.date32(),
+                "VARCHAR[]": pa.list_(pa.string())}
 
 
 def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache | None, *,
@@ -105,10 +106,17 @@ def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cach
     return rows
 
 
-def _row_schema(con: Any) -> dict[str, Any]:
+def _row_schema(con: Any) -> pa.Schema:
     types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
                              "WHERE table_name = 'cheapest_setups'").fetchall())
-    return {c: _POLARS_TYPES[types[c]] for c in ROW_COLUMNS}
+    return pa.schema([(c, _ARROW_TYPES[types[c]]) for c in ROW_COLUMNS])
+
+
+def rows_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+    """Rows (tuples in ``schema``'s column order) as an Arrow table, column by column."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)],
+                                schema=schema)
 
 
 def _read_weight_bytes(con: Any, part: list[Tracked]) -> list[tuple[str, str, float, float]]:
@@ -122,24 +130,25 @@ def _read_weight_bytes(con: Any, part: list[Tracked]) -> list[tuple[str, str, fl
 
 @dataclass
 class Chunk:
-    """What computing one chunk of models gives, ready to write: its table rows (in :data:`ROW_COLUMNS` order),
-    each model's cheapest published row, models without setups and why, the placement-cache rows it added or
-    completed (:meth:`PlacementCache.delta`; the cache itself kept for its counters) and the weight bytes it
-    computed (model, format, total, active). Plain values: a worker process builds no polars frame (polars' thread
-    pool is not fork-safe)."""
+    """What computing one chunk of models gives, ready to write: its table rows (an Arrow table), each model's
+    cheapest published row, models without setups and why, the placement-cache rows it added or completed
+    (:meth:`PlacementCache.delta`; the cache itself kept for its counters) and the weight bytes it computed
+    (model, format, total, active). No polars frame: its thread pool is not safe in a forked worker."""
 
-    rows: list[tuple[Any, ...]]
+    rows: pa.Table
     best: dict[str, dict[str, Any]]
     skipped: dict[str, str]
     cache: PlacementCache
-    delta: tuple[list[Any], list[tuple[Any, ...]]] | None
+    delta: tuple[list[Any], pa.Table] | None
     weights: list[tuple[str, str, float, float]]
 
 
 def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache,
-                  seeds: list[tuple[str, str, float, float]], *, as_of: datetime, now: datetime) -> Chunk:
+                  seeds: list[tuple[str, str, float, float]], schema: pa.Schema, *, as_of: datetime,
+                  now: datetime) -> Chunk:
     """Every ``cheapest_setups`` row of ``part`` (no I/O: the caller reads the cache and seeds and writes the
-    result), the pruning bounds' weight bytes seeded from ``seeds`` (:func:`_read_weight_bytes`)."""
+    result), the pruning bounds' weight bytes seeded from ``seeds`` (:func:`_read_weight_bytes`); ``schema``: the
+    table's columns (:func:`_row_schema`)."""
     archs = {t.entry.id: t for t in part}
     seeded = set()
     for model_id, fmt, total, active in seeds:
@@ -166,7 +175,7 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
     weights = [(t.entry.id, fmt, *value) for t in part for fmt in SETUP_FORMATS
                if t.arch is not None and (value := known_weight_bytes(t.arch, fmt)) is not None
                and (t.entry.id, fmt) not in seeded]
-    return Chunk(rows, best, skipped, cache, cache.delta(), weights)
+    return Chunk(rows_table(rows, schema), best, skipped, cache, cache.delta(), weights)
 
 
 def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, str, float, float]]) -> None:
@@ -179,14 +188,14 @@ def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, 
         con.executemany("INSERT INTO weight_bytes_cache VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, datetime, datetime],
+def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, pa.Schema, datetime, datetime],
                start: int, stop: int, cache: Any, seeds: list[tuple[str, str, float, float]]) -> Chunk:
     """:func:`compute_chunk` of models ``start:stop`` (in a worker process: ``shared`` is what it forked with),
     from the cache rows the step read; the cache handed back holds its counters only (its new rows travel as the
     chunk's delta)."""
-    tracked, on_demand, spot, as_of, now = shared
-    done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_table(cache), seeds, as_of=as_of,
-                         now=now)
+    tracked, on_demand, spot, schema, as_of, now = shared
+    done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_table(cache), seeds, schema,
+                         as_of=as_of, now=now)
     done.cache.rows, done.cache.loaded = {}, set()
     return done
 
@@ -214,13 +223,12 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
         jobs = ((start, stop, PlacementCache.read_table(con, {t.entry.id: t.revision for t in tracked[start:stop]},
                                                         gpus), _read_weight_bytes(con, tracked[start:stop]))
                 for start, stop in bounds)
-        shared = (tracked, on_demand, spot, as_of, now)
+        shared = (tracked, on_demand, spot, schema, as_of, now)
         for (start, stop), done in zip(bounds, in_workers(_chunk_job, jobs, shared, min(workers, len(bounds))),
                                        strict=True):
-            if done.rows:
-                insert_frame(con, "cheapest_setups", pl.DataFrame(done.rows, schema=schema, orient="row"),
-                             by_name=True)
-            run.rows += len(done.rows)
+            if done.rows.num_rows:
+                insert_frame(con, "cheapest_setups", done.rows, by_name=True)
+            run.rows += done.rows.num_rows
             run.best |= done.best
             run.skipped |= done.skipped
             run.add(done.cache, PlacementCache.write(con, done.delta))

@@ -10,6 +10,7 @@ writer): it prepares each job's inputs as the generator of jobs is consumed and 
 
 from __future__ import annotations
 
+import gc
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,6 +36,7 @@ def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: 
             yield fn(shared, *job)
         return
     _SHARED = shared
+    gc.freeze()  # what the workers inherit is never scanned by their collector: its pages stay shared, not copied
     try:
         with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
             pending: deque[Future[Any]] = deque()
@@ -46,3 +48,4 @@ def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: 
                 yield pending.popleft().result()
     finally:
         _SHARED = None
+        gc.unfreeze()

@@ -175,7 +175,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
                     "history": [p.model_dump() for p in parts],
                     "fx": fx_status(con.execute("SELECT max(fx_date) FROM offers_current").fetchall()[0][0], as_of)}
-        render_report(writer.tmp, manifest=manifest)  # report/: rendered from this snapshot's own files
+        render_report(writer.tmp, manifest=manifest, workers=workers)  # report/: from this snapshot's own files
         hook("report")
         final = writer.finish(manifest)
     except BaseException:

@@ -24,7 +24,7 @@ class Snapshot:
     path: Path
     manifest: dict[str, Any]
     index: dict[str, Any]
-    models: list[dict[str, Any]]
+    model_paths: tuple[Path, ...]  # the published model files, read one at a time (#28: 2,000 at once held a GiB)
     offers: pl.DataFrame
     history: pl.DataFrame
     gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -46,7 +46,7 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
     """``manifest``: the snapshot's manifest when the report is rendered before it is written (at publish time)."""
     manifest = manifest if manifest is not None else json.loads((path / "manifest.json").read_text())
     index = json.loads((path / "index.json").read_text())
-    models = [json.loads((path / m["path"]).read_text()) for m in index["models"] if m.get("status") == "ok"]
+    model_paths = tuple(path / m["path"] for m in index["models"] if m.get("status") == "ok")
     offers = pl.read_parquet(path / "offers_current.parquet")
     obs_files = sorted((path / "price_observations").glob("*/*.parquet"))
     # parts written before schema 3 lack the quality columns: read each, align by name (missing = null)
@@ -66,7 +66,7 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
         if "eligible" in history.columns:  # stamped when observed (issue #24): that verdict, else the current one
             kept = pl.when(pl.col("eligible").is_null()).then(kept).otherwise(pl.col("eligible"))
         history = history.with_columns(eligible=kept)  # what priced() keeps
-    return Snapshot(path=path, manifest=manifest, index=index, models=models, offers=priced(offers),
+    return Snapshot(path=path, manifest=manifest, index=index, model_paths=model_paths, offers=priced(offers),
                     history=priced(history), gpus=gpus,
                     native_formats=dict(zip(native["model_id"], native["stored_format"], strict=True)))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from pipeline.compute.workers import in_workers
 from pipeline.report.data import board, load_snapshot, price_history
 from pipeline.report.i18n import LOCALES, Texts
 
@@ -110,20 +112,40 @@ def _recommendations(t: Texts, model: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _index_rows(t: Texts, snap: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - Snapshot
-    by_id = {m["id"]: m for m in snap.models}
+def _index_row(model: dict[str, Any], native: str | None) -> dict[str, Any]:
+    return {"id": model["id"], "name": model["name"], "lab": model["lab"]["name"], "failed": None,
+            "params": model["parameters"], "active": model["activeParameters"], "native": format_name(native),
+            "native_gib": model["weightsGiB"].get("native"), "fewest": fewest_gpus(model),
+            "cheapest": (model.get("cheapestSetups") or [None])[0]}
+
+
+def _index_rows(snap: Any, rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: ANN401 - Snapshot
+    """The index page's rows: every index entry, a published model's from its summary ``rows`` (by id)."""
+    out = [rows.get(e["id"]) or {"id": e["id"], "name": e.get("name") or e["id"], "failed": e.get("reason")}
+           for e in snap.index["models"]]
+    return sorted(out, key=lambda r: (r["failed"] is not None, str(r["name"]).lower()))
+
+
+def _model_pages(shared: tuple[Any, ...], paths: tuple[Path, ...]) -> list[dict[str, Any]]:
+    """Render the pages of these model files (read one at a time) and return their index rows; ``shared``: what a
+    worker forked with (:func:`render_report`)."""
+    out, env, t, common, known = shared
+    page = env.get_template("model.html")
     rows = []
-    for entry in snap.index["models"]:
-        model = by_id.get(entry["id"])
-        if model is None:
-            rows.append({"id": entry["id"], "name": entry.get("name") or entry["id"], "failed": entry.get("reason")})
-            continue
-        native = native_format(model, snap.native_formats)
-        rows.append({"id": model["id"], "name": model["name"], "lab": model["lab"]["name"], "failed": None,
-                     "params": model["parameters"], "active": model["activeParameters"],
-                     "native": format_name(native), "native_gib": model["weightsGiB"].get("native"),
-                     "fewest": fewest_gpus(model), "cheapest": (model.get("cheapestSetups") or [None])[0]})
-    return sorted(rows, key=lambda r: (r["failed"] is not None, str(r["name"]).lower()))
+    for path in paths:
+        model = json.loads(path.read_text())
+        native = native_format(model, known)
+        (out / "models" / f"{model['id']}.html").write_text(page.render(
+            **common, root="../", page="model", m=model, native=native,
+            columns=[_column_label(t, c, native) for c in COLUMNS],
+            weights=_weights_rows(t, model, native), gpu_rows=_gpu_rows(model, native),
+            recommendations=_recommendations(t, model), cheapest=(model.get("cheapestSetups") or [None])[0]))
+        rows.append(_index_row(model, native))
+    return rows
+
+
+#: model pages per job when they are rendered by worker processes
+PAGES_PER_JOB = 100
 
 
 def _chart_data(t: Texts, history: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -136,8 +158,9 @@ def _chart_data(t: Texts, history: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None = None,
-                  manifest: dict[str, Any] | None = None) -> Path:
-    """Render the report of the snapshot folder ``snapshot`` into ``out`` (default ``<snapshot>/report``)."""
+                  manifest: dict[str, Any] | None = None, workers: int = 1) -> Path:
+    """Render the report of the snapshot folder ``snapshot`` into ``out`` (default ``<snapshot>/report``); the
+    model pages by ``workers`` processes (:func:`~pipeline.compute.workers.in_workers`, #28)."""
     lang = lang or report_language()
     t = Texts(lang)
     snap = load_snapshot(snapshot, manifest)
@@ -152,16 +175,12 @@ def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None =
     m = snap.manifest
     common = {"t": t, "lang": lang, "snapshot": m["snapshot_id"], "generated": t.moment(m["generated_at"]),
               "as_of": t.moment(m.get("as_of")), "replay": m.get("mode") == "replay", "format_name": format_name}
+    paths = snap.model_paths
+    jobs = [(paths[i:i + PAGES_PER_JOB],) for i in range(0, len(paths), PAGES_PER_JOB)]
+    shared = (out, env, t, common, snap.native_formats)
+    summaries = {r["id"]: r for rows in in_workers(_model_pages, jobs, shared, min(workers, len(jobs))) for r in rows}
     (out / "index.html").write_text(env.get_template("index.html").render(
-        **common, root="", page="index", rows=_index_rows(t, snap)))
-    model_page = env.get_template("model.html")
-    for model in snap.models:
-        native = native_format(model, snap.native_formats)
-        (out / "models" / f"{model['id']}.html").write_text(model_page.render(
-            **common, root="../", page="model", m=model, native=native,
-            columns=[_column_label(t, c, native) for c in COLUMNS],
-            weights=_weights_rows(t, model, native), gpu_rows=_gpu_rows(model, native),
-            recommendations=_recommendations(t, model), cheapest=(model.get("cheapestSetups") or [None])[0]))
+        **common, root="", page="index", rows=_index_rows(snap, summaries)))
     rows = board(snap)
     history = price_history(snap)
     (out / "prices.html").write_text(env.get_template("prices.html").render(

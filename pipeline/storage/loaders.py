@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Offer
@@ -42,8 +45,9 @@ class transaction:
 
 
 @contextmanager
-def registered(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> Iterator[str]:
-    """``with registered(con, name, frame):`` the frame is a DuckDB view called ``name`` inside the block only."""
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame | pa.Table) -> Iterator[str]:
+    """``with registered(con, name, frame):`` the frame (polars or Arrow) is a DuckDB view called ``name`` inside
+    the block only."""
     con.register(name, frame)
     try:
         yield name
@@ -51,9 +55,9 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -
         con.unregister(name)
 
 
-def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, or_ignore: bool = False,
-                 columns: tuple[str, ...] | None = None, by_name: bool = False) -> None:
-    """Insert a polars frame into a table (inside the caller's transaction); ``or_ignore`` skips key clashes;
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame | pa.Table, *,
+                 or_ignore: bool = False, columns: tuple[str, ...] | None = None, by_name: bool = False) -> None:
+    """Insert a polars frame or an Arrow table into a table (inside the caller's transaction); ``or_ignore`` skips key clashes;
     ``by_name`` matches the frame's columns to the table's by name (columns added by later migrations)."""
     with registered(con, f"incoming_{table}", frame) as name:
         select = ", ".join(columns) if columns else "*"
