@@ -28,7 +28,7 @@ def _run(fn: Callable[..., Any], *job: Any) -> Any:
 def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: Any, workers: int) -> Iterator[Any]:
     """``fn(shared, *job)`` of every job, in the jobs' order. With ``workers`` > 1 by that many processes forked
     from this one (``fn`` must be a module-level function, each job and result picklable); the jobs are consumed
-    lazily, at most ``workers`` ahead of the result last handed out, so the inputs they hold stay few. With one
+    lazily, at most twice ``workers`` ahead of the result last handed out, so the inputs they hold stay few. With one
     worker, in this process."""
     global _SHARED
     if workers <= 1:
@@ -42,7 +42,7 @@ def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: 
             pending: deque[Future[Any]] = deque()
             for job in jobs:
                 pending.append(pool.submit(_run, fn, *job))
-                while len(pending) > workers:
+                while len(pending) > 2 * workers:  # (a slow job first must not leave a worker idle)
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
