@@ -17,9 +17,6 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any
 
-#: jobs a worker runs before it is replaced by a fresh fork (at 50 models a job: 400 models' memos at most)
-JOBS_PER_WORKER = 8
-
 #: what the jobs share, set before the workers fork (read by :func:`_run` in each worker)
 _SHARED: Any = None
 
@@ -28,13 +25,11 @@ def _run(fn: Callable[..., Any], *job: Any) -> Any:
     return fn(_SHARED, *job)
 
 
-def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: Any, workers: int, *,
-               per_worker: int = JOBS_PER_WORKER) -> Iterator[Any]:
+def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: Any, workers: int) -> Iterator[Any]:
     """``fn(shared, *job)`` of every job, in the jobs' order. With ``workers`` > 1 by that many processes forked
     from this one (``fn`` must be a module-level function, each job and result picklable); the jobs are consumed
-    lazily, at most twice ``workers`` ahead of the result last handed out, so the inputs they hold stay few. Fresh
-    workers are forked after ``per_worker`` jobs each: what a worker memoises per model (parsed tensors, plans)
-    would otherwise grow with every model it is given. With one worker, in this process."""
+    lazily, at most twice ``workers`` ahead of the result last handed out, so the inputs they hold stay few. With one
+    worker, in this process."""
     global _SHARED
     if workers <= 1:
         for job in jobs:
@@ -43,21 +38,14 @@ def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: 
     _SHARED = shared
     gc.freeze()  # what the workers inherit is never scanned by their collector: its pages stay shared, not copied
     try:
-        todo = iter(jobs)
-        more = True
-        while more:
-            more = False
-            with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-                pending: deque[Future[Any]] = deque()
-                for n, job in enumerate(todo, 1):
-                    pending.append(pool.submit(_run, fn, *job))
-                    while len(pending) > 2 * workers:  # (a slow job first must not leave a worker idle)
-                        yield pending.popleft().result()
-                    if n == workers * per_worker:
-                        more = True  # the next jobs go to fresh workers
-                        break
-                while pending:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            pending: deque[Future[Any]] = deque()
+            for job in jobs:
+                pending.append(pool.submit(_run, fn, *job))
+                while len(pending) > 2 * workers:  # (a slow job first must not leave a worker idle)
                     yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
     finally:
         _SHARED = None
         gc.unfreeze()
