@@ -14,7 +14,7 @@ import gc
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import get_context
+from multiprocessing import current_process, get_context
 from typing import Any
 
 #: what the jobs share, set before the workers fork (read by :func:`_run` in each worker)
@@ -29,9 +29,9 @@ def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: 
     """``fn(shared, *job)`` of every job, in the jobs' order. With ``workers`` > 1 by that many processes forked
     from this one (``fn`` must be a module-level function, each job and result picklable); the jobs are consumed
     lazily, at most twice ``workers`` ahead of the result last handed out, so the inputs they hold stay few. With one
-    worker, in this process."""
+    worker, or in a daemonic process (a Celery prefork worker, which may not start children), in this process."""
     global _SHARED
-    if workers <= 1:
+    if workers <= 1 or current_process().daemon:
         for job in jobs:
             yield fn(shared, *job)
         return
