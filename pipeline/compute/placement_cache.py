@@ -91,9 +91,10 @@ def _arrow(rows: list[tuple[Any, ...]], columns: tuple[str, ...]) -> Any:
     fit` imports this module and never writes the cache)."""
     import pyarrow as pa
 
+    from pipeline.storage.loaders import arrow_rows
+
     types = {"String": pa.string(), "Int32": pa.int32(), "Float64": pa.float64(), "Boolean": pa.bool_()}
-    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-    return pa.table({c: pa.array(list(v), type=types[_SCHEMA[c]]) for c, v in zip(columns, values, strict=True)})
+    return arrow_rows(rows, pa.schema([(c, types[_SCHEMA[c]]) for c in columns]))
 
 
 #: the value columns of a row, in the order a cached row (a list) holds them

@@ -66,8 +66,9 @@ def token_cost_floor(arch: Architecture, fmt: str, gpu: GPU, engine: Engine, con
     costs at least its price per hour x (a / tp + b) USD per 1M output tokens (before the multi-machine rank
     factor). It decodes ``concurrency`` tokens per step (its rate at the load: ``setup_costs.layout_rates``), and a
     step takes at least spread / tp + fixed ms (``sizing_core.engine_speed.decode_step_floor`` of the active
-    weights, :func:`weight_bytes`: the calibrated bandwidth efficiency and the per-layer costs every layout pays). ``tests/test_setups_loads.py`` compares the
-    pruned search with the exhaustive one. None when the GPU has no bandwidth figure (no $/token)."""
+    weights, :func:`weight_bytes`: the calibrated bandwidth efficiency and the per-layer costs every layout pays).
+    ``tests/test_setups_loads.py`` compares the pruned search with the exhaustive one. None when the GPU has no
+    bandwidth figure (no $/token)."""
     floor = decode_step_floor(arch, gpu, engine, weight_bytes(arch, fmt)[1], context, concurrency, kv_cache_dtype)
     if floor is None:
         return None

@@ -31,7 +31,7 @@ from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup, cheapest_setups
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
-from pipeline.storage.loaders import insert_frame, transaction
+from pipeline.storage.loaders import arrow_rows, insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
 from sizing_core.placement import ContextTooLongError
@@ -112,13 +112,6 @@ def _row_schema(con: Any) -> pa.Schema:
     return pa.schema([(c, _ARROW_TYPES[types[c]]) for c in ROW_COLUMNS])
 
 
-def rows_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
-    """Rows (tuples in ``schema``'s column order) as an Arrow table, column by column."""
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-    return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)],
-                                schema=schema)
-
-
 def _read_weight_bytes(con: Any, part: list[Tracked]) -> list[tuple[str, str, float, float]]:
     """The chunk's rows of ``weight_bytes_cache`` for this revision and this code: (model, format, total, active)."""
     revisions = {t.entry.id: t.revision for t in part}
@@ -175,7 +168,7 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
     weights = [(t.entry.id, fmt, *value) for t in part for fmt in SETUP_FORMATS
                if t.arch is not None and (value := known_weight_bytes(t.arch, fmt)) is not None
                and (t.entry.id, fmt) not in seeded]
-    return Chunk(rows_table(rows, schema), best, skipped, cache, cache.delta(), weights)
+    return Chunk(arrow_rows(rows, schema), best, skipped, cache, cache.delta(), weights)
 
 
 def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, str, float, float]]) -> None:

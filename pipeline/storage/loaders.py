@@ -55,6 +55,16 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame | 
         con.unregister(name)
 
 
+def arrow_rows(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+    """Rows (tuples in ``schema``'s column order) as an Arrow table, built column by column: what a forked worker
+    hands back for :func:`insert_frame` (pyarrow is fork-safe, polars' thread pool is not; #28)."""
+    import pyarrow as pa
+
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, schema, strict=True)],
+                                schema=schema)
+
+
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame | pa.Table, *,
                  or_ignore: bool = False, columns: tuple[str, ...] | None = None, by_name: bool = False) -> None:
     """Insert a polars frame or an Arrow table into a table (inside the caller's transaction); ``or_ignore`` skips key clashes;
