@@ -7,6 +7,7 @@ from .architecture import Architecture
 from .engine_memory import EngineStartup, repack_extra_bytes, startup
 from .engines import Engine, Support, effective_format
 from .gpus import GPU
+from .memo import model_memo
 from .placement import (
     MAX_GPUS,
     Placement,
@@ -41,7 +42,7 @@ def engine_startup(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: i
     return startup(arch, gpu, engine, stages, tp, context, kv_cache_dtype, concurrency)
 
 
-_STARTUP_CACHE: dict[tuple, tuple[Architecture, EngineStartup]] = {}
+_STARTUP_CACHE: dict[tuple, tuple[Architecture, EngineStartup]] = model_memo()
 
 
 def startup_for_plan(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement) -> EngineStartup:

@@ -35,6 +35,7 @@ from .architecture import Architecture
 from .gpus import GPU
 from .kv_layout import Pool, Spec, layer_specs, llamacpp_pool, sglang_pool, vllm_pool
 from .layers import MoE
+from .memo import model_memo
 from .record import CamelRecord, alias, record
 from .units import GIB
 
@@ -143,7 +144,7 @@ def _widest_per_token(arch: Architecture, tp: int) -> float:
     return widest
 
 
-_WIDEST: dict[tuple[int, int], tuple[Architecture, float]] = {}
+_WIDEST: dict[tuple[int, int], tuple[Architecture, float]] = model_memo()
 
 
 def forward_peak_bytes(arch: Architecture, tokens: int, tp: int) -> float:

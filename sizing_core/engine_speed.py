@@ -23,6 +23,7 @@ from .architecture import Architecture
 from .engines import Engine, effective_format
 from .gpus import GPU
 from .layers import MoE
+from .memo import model_memo
 from .record import CamelRecord, record
 from .roofline import (
     _active_params,
@@ -195,7 +196,7 @@ def _fixed_floor(arch: Architecture, engine: Engine) -> float:
     return hit[1]
 
 
-_FIXED_FLOORS: dict[tuple, tuple[Architecture, float]] = {}
+_FIXED_FLOORS: dict[tuple, tuple[Architecture, float]] = model_memo()
 
 
 def prefill_tokens_per_s(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, prompt: int,

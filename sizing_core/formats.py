@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from .architecture import Architecture, QuantScheme
 from .errors import UnknownFormatError, UnsupportedQuantization
+from .memo import model_memo
 from .tensors import Role, Tensor
 
 #: ggml block types: (elements per block, bytes per block).
@@ -296,7 +297,7 @@ def format_scheme(fmt: str) -> QuantScheme:
     return QuantScheme(source="format", weight_format=fmt, exclude=_DEFAULT_EXCLUDE)
 
 
-_BITS_CACHE: dict[tuple[int, str], tuple[Architecture, tuple[float, ...]]] = {}
+_BITS_CACHE: dict[tuple[int, str], tuple[Architecture, tuple[float, ...]]] = model_memo()
 
 
 def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None = None) -> list[float]:

@@ -41,6 +41,7 @@ from .layers import (
     ParallelHybrid,
     SlidingWindowAttention,
 )
+from .memo import model_memo
 
 BLOCK_SIZE = 16  # vLLM's default KV block (tokens per page)
 HYBRID_GROUP_SLACK = 1.25  # vLLM groups layers by the largest count when the counts differ by less than this
@@ -84,7 +85,7 @@ def layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, conte
     return list(hit[1])
 
 
-_SPECS: dict[tuple, tuple[Architecture, tuple[Spec, ...]]] = {}
+_SPECS: dict[tuple, tuple[Architecture, tuple[Spec, ...]]] = model_memo()
 
 
 def _layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, context: int,

@@ -36,6 +36,7 @@ from .layers import (
     RWKVTimeMix,
     ShortConv,
 )
+from .memo import model_memo
 from .record import CamelRecord, record
 from .units import GIB
 
@@ -104,7 +105,7 @@ class _Loads:
     tied_copy: float  # the embedding again, on the last stage, when tied and PP > 1
 
 
-_LOADS_CACHE: dict[tuple[int, str], tuple[Architecture, _Loads]] = {}
+_LOADS_CACHE: dict[tuple[int, str], tuple[Architecture, _Loads]] = model_memo()
 
 
 def _weight_loads(arch: Architecture, fmt: str) -> _Loads:
@@ -138,7 +139,7 @@ def _compute_weight_loads(arch: Architecture, fmt: str) -> _Loads:
     return _Loads(tuple(per_layer), first, last, tied)
 
 
-_TP_CACHE: dict[tuple[int, int], tuple[Architecture, bool]] = {}
+_TP_CACHE: dict[tuple[int, int], tuple[Architecture, bool]] = model_memo()
 
 
 def valid_tensor_parallel(arch: Architecture, tp: int) -> bool:
@@ -190,7 +191,7 @@ def _cache_per_layer(arch: Architecture, context: int, concurrency: int, kv_dtyp
     return result
 
 
-_CACHE_LAYERS: dict[tuple, tuple[Architecture, tuple[list, list]]] = {}
+_CACHE_LAYERS: dict[tuple, tuple[Architecture, tuple[list, list]]] = model_memo()
 
 
 def _compute_cache_per_layer(arch: Architecture, context: int, concurrency: int, kv_dtype: str,
@@ -264,7 +265,7 @@ def _candidate_plans(arch: Architecture, gpu: GPU, engine: Engine, n: int) -> li
     return sorted((p for p in pairs if p[1] <= arch.num_layers), key=lambda p: -p[0])
 
 
-_LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = {}
+_LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = model_memo()
 
 
 def _per_gpu_layers(arch: Architecture, loads: _Loads, tp: int, context: int, concurrency: int,
@@ -402,7 +403,7 @@ def stage_weights(arch: Architecture, fmt: str, tp: int, pp: int) -> list[tuple[
     return list(hit[1])
 
 
-_STAGE_WEIGHTS: dict[tuple, tuple[Architecture, tuple[tuple[range, float], ...]]] = {}
+_STAGE_WEIGHTS: dict[tuple, tuple[Architecture, tuple[tuple[range, float], ...]]] = model_memo()
 
 
 def _stage_weights(arch: Architecture, fmt: str, tp: int, pp: int) -> tuple[tuple[range, float], ...]:

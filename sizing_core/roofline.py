@@ -10,6 +10,7 @@ from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
 from .layers import FullAttention, MLAAttention, MoE
+from .memo import model_memo
 
 
 def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
@@ -29,28 +30,36 @@ def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
     return tflops * 1e12
 
 
-#: (id(arch), format) -> (arch, per-tensor terms of :func:`_step_bytes`, {batch: bytes}); identity-keyed like
-#: placement's weight loads (perf #14: setups and exports estimate the same model and format many times)
-_STEP_CACHE: dict[tuple[int, str], tuple[Architecture, list[tuple[float, int, int, float]], dict[int, float]]] = {}
+#: (bytes of the tensors every step reads, bytes of one row of the token embeddings, and per routed-expert group
+#: (experts, top-k, bytes of all its experts))
+StepTerms = tuple[float, float, tuple[tuple[int, int, float], ...]]
+
+#: (id(arch), format) -> (arch, :func:`_step_terms`, {batch: bytes}); identity-keyed like placement's weight
+#: loads (perf #14: setups and exports estimate the same model and format many times)
+_STEP_CACHE: dict[tuple[int, str], tuple[Architecture, StepTerms, dict[int, float]]] = model_memo()
 
 
-def _step_terms(arch: Architecture, fmt: str) -> list[tuple[float, int, int, float]]:
-    """Per tensor: (bytes, experts, top-k, bits) -- experts 0 for a non-routed tensor, -1 for the token embedding."""
-    terms = []
+def _step_terms(arch: Architecture, fmt: str) -> StepTerms:
+    """The model's weights in :func:`_step_bytes`'s terms, summed per kind: a few numbers instead of one term per
+    tensor (#28: per-tensor terms of a thousand models were several hundred MiB in each worker process)."""
+    dense = row = 0.0
+    experts: dict[tuple[int, int], float] = {}
     for t, b in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
         if t.role == "token_embd":
-            terms.append((float(t.cols), -1, 0, b))
+            row += t.cols * b / 8  # a lookup reads one row per sequence
         elif t.is_routed_expert and t.layer is not None:
             mlp = arch.layers[t.layer].mlp
             assert isinstance(mlp, MoE)
-            terms.append((t.numel * b / 8, mlp.num_experts, mlp.top_k, b))
+            experts[mlp.num_experts, mlp.top_k] = experts.get((mlp.num_experts, mlp.top_k), 0.0) + t.numel * b / 8
         else:
-            terms.append((t.numel * b / 8, 0, 0, b))
-    return terms
+            dense += t.numel * b / 8
+    return dense, row, tuple((e, k, nbytes) for (e, k), nbytes in experts.items())
 
 
 def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
-    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together)."""
+    """Weight bytes one decode step reads for a batch of ``batch`` sequences (all GPUs together): every dense
+    tensor, one embedding row per sequence, and of each routed-expert group the expected distinct experts the
+    batch's tokens pick, ``E(1 - (1 - k/E)^batch)`` of ``E``."""
     key = (id(arch), fmt)
     hit = _STEP_CACHE.get(key)
     if hit is None or hit[0] is not arch:
@@ -59,34 +68,30 @@ def _step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
         hit = _STEP_CACHE[key] = (arch, _step_terms(arch, fmt), {})
     totals = hit[2]
     if batch not in totals:
-        total = 0.0
-        for nbytes, e, k, b in hit[1]:
-            if e > 0:
-                nbytes *= (e * (1 - (1 - k / e) ** batch)) / e
-            elif e < 0:
-                nbytes = batch * nbytes * b / 8  # a lookup reads one row (``nbytes`` holds the columns) per sequence
-            total += nbytes
-        totals[batch] = total
+        dense, row, _ = hit[1]
+        totals[batch] = dense + batch * row + _expert_step_bytes(arch, fmt, batch)
     return totals[batch]
 
 
 def _expert_step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
     """The routed-expert part of :func:`_step_bytes` (the expected distinct experts of the batch)."""
-    _step_bytes(arch, fmt, batch)  # fills the terms
-    hit = _STEP_CACHE[(id(arch), fmt)]
+    hit = _STEP_CACHE.get((id(arch), fmt))
+    if hit is None or hit[0] is not arch:
+        _step_bytes(arch, fmt, batch)  # fills the terms
+        hit = _STEP_CACHE[(id(arch), fmt)]
     experts = _EXPERT_CACHE.get((id(arch), fmt, batch))  # memoised like the totals (#28: asked per GPU and plan)
     if experts is None or experts[0] is not arch:
         if len(_EXPERT_CACHE) > 16384:
             _EXPERT_CACHE.clear()
         experts = _EXPERT_CACHE[(id(arch), fmt, batch)] = (
-            arch, sum(nbytes * (1 - (1 - k / e) ** batch) for nbytes, e, k, _ in hit[1] if e > 0))
+            arch, sum(nbytes * (1 - (1 - k / e) ** batch) for e, k, nbytes in hit[1][2]))
     return experts[1]
 
 
-_EXPERT_CACHE: dict[tuple[int, str, int], tuple[Architecture, float]] = {}
+_EXPERT_CACHE: dict[tuple[int, str, int], tuple[Architecture, float]] = model_memo()
 
 
-_FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = {}
+_FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = model_memo()
 
 
 def _attention_flops_per_token(arch: Architecture, context: int) -> float:
@@ -111,7 +116,7 @@ def _compute_attention_flops(arch: Architecture, context: int) -> float:
     return flops
 
 
-_ACTIVE_CACHE: dict[int, tuple[Architecture, float]] = {}
+_ACTIVE_CACHE: dict[int, tuple[Architecture, float]] = model_memo()
 
 
 def _active_params(arch: Architecture) -> float:
@@ -127,7 +132,7 @@ def _active_params(arch: Architecture) -> float:
 
 
 
-_REQUEST_CACHE: dict[tuple, tuple[Architecture, float]] = {}
+_REQUEST_CACHE: dict[tuple, tuple[Architecture, float]] = model_memo()
 
 
 def _cache_bytes_per_request(arch: Architecture, context: int, kv_dtype: str, tp: int) -> float:

@@ -80,3 +80,22 @@ def test_moe_decode_under_tp_by_hand(grid: pl.DataFrame) -> None:
     assert row["decode_tokens_per_s"].item() == pytest.approx(1000 / (bandwidth_ms + fixed_ms), rel=1e-4)
     old = 864 * GB * 0.8 / (2 * (dense + routed) / 2 + 2 * 2 * layers * kv_heads * head_dim * 8192)
     assert old / row["decode_tokens_per_s"].item() > 1.8
+
+
+@pytest.mark.parametrize("batch", [1, 4, 64])
+def test_moe_step_bytes_by_hand_at_batch(batch: int) -> None:
+    """The weight bytes a decode step of ``batch`` sequences reads, Qwen3-30B-A3B in BF16 (its config, as above):
+    every dense tensor once, one embedding row per sequence, and of each layer's 128 experts the expected number
+    the batch's tokens pick, 128 x (1 - (1 - 8/128)^batch) (each token picks 8 of 128, independently). The speed
+    model keeps these per kind instead of per tensor (#28); the sum must not change."""
+    from sizing_core.roofline import _expert_step_bytes, _step_bytes
+
+    layers, hidden, heads, kv_heads, head_dim, vocab = 48, 2048, 32, 4, 128, 151_936
+    moe_intermediate, experts, top_k = 768, 128, 8
+    attn = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 2 * head_dim
+    dense = layers * (attn + hidden * experts + 2 * hidden) + hidden + vocab * hidden
+    picked = experts * (1 - (1 - top_k / experts) ** batch)
+    routed = layers * picked * 3 * hidden * moe_intermediate
+    model = arch("Qwen__Qwen3-30B-A3B")
+    assert _expert_step_bytes(model, "bf16", batch) == pytest.approx(2 * routed, rel=1e-12)
+    assert _step_bytes(model, "bf16", batch) == pytest.approx(2 * (dense + batch * hidden + routed), rel=1e-12)

@@ -16,6 +16,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -161,14 +162,26 @@ def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict,
     assert _query(world["db"], SETUP_ROWS) == before and len(before) > 1000
 
 
-def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict) -> None:
+def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``write_cheapest_setups(workers=2)``: chunks computed by two forked processes, written by the step's own
     process in chunk order. Cold both times: the same table, the same placement-cache and weight-bytes rows, the
-    same counters; and the step's own process computed nothing (its weight-bytes memo stays empty)."""
+    same counters; the step's own process computed no chunk itself (its calls are counted: a worker's count stays
+    in the worker); and after each chunk the per-model memos are empty (#28: a worker given a thousand models
+    held hundreds of MiB of them)."""
     from datetime import UTC, datetime
 
-    from pipeline.compute import rates
+    from pipeline.compute import setups_table
+    from sizing_core import memo
 
+    calls: list[int] = []
+    computed = setups_table.compute_chunk
+
+    def counted(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401 - passes through
+        calls.append(1)
+        return computed(*args, **kwargs)
+
+    monkeypatch.setattr(setups_table, "compute_chunk", counted)
     tracked = [t for t in tracked_models(world["data"]) if t.arch is not None]
     as_of, now = world["resources"]["vramlab"].as_of(), datetime.now(UTC)
     cache_sql = "SELECT * FROM placement_cache ORDER BY ALL"
@@ -179,20 +192,20 @@ def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict)
         for workers in (1, 2):
             con.execute("DELETE FROM placement_cache")
             con.execute("DELETE FROM weight_bytes_cache")
-            rates._WEIGHTS.clear()
+            calls.clear()
             run = write_cheapest_setups(con, tracked, as_of=as_of, now=now, chunk=5, workers=workers)
-            memo = sum(rates.known_weight_bytes(t.arch, f) is not None for t in tracked for f in SETUP_FORMATS)
             results.append((con.execute(SETUP_ROWS).fetchall(), con.execute(cache_sql).fetchall(),
-                            con.execute(weights_sql).fetchall(), run, memo))
+                            con.execute(weights_sql).fetchall(), run, len(calls)))
+            assert not any(memo._MEMOS) and len(memo._MEMOS) > 10  # every memo registered, all emptied
     finally:
         con.close()
-    (rows1, cache1, weights1, run1, memo1), (rows2, cache2, weights2, run2, memo2) = results
+    (rows1, cache1, weights1, run1, calls1), (rows2, cache2, weights2, run2, calls2) = results
     assert rows2 == rows1 and len(rows1) > 1000
     assert cache2 == cache1 and weights2 == weights1 and len(weights1) == len(SETUP_FORMATS) * len(tracked)
     assert (run2.rows, run2.hits, run2.misses, run2.written, run2.best, run2.skipped) == (
         run1.rows, run1.hits, run1.misses, run1.written, run1.best, run1.skipped)
     assert run1.misses["placement"] > 1000
-    assert memo1 == len(SETUP_FORMATS) * len(tracked) and memo2 == 0
+    assert calls1 == -(-len(tracked) // 5) and calls2 == 0
 
 
 def test_model_files_sized_by_two_worker_processes_equal_those_of_one(world: dict, tmp_path: Path) -> None:

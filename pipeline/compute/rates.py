@@ -11,6 +11,7 @@ from sizing_core.engines import Engine
 from sizing_core.formats import tensor_bits
 from sizing_core.gpus import GPU
 from sizing_core.layers import MoE
+from sizing_core.memo import model_memo
 
 
 def load_rate(rates: Rates, concurrency: int) -> float | None:
@@ -22,7 +23,7 @@ def load_rate(rates: Rates, concurrency: int) -> float | None:
 
 #: (id(arch), format) -> (arch, (all weight bytes, bytes a decode step reads at least)): memoised per model object,
 #: like sizing_core's own per-model caches
-_WEIGHTS: dict[tuple[int, str], tuple[Architecture, tuple[float, float]]] = {}
+_WEIGHTS: dict[tuple[int, str], tuple[Architecture, tuple[float, float]]] = model_memo()
 
 
 def known_weight_bytes(arch: Architecture, fmt: str) -> tuple[float, float] | None:

@@ -34,6 +34,7 @@ from pipeline.compute.workers import in_workers
 from pipeline.storage.loaders import arrow_rows, insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
+from sizing_core.memo import forget_models
 from sizing_core.placement import ContextTooLongError
 
 SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
@@ -185,11 +186,13 @@ def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, pa.Schema,
                start: int, stop: int, cache: Any, seeds: list[tuple[str, str, float, float]]) -> Chunk:
     """:func:`compute_chunk` of models ``start:stop`` (in a worker process: ``shared`` is what it forked with),
     from the cache rows the step read; the cache handed back holds its counters only (its new rows travel as the
-    chunk's delta)."""
+    chunk's delta). The chunk's per-model memos are dropped after it: no later chunk asks about its models, and a
+    worker given a thousand models would otherwise hold hundreds of MiB of them (#28)."""
     tracked, on_demand, spot, schema, as_of, now = shared
     done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_table(cache), seeds, schema,
                          as_of=as_of, now=now)
     done.cache.rows, done.cache.loaded = {}, set()
+    forget_models()
     return done
 
 
