@@ -31,6 +31,7 @@ from pipeline.storage.loaders import source_freshness
 from sizing_core import SizingError, size_model
 from sizing_core.engines import default_engine
 from sizing_core.gpus import catalog
+from sizing_core.memo import forget_models
 
 
 class SetupLists(Protocol):
@@ -198,11 +199,14 @@ def _static_part(t: Tracked) -> dict[str, Any]:
 
 def _static_job(tracked: list[Tracked], i: int) -> dict[str, Any] | None:
     """:func:`_static_part` of model ``i`` in a worker (``tracked``: what it forked with); None when it fails: the
-    step sizes that model again itself, where the error is reported as the model's own."""
+    step sizes that model again itself, where the error is reported as the model's own. Its per-model memos are
+    dropped after it, as after a setups chunk: no later job asks about the same model."""
     try:
         return _static_part(tracked[i])
     except Exception:
         return None
+    finally:
+        forget_models()
 
 
 def read_manifest(snapshot: Path) -> dict[str, Any]:
