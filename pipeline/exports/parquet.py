@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -72,31 +71,25 @@ def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[Publis
                   params: list | None = None, run: dict[str, str] | None = None) -> int:
     """Run ``query`` (already in published names/types; values bound from ``params``) and write it to ``target``
     atomically; return the rows. ``run``: the publishing run's ``mode`` and ``as_of``, written into the file's
-    key-value metadata. The next row group is read from DuckDB by a thread while this one is encoded (both release
-    the GIL: the 31.5 M-row sizing table of 2,000 models took ~20 s one after the other, #28)."""
+    key-value metadata."""
     reader = cur.sql(query, params=params).to_arrow_reader(122_880)
     schema = dictionary_schema(reader.schema, table, run)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     rows = 0
-
-    def row_group() -> list[pa.RecordBatch]:
-        batches, count = [], 0
+    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
         for batch in reader:
-            batches.append(batch)
-            count += batch.num_rows
-            if count >= ROW_GROUP_ROWS:
-                break
-        return batches
-
-    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer, ThreadPoolExecutor(1) as ahead:
-        coming = ahead.submit(row_group)
-        while batches := coming.result():
-            coming = ahead.submit(row_group)
-            writer.write_table(_table(batches, reader.schema, schema), row_group_size=ROW_GROUP_ROWS)
-            rows += sum(b.num_rows for b in batches)
-        if rows == 0:  # an empty table still gets its schema and one empty row group
-            writer.write_table(_table([], reader.schema, schema), row_group_size=ROW_GROUP_ROWS)
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows >= ROW_GROUP_ROWS:
+                writer.write_table(_table(pending, reader.schema, schema), row_group_size=ROW_GROUP_ROWS)
+                rows += pending_rows
+                pending, pending_rows = [], 0
+        if pending or rows == 0:  # (an empty table still gets its schema and one empty row group)
+            writer.write_table(_table(pending, reader.schema, schema), row_group_size=ROW_GROUP_ROWS)
+            rows += pending_rows
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, target)

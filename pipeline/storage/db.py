@@ -86,6 +86,18 @@ def lock_wait_seconds() -> float:
         return 120.0
 
 
+#: DuckDB's buffer pool cap unless ``VRAMLAB_DUCKDB_MEMORY_LIMIT`` says otherwise. DuckDB's own default is 80% of
+#: the machine's memory, and it keeps every block a query read until that is reached: at 2,000 models the exports
+#: step held the whole 31.5 M-row sizing table (~0.9 GiB) while it forked the report's workers (#28). Operators
+#: that need more spill to ``<db>.tmp``.
+DEFAULT_MEMORY_LIMIT = "512MB"
+
+
+def memory_limit() -> str:
+    """The DuckDB memory limit (``VRAMLAB_DUCKDB_MEMORY_LIMIT``: a DuckDB size such as ``2GB``, default 512 MB)."""
+    return os.environ.get("VRAMLAB_DUCKDB_MEMORY_LIMIT", "").strip() or DEFAULT_MEMORY_LIMIT
+
+
 def _busy_message(path: Path, exc: BaseException) -> str:
     """Who holds the file: a vramlab writer (it holds the writer lock too) or some other reader or writer (a DuckDB
     shell, a notebook, a BI tool) that has the file open."""
@@ -117,7 +129,7 @@ def open_database(path: Path, *, config: dict | None = None, lock_wait: float | 
     delay = 0.1
     while True:
         try:
-            return duckdb.connect(str(path), config=config or {})
+            con = duckdb.connect(str(path), config=config or {})
         except duckdb.Error as exc:
             if is_damage(exc):
                 raise DatabaseDamaged(path, exc) from exc
@@ -127,6 +139,14 @@ def open_database(path: Path, *, config: dict | None = None, lock_wait: float | 
                 raise DatabaseBusy(_busy_message(path, exc)) from exc
             sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 5.0)
+            continue
+        try:  # a setting of the database instance, not a connect option: other connections to the file keep working
+            con.execute("SET memory_limit = ?", [memory_limit()])
+        except duckdb.Error as exc:
+            con.close()
+            raise ValueError(f"VRAMLAB_DUCKDB_MEMORY_LIMIT={memory_limit()!r} is not a DuckDB memory size "
+                             f"(e.g. 512MB, 2GB): {exc}") from exc
+        return con
 
 
 _HELD = threading.local()  # writer locks this thread holds, by lock path (store() may nest)
