@@ -4,8 +4,8 @@
 - ``VRAMLAB_DB``: DuckDB file (default ``<data dir>/vramlab.duckdb``).
 - ``VRAMLAB_LIVE=1``: fetch from the real sources; otherwise the bundled recordings are replayed.
 - ``VRAMLAB_WORKERS``: processes the CPU-bound steps fork for their work (the cheapest setups, the model files'
-  price-independent part, the report's model pages; ``pipeline/compute/workers.py``): default the machine's cores, at most 2. ``1`` keeps
-  the work in the step's own process.
+  price-independent part, the report's model pages; ``pipeline/compute/workers.py``): default the machine's
+  cores, at most 2. ``1`` keeps the work in the step's own process.
 - In replay mode every recorded observation carries its recording's capture time (``captured_at`` in the replay
   manifest; ``REPLAY_SNAPSHOT_AT``, the reference freeze, where no capture date exists), and staleness is judged as
   of ``REPLAY_SNAPSHOT_AT``: a bundled recording keeps the date it was observed and never becomes fresh by being

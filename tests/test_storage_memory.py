@@ -45,7 +45,8 @@ def test_a_table_larger_than_the_limit_is_still_written_and_read_whole(tmp_path:
     """~100 MB of rows under a 32 MB limit: DuckDB evicts and spills instead of failing."""
     monkeypatch.setenv("VRAMLAB_DUCKDB_MEMORY_LIMIT", "32MB")
     con = open_database(tmp_path / "v.duckdb")
-    con.execute("CREATE TABLE t AS SELECT i, repeat(chr(CAST(65 + i % 26 AS INTEGER)), 40) || i AS s FROM range(2000000) r(i)")
+    con.execute("CREATE TABLE t AS SELECT i, repeat(chr(CAST(65 + i % 26 AS INTEGER)), 40) || i AS s "
+                "FROM range(2000000) r(i)")
     rows = total = 0
     for batch in con.sql("SELECT i, s FROM t").to_arrow_reader(100_000):
         rows += batch.num_rows

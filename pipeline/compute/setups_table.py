@@ -133,7 +133,7 @@ class Chunk:
     best: dict[str, dict[str, Any]]
     skipped: dict[str, str]
     cache: PlacementCache
-    delta: tuple[list[Any], pa.Table] | None
+    delta: tuple[pa.Table, pa.Table] | None
     weights: list[tuple[str, str, float, float]]
 
 

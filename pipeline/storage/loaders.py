@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import polars as pl
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Offer
 from pipeline.sources.fx import FxRates
 from pipeline.sources.huggingface import HubModel, WatchEntry
 from pipeline.sources.landing import FetchLogEntry, load_landed, resolve_raw_path
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 from sizing_core.gpus import catalog
 
 STALE_AFTER = timedelta(hours=2)
@@ -67,8 +67,9 @@ def arrow_rows(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame | pa.Table, *,
                  or_ignore: bool = False, columns: tuple[str, ...] | None = None, by_name: bool = False) -> None:
-    """Insert a polars frame or an Arrow table into a table (inside the caller's transaction); ``or_ignore`` skips key clashes;
-    ``by_name`` matches the frame's columns to the table's by name (columns added by later migrations)."""
+    """Insert a polars frame or an Arrow table into a table (inside the caller's transaction); ``or_ignore``
+    skips key clashes; ``by_name`` matches the frame's columns to the table's by name (columns added by later
+    migrations)."""
     with registered(con, f"incoming_{table}", frame) as name:
         select = ", ".join(columns) if columns else "*"
         con.execute(f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO {table} {'BY NAME ' if by_name else ''}"
