@@ -194,7 +194,13 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                        stats=stats, reuse=True, workers=vramlab.settings.workers)
     keep_offers(path)  # the CLI's offers cache (pipeline/exports/snapshot_offers.py): the first `fit`/`gpus` needs no pyarrow
     sized = sum(1 for t in tracked if t.arch is not None)
+    for table_name, reasons in stats["left_out"].items():
+        context.log.warning(f"{table_name}: rows left out of the report ({reasons}); published as stored")
+    for name, why in stats["prune_skipped"].items():
+        context.log.warning(f"exports/{name} not pruned: {why}")
     return dg.MaterializeResult(metadata={"snapshot": dg.MetadataValue.path(str(path)),
+                                          "rows_left_out": dg.MetadataValue.json(stats["left_out"]),
+                                          "prune_skipped": dg.MetadataValue.json(stats["prune_skipped"]),
                                           "model_files_reused": len(stats["models_reused"]),
                                           "model_files_sized": len(stats["models_sized"]),
                                           "model_files_cache": dg.MetadataValue.md(

@@ -26,6 +26,7 @@ from pipeline.exports.static_cache import StaticCache, cache_key
 from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, Sizing, select_sql
 from pipeline.ingest.models import checkpoint_facts
 from pipeline.report import render_report
+from pipeline.report.data import left_out_rows
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
 from sizing_core import SizingError, size_model
@@ -176,6 +177,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
                     "history": [p.model_dump() for p in parts],
                     "fx": fx_status(con.execute("SELECT max(fx_date) FROM offers_current").fetchall()[0][0], as_of)}
+        manifest["left_out"] = left_out_rows(writer.tmp)  # what a reader cannot place, counted, never raised
         render_report(writer.tmp, manifest=manifest, workers=workers)  # report/: from this snapshot's own files
         hook("report")
         final = writer.finish(manifest)
@@ -186,7 +188,10 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         static_cache.save(con, {t.entry.id for t in tracked})
     if stats is not None:
         stats.update(models_reused=sorted(static_cache.hits), models_sized=sorted(static_cache.new))
-    prune(exports_dir, keep_snapshots())
+    skipped: dict[str, str] = {}
+    prune(exports_dir, keep_snapshots(), skipped)
+    if stats is not None:
+        stats.update(prune_skipped=skipped, left_out=manifest["left_out"])
     return final
 
 

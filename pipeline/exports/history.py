@@ -37,7 +37,9 @@ def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str,
         folder = root / f"date={day.isoformat()}"
         existing = sorted(folder.glob("part-*.parquet"))
         # the day and the existing parts are bound parameters: no path or value is ever spliced into SQL text
-        where, params = f"{_DAY} = ?", [day]
+        # an observation not judged yet (NULL verdict) waits for the quality stage: parts are never rewritten, so
+        # a part must not fix "not judged" for good
+        where, params = f"{_DAY} = ? AND p.eligible IS NOT NULL", [day]
         if existing:
             where += (" AND NOT EXISTS (SELECT 1 FROM read_parquet(?) h "
                       "WHERE h.offer_key = p.offer_key AND h.observed_at = p.observed_at)")

@@ -1,11 +1,10 @@
 """Price history of a published snapshot, per UTC day: the cheapest $/GPU-hour each provider asked for a GPU, read from
 the snapshot's ``price_observations/`` parts (every observation the pipeline kept) as any consumer would.
 
-An observation counts when it was eligible when observed (the history's own ``eligible``, stamped by the quality
-stage since issue #24: not quarantined, not a merged duplicate, hourly, whole GPUs; staleness does not apply to the
-past), it rents whole GPUs and its allocation is in the class asked for (on-demand, or spot and marketplace
-prices). An older observation without that stamp is judged by the snapshot's current verdict on its offer (not
-quarantined, not a merged duplicate); one of an offer the snapshot no longer lists counts.
+An observation counts when it was eligible when judged (the history's own ``eligible``, stamped by the quality
+stage: not quarantined, not a merged duplicate, hourly, whole GPUs; staleness does not apply to the past), it rents
+whole GPUs, has a provider, a time and a positive finite price, and its allocation is in the class asked for
+(on-demand, or spot and marketplace prices). A NULL verdict means "not judged" and never counts.
 ``vramlab history`` prints it; the report's price board draws the same days (``pipeline/report/data.py``).
 """
 
@@ -33,29 +32,25 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
     if not files:
         return []
     con = duckdb.connect()
-    offers = str(snapshot / "offers_current.parquet")
-    cols = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [offers]).fetchall()}
     stamped = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning = false)",
                                          [files]).fetchall()}
-    current = " AND ".join([*(["NOT coalesce(o.quarantined, false)"] if "quarantined" in cols else []),
-                            *(["o.duplicate_of IS NULL"] if "duplicate_of" in cols else [])]) or "true"
-    verdict = f"coalesce(h.eligible, o.offer_key IS NULL OR ({current}))" if "eligible" in stamped else \
-        f"(o.offer_key IS NULL OR ({current}))"
+    # a NULL (or absent) verdict means "not judged": never counted as eligible
+    verdict = "coalesce(h.eligible, false)" if "eligible" in stamped else "false"
     allocations = list(SPOT_LIKE if spot else ON_DEMAND)
     rows = con.execute(f"""
         WITH obs AS (
             SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.gpu_id, h.instance_type,
                    h.price_per_gpu_hour_usd AS price
             FROM read_parquet(?, hive_partitioning = false) h
-            LEFT JOIN read_parquet(?) o USING (offer_key)
-            WHERE h.gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND NOT coalesce(h.fractional, false)
+            WHERE h.provider IS NOT NULL AND h.observed_at IS NOT NULL AND isfinite(h.price_per_gpu_hour_usd)
+              AND h.gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND NOT coalesce(h.fractional, false)
               AND h.allocation IN (SELECT UNNEST(?::VARCHAR[])) AND h.price_per_gpu_hour_usd > 0
               AND {verdict}
               AND (? IS NULL OR lower(h.provider) = lower(?))),
         kept AS (SELECT * FROM obs WHERE ? IS NULL OR day > (SELECT max(day) FROM obs) - ?::INTEGER)
         SELECT day, provider, arg_min(gpu_id, price), min(price), count(*), arg_min(instance_type, price)
         FROM kept GROUP BY day, provider ORDER BY day, min(price), provider""",
-                       [files, offers, list(gpus), allocations, provider, provider, days, days]).fetchall()
+                       [files, list(gpus), allocations, provider, provider, days, days]).fetchall()
     con.close()
     return [{"day": d.isoformat(), "provider": p, "gpu_id": g, "price": round(price, 4), "observations": n,
              "instance_type": it} for d, p, g, price, n, it in rows]

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from pydantic import BaseModel
 
-from pipeline.exports.schema import Manifest
+from pipeline.exports.schema import SCHEMA_VERSION, Manifest
 from pipeline.sources.landing import fsync_path
 
 
@@ -106,27 +107,56 @@ def latest(exports_dir: Path) -> Path | None:
     return link.resolve() if link.exists() else None
 
 
-def prune(exports_dir: Path, keep: int) -> list[str]:
-    """Delete all but the newest ``keep`` snapshots (never the one ``latest`` points to) and stale temp folders."""
+def prune(exports_dir: Path, keep: int, skipped: dict[str, str] | None = None) -> list[str]:
+    """Delete all but the newest ``keep`` snapshots (never the one ``latest`` points to) and stale temp folders.
+    Runs after ``latest`` has switched, so it never fails the publish: an entry it may not remove (a symlink, which
+    points at data that is not ours to delete; a folder the file system refuses) is left in place and named in
+    ``skipped`` (name -> why)."""
+    skipped = {} if skipped is None else skipped
     current = latest(exports_dir)
-    snaps = sorted(p for p in exports_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+    snaps = sorted(p for p in exports_dir.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
                    and p.name not in ("latest", "history"))  # history/: shared price partitions, never pruned
     removed = []
     for old in snaps[:-keep] if keep > 0 else snaps:
+        if old.is_symlink():
+            skipped[old.name] = f"a symlink (to {os.readlink(old)}): not removed"
+            continue
         if current is not None and old.resolve() == current:
             continue
-        shutil.rmtree(old)
+        try:
+            shutil.rmtree(old)
+        except OSError as exc:
+            skipped[old.name] = f"could not be removed: {exc.strerror or exc}"
+            continue
         removed.append(old.name)
     for tmp in exports_dir.glob(".tmp-*"):
+        if tmp.is_symlink():
+            skipped[tmp.name] = f"a symlink (to {os.readlink(tmp)}): not removed"
+            continue
         shutil.rmtree(tmp, ignore_errors=True)
     return removed
+
+
+class _FileListing(BaseModel):
+    """What every manifest the project has published carries (schema versions 1 to today's): its files' sha256."""
+    schema_version: str | None = None
+    files: dict[str, str]
+
+
+def _listing(text: str) -> _FileListing:
+    """The manifest's file listing: a manifest of today's schema version must match today's contract whole; one of
+    an earlier version (written by an earlier release, e.g. without ``history``) only needs its listing."""
+    listing = _FileListing.model_validate_json(text)
+    if listing.schema_version == SCHEMA_VERSION:
+        Manifest.model_validate_json(text)
+    return listing
 
 
 def check_snapshot(path: Path) -> list[str]:
     """Problems with a published snapshot: unreadable manifest, missing, changed or unlisted files."""
     manifest_path = path / "manifest.json"
     try:
-        manifest = Manifest.model_validate_json(manifest_path.read_text())
+        manifest = _listing(manifest_path.read_text())
     except (OSError, ValueError) as exc:
         return [f"manifest.json: {exc}"]
     problems = []

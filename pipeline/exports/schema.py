@@ -398,6 +398,9 @@ class Manifest(_Strict):
     files: dict[str, str] = d("relative path -> sha256 of every file of the snapshot folder")
     fx: FxStatus | None = d("the newest ECB rate among current offers' conversions (null: none converted)",
                             default=None)
+    left_out: dict[str, dict[str, int]] = d("per published table, rows a reader cannot place (the report leaves "
+                                            "them out), by reason: not_judged (NULL verdict), no_gpu, no_provider, "
+                                            "no_time, bad_price; empty: none", unit="rows", default_factory=dict)
     history: list[HistoryPart] = d("price-observation partitions this snapshot covers (shared, append-only files "
                                    "under exports/history/, hard-linked into the snapshot's price_observations/)")
 

@@ -284,8 +284,12 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     table.add_row("failures", "none" if not problems else problems[0])
     for p in problems[1:]:
         table.add_row("", p)
-    for n, w in enumerate(warned_checks):  # checks of WARN severity: worth a look, not a failure
-        table.add_row("warnings" if n == 0 else "", f"check {w}")
+    notes = [f"check {w}" for w in warned_checks]  # checks of WARN severity: worth a look, not a failure
+    notes += [f"left out of {t}: " + ", ".join(f"{n:,} {why}" for why, n in r.items())
+              for t, r in (exports.get("rows_left_out") or {}).items()]
+    notes += [f"not pruned: {name} ({why})" for name, why in (exports.get("prune_skipped") or {}).items()]
+    for n, w in enumerate(notes):
+        table.add_row("warnings" if n == 0 else "", w)
     console.print(table)
     cli = command_name()
     console.print(f"next: {cli} models | {cli} gpus H100 | {cli} cheapest qwen3-8b | {cli} fit gpt-oss-20b "

@@ -187,6 +187,25 @@ FROM offers_judged j
 WHERE p.offer_key = j.offer_key AND p.observed_at = j.last_seen AND p.eligible IS NULL
 """
 
+#: every other observation still without a verdict (loaded after a newer one of its offer, e.g. by a history
+#: backfill; loaded by a run whose quality step failed; carried over by an upgrade or a rebuild) is judged too, so
+#: none stays unjudged past a quality run: by the observation's own facts (a known GPU, whole GPUs, a positive
+#: finite price) and its offer's current dedupe and quarantine verdict; an observation of an offer the quality
+#: stage has no verdict for is not eligible. NULL therefore only ever means "not judged yet", and readers treat
+#: it as not eligible.
+_STAMP_UNJUDGED = """
+UPDATE price_observations p
+SET quarantined = coalesce(j.quarantined, false), quality_reasons = coalesce(j.reasons, []),
+    eligible = coalesce(j.duplicate_of IS NULL AND NOT j.quarantined
+                        AND j.allocation_class IN ('on_demand', 'spot', 'marketplace')
+                        AND p.gpu_id IS NOT NULL AND NOT p.fractional AND p.gpu_count >= 1
+                        AND p.price_per_hour_usd > 0 AND isfinite(p.price_per_hour_usd), false)
+FROM (SELECT o.offer_key, q.quarantined, q.reasons, q.duplicate_of, q.allocation_class
+      FROM (SELECT DISTINCT offer_key FROM price_observations WHERE eligible IS NULL) o
+      LEFT JOIN offer_quality q USING (offer_key)) j
+WHERE p.offer_key = j.offer_key AND p.eligible IS NULL
+"""
+
 
 def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
     """Recompute ``offer_quality`` and ``gpu_price_reference`` from ``offers_current``; return counts."""
@@ -203,6 +222,7 @@ def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict
             con.execute("DELETE FROM offer_quality")
             con.execute(_WRITE, {"now": now})
             con.execute(_STAMP_HISTORY)
+            con.execute(_STAMP_UNJUDGED)
             con.execute("DELETE FROM gpu_price_reference")
             con.execute("INSERT INTO gpu_price_reference SELECT *, $now FROM q_reference", {"now": now})
             for table in ("q_base", "q_kept", "q_reference", "q_flags", "q_confirmed"):

@@ -29,17 +29,56 @@ class Snapshot:
     history: pl.DataFrame
     gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
     native_formats: dict[str, str] = field(default_factory=dict)  # model id -> the checkpoint's stored format
+    left_out: dict[str, dict[str, int]] = field(default_factory=dict)  # rows priced() leaves out, by reason
 
 
 def priced(frame: pl.DataFrame) -> pl.DataFrame:
-    """Eligible hourly prices (the published ``eligible`` column: the ``offers_judged`` view's verdict, sql/020; in
-    the history, the verdict each observation got when it was current), with their board class. Rows without a
-    verdict (history observed before issue #24) are left out: they may be quarantined placeholders."""
+    """Eligible hourly prices with their board class: rows whose published ``eligible`` is true (the
+    ``offers_judged`` view's verdict, sql/020; in the history, the verdict each observation got when judged). A NULL
+    verdict means "not judged" and is never shown; so are rows a chart or the board cannot place: no GPU id, no
+    provider, no time, or a price that is not a positive finite number (:func:`unplaceable` counts them)."""
     if frame.is_empty() or "eligible" not in frame.columns:
         return frame.head(0).with_columns(price_class=pl.lit(None, dtype=pl.String))
-    out = frame.filter(pl.col("eligible").fill_null(False))
+    out = frame.filter(pl.col("eligible").fill_null(False) & _placeable(frame))
     return out.with_columns(price_class=pl.col("allocation").replace_strict(PRICE_CLASS, default=None)) \
         .filter(pl.col("price_class").is_not_null())
+
+
+def _placeable(frame: pl.DataFrame) -> pl.Expr:
+    price = pl.col("price_per_gpu_hour_usd").cast(pl.Float64)
+    ok = pl.col("gpu_id").is_not_null() & pl.col("provider").is_not_null() & price.is_finite() & (price > 0)
+    return ok & pl.col("observed_at").is_not_null() if "observed_at" in frame.columns else ok
+
+
+def unplaceable(frame: pl.DataFrame) -> dict[str, int]:
+    """How many rows :func:`priced` leaves out and why: ``not_judged`` (NULL verdict), ``no_gpu``, ``no_provider``,
+    ``no_time``, ``bad_price`` (missing, zero, negative, NaN or infinite); only reasons that occur."""
+    if frame.is_empty():
+        return {}
+    price = pl.col("price_per_gpu_hour_usd").cast(pl.Float64)
+    judged = pl.col("eligible").is_null() if "eligible" in frame.columns else pl.col("offer_key").is_not_null()
+    checks = {"not_judged": judged,
+              "no_gpu": pl.col("gpu_id").is_null(), "no_provider": pl.col("provider").is_null(),
+              "no_time": pl.col("observed_at").is_null() if "observed_at" in frame.columns else pl.lit(False),
+              "bad_price": ~(price.is_finite() & (price > 0)).fill_null(False)}
+    counts = frame.select(**{k: v.sum() for k, v in checks.items()}).row(0, named=True)
+    return {k: int(v) for k, v in counts.items() if v}
+
+
+def left_out_rows(path: Path) -> dict[str, dict[str, int]]:
+    """Per published table, the rows of a snapshot folder the board and charts leave out, by reason (written into
+    the manifest and the run summary): current offers the verdict does not exclude, and every history row."""
+    offers = pl.read_parquet(path / "offers_current.parquet")
+    obs_files = sorted((path / "price_observations").glob("*/*.parquet"))
+    history = (pl.concat([pl.read_parquet(f, hive_partitioning=False) for f in obs_files], how="diagonal_relaxed")
+               if obs_files else offers.head(0))
+    return _left_out(offers, history)
+
+
+def _left_out(offers: pl.DataFrame, history: pl.DataFrame) -> dict[str, dict[str, int]]:
+    claimed = offers.filter(pl.col("eligible").fill_null(True)) if "eligible" in offers.columns else offers.head(0)
+    out = {"offers_current": unplaceable(claimed), "price_observations": unplaceable(history)}
+    return {k: v for k, v in out.items() if v}
 
 
 def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapshot:
@@ -55,20 +94,10 @@ def load_snapshot(path: Path, manifest: dict[str, Any] | None = None) -> Snapsho
     gpus = {r["id"]: r for r in pl.read_parquet(path / "gpus.parquet").to_dicts()}
     native = (pl.scan_parquet(path / "sizing.parquet").filter(pl.col("format") == "native")
               .select("model_id", "stored_format").unique("model_id").collect())
-    if not history.is_empty():  # observations the quality stage rejected (pipeline/exports/price_history.py's rule)
-        verdict = pl.lit(True)
-        if "quarantined" in offers.columns:
-            verdict = verdict & ~pl.col("quarantined").fill_null(False)
-        if "duplicate_of" in offers.columns:
-            verdict = verdict & pl.col("duplicate_of").is_null()
-        rejected = offers.filter(~verdict)["offer_key"].to_list()
-        kept = ~pl.col("offer_key").is_in(rejected)
-        if "eligible" in history.columns:  # stamped when observed (issue #24): that verdict, else the current one
-            kept = pl.when(pl.col("eligible").is_null()).then(kept).otherwise(pl.col("eligible"))
-        history = history.with_columns(eligible=kept)  # what priced() keeps
     return Snapshot(path=path, manifest=manifest, index=index, model_paths=model_paths, offers=priced(offers),
                     history=priced(history), gpus=gpus,
-                    native_formats=dict(zip(native["model_id"], native["stored_format"], strict=True)))
+                    native_formats=dict(zip(native["model_id"], native["stored_format"], strict=True)),
+                    left_out=_left_out(offers, history))
 
 
 def board(snap: Snapshot) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from pipeline.compute.workers import in_workers
-from pipeline.report.data import board, load_snapshot, price_history
+from pipeline.report.data import Snapshot, board, load_snapshot, price_history
 from pipeline.report.i18n import LOCALES, Texts
 
 HERE = Path(__file__).resolve().parent
@@ -112,6 +112,15 @@ def _recommendations(t: Texts, model: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _left_out(snap: Snapshot) -> dict[str, int]:
+    """Rows of the offers and the history the board and charts leave out, summed by reason."""
+    out: dict[str, int] = {}
+    for counts in snap.left_out.values():
+        for reason, n in counts.items():
+            out[reason] = out.get(reason, 0) + n
+    return out
+
+
 def _index_row(model: dict[str, Any], native: str | None) -> dict[str, Any]:
     return {"id": model["id"], "name": model["name"], "lab": model["lab"]["name"], "failed": None,
             "params": model["parameters"], "active": model["activeParameters"], "native": format_name(native),
@@ -185,5 +194,5 @@ def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None =
     history = price_history(snap)
     (out / "prices.html").write_text(env.get_template("prices.html").render(
         **common, root="", page="prices", rows=rows, history=history, charts=_chart_data(t, history),
-        offers=snap.offers.height, providers=snap.offers["provider"].n_unique() if snap.offers.height else 0))
+        offers=snap.offers.height, left_out=_left_out(snap), providers=snap.offers["provider"].n_unique() if snap.offers.height else 0))
     return out

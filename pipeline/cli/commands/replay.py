@@ -24,10 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_replay_backfill(args: argparse.Namespace) -> int:
     """Replay the series' earlier steps through the price assets, then (unless --no-run) the main job."""
+    data_dir = data_dir_of(args)
+    # before the definitions are imported (backfill_history imports them): their resources read the data dir, and the
+    # main job at the end must run on the same one as the history steps
+    os.environ["VRAMLAB_DATA_DIR"] = str(data_dir)
     from pipeline.ops.replay_backfill import backfill_history
     from pipeline.ops.run import run_main_job
 
-    data_dir = data_dir_of(args)
     db = Path(os.environ.get("VRAMLAB_DB") or data_dir / "vramlab.duckdb")
     for step in backfill_history(data_dir, db):
         print(f"{step.step} (as of {step.as_of:%Y-%m-%d %H:%M}, {', '.join(step.sources)}): {step.status}")
