@@ -79,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not isinstance(exc, _user_errors()):
                 raise
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            print(f"{PROG}: error: {message}", file=sys.stderr)
+            from pipeline.cli.text import clean  # a message may quote provider or Hub text
+
+            print(f"{PROG}: error: {clean(message, lines=True)}", file=sys.stderr)
             return 2
         sys.stdout.flush()
         return code

@@ -13,6 +13,9 @@ from typing import Any
 from rich import box
 from rich.console import Console as _RichConsole
 from rich.table import Table
+from rich.text import Text
+
+from pipeline.cli.text import clean, styled
 
 WIDTH = 100
 
@@ -25,6 +28,11 @@ class QuietPipeConsole(_RichConsole):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: ANN401 - rich's signature
+        """rich's print, except that a string is always data: cleaned of control sequences, never read as markup
+        (the CLI's own emphasis comes as :func:`styled` text)."""
+        super().print(*(Text(clean(o, lines=True)) if isinstance(o, str) else o for o in objects), **kwargs)
 
 
 def Console() -> _RichConsole:  # noqa: N802 - a drop-in for rich.Console
@@ -42,6 +50,10 @@ class _Titled(Table):
     head: str | None = None
     foot: str | None = None
 
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:  # noqa: ANN401 - rich's signature
+        """A row whose string cells are data: shown literally, cleaned of control sequences."""
+        super().add_row(*(Text(clean(c)) if isinstance(c, str) else c for c in cells), **kwargs)
+
 
 def _table(title: str | None = None, caption: str | None = None) -> _Titled:
     table = _Titled(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -52,15 +64,15 @@ def _table(title: str | None = None, caption: str | None = None) -> _Titled:
 def _show(console: _RichConsole, table: Table) -> None:
     head, foot = getattr(table, "head", None), getattr(table, "foot", None)
     if head:
-        console.print(f"[bold]{head}[/bold]")
+        console.print(styled((head, "bold")))
     console.print(table)
     if foot:
-        console.print(f"[dim]{foot}[/dim]")
+        console.print(styled((foot, "dim")))
 
 
 def say(text: str, console: _RichConsole | None = None) -> None:
     """A sentence wrapped between words to the table width (no markup read from it)."""
-    (console or Console()).print(text, markup=False, highlight=False)
+    (console or Console()).print(text, highlight=False)
 
 
 def _money(v: float | None, digits: int = 2) -> str:
@@ -92,10 +104,10 @@ def print_size_report(report: Any, totals: list[dict[str, Any]], limit: Any = No
     console = console or Console()
     counts = report.parameter_counts
     kinds = ", ".join(f"{v} {k}" for k, v in report.layers.items() if k != "total")
-    console.print(f"[bold]{report.model}[/bold] ({report.model_type}): {report.parameters:,.2f}B parameters, "
+    console.print(styled((report.model, "bold"), f" ({report.model_type}): {report.parameters:,.2f}B parameters, "
                   f"{report.active_parameters:,.2f}B active (from {counts.used}); {report.layers['total']} layers: "
                   f"{kinds}; native format {report.native_format} ({report.native_source}); "
-                  f"architecture from {report.architecture_source}")
+                  f"architecture from {report.architecture_source}"))
     contexts = [row["context"] for row in totals]
     table = _table("Memory for one copy of the model and one request (GiB): weights + BF16 KV cache + state")
     table.add_column("format")
@@ -135,25 +147,24 @@ def _plan_text(plan: dict[str, Any] | None) -> str:
 
 def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     console = console or Console()
-    head = f"[bold]{result['model']}[/bold] on {result['gpuName']} with {result['engine']}, {result['format']}"
     sub = result.get("substitute")
-    if sub:
-        head += f" (as {sub['format']})"
+    head = styled((result["model"], "bold"), f" on {result['gpuName']} with {result['engine']}, {result['format']}"
+                  + (f" (as {sub['format']})" if sub else ""), ": ")
     if not result["fits"]:
-        console.print(f"{head}: [red]no deployment[/red] ({result['reason']})")
+        console.print(head + styled(("no deployment", "red"), f" ({result['reason']})"))
         return
     plan, mem, speed = result["plan"], result["memoryPerGpuGiB"], result["throughput"]
-    console.print(f"{head}: [green]{result['gpus']} GPU(s)[/green], TP {plan['tensorParallel']} x PP "
-                  f"{plan['pipelineParallel']} on {plan['nodes']} machine(s); "
-                  f"{'native' if result['nativeSupport'] else 'not native'} ({result['supportNote']})")
+    console.print(head + styled((f"{result['gpus']} GPU(s)", "green"), f", TP {plan['tensorParallel']} x PP "
+                                f"{plan['pipelineParallel']} on {plan['nodes']} machine(s); "
+                                f"{'native' if result['nativeSupport'] else 'not native'} ({result['supportNote']})"))
     if sub:
-        console.print(f"[yellow]substitute[/yellow]: {sub['note']}")
+        console.print(styled(("substitute", "yellow"), f": {sub['note']}"))
     if result.get("gpusAsked"):
         console.print(f"on {result['gpusAsked']} GPUs as asked; the fewest that hold it: {result['fewestGpus']}")
     else:
         console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
     for warning in result.get("warnings") or []:
-        console.print(f"[yellow]warning[/yellow]: {warning}")
+        console.print(styled(("warning", "yellow"), f": {warning}"))
     table = _table(f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
     for col in ("weights", "KV cache", "state", "activations", "overhead", "total", "headroom"):
         table.add_column(col, justify="right")
@@ -177,8 +188,8 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                       f"{start['kvCacheTokens']:,} tokens, {start['maxConcurrency']:g}x requests of "
                       f"{start['maxModelLen']:,} tokens")
     _print_cost(result, console)
-    console.print(f"[dim]{result['launch']['note']}[/dim]")
-    console.print(result["launch"]["command"], soft_wrap=True, markup=False, highlight=False)
+    console.print(styled((result["launch"]["note"], "dim")))
+    console.print(result["launch"]["command"], soft_wrap=True, highlight=False)
 
 
 def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
@@ -190,7 +201,7 @@ def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
         where = f"snapshot {c['snapshot']}" if c.get("snapshot") else "no snapshot yet (`vramlab run`)"
         console.print(f"cost: no current on-demand offer of this GPU runs the plan shown ({where})")
         if other:
-            console.print(f"[yellow]other layout[/yellow]: {other['note']}")
+            console.print(styled(("other layout", "yellow"), f": {other['note']}"))
         return
     console.print(f"cost of the plan shown: ${offer['pricePerHour']:,.2f}/h, ${offer['pricePerMonth']:,.0f}/month "
                   f"(730 h), ${offer['pricePerMonthAtUsage']:,.0f}/month at {c['hoursPerDay']:g} h/day, "
@@ -200,7 +211,7 @@ def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
                   + f" - {offer['provider']} {offer['instanceType']} ({offer['layout']}, {offer['region'] or '-'}, "
                   f"verified {offer['verifiedAt'][:10]}, snapshot {c['snapshot']})")
     if other:
-        console.print(f"[yellow]other layout[/yellow]: {other['note']}")
+        console.print(styled(("other layout", "yellow"), f": {other['note']}"))
     rvb = c.get("rentVsBuy")
     if rvb:
         months = rvb["breakEvenMonths"]
@@ -252,7 +263,7 @@ def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None
         table.add_column(col, justify=just, overflow="fold")
     for r in rows:
         if r["error"]:
-            table.add_row(r["id"], r["repo"] or "-", "-", "-", "-", f"[red]{r['error'][:40]}[/red]")
+            table.add_row(r["id"], r["repo"] or "-", "-", "-", "-", styled((r["error"][:40], "red")))
             continue
         table.add_row(r["id"], r["repo"] or "-", _num(r["parameters"]), _num(r["activeParameters"]),
                       _ctx(r["maxContext"]) if r["maxContext"] else "-", r["nativeFormat"] or "-")
@@ -350,7 +361,7 @@ def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _Ri
                       o["allocation"], f"{o['price_per_hour_usd']:,.3f}", f"{o['price_per_gpu_hour_usd']:,.3f}")
     _show(console, table)
     for reason in rejected:
-        console.print(f"[yellow]rejected[/yellow] {reason}")
+        console.print(styled(("rejected", "yellow"), f" {reason}"))
 
 
 # ------------------------------------------------------------------------------------------------ cheapest
@@ -407,5 +418,5 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
         say(f"note: {result['gpuNote']}", console)
     _show(console, table)
     if any(r["instances"] > 1 for r in result["setups"]):
-        console.print("[yellow]note[/yellow]: rows with several nodes span machines (pipeline stages over the "
-                      "network); --single-machine keeps one-instance setups only")
+        console.print(styled(("note", "yellow"), ": rows with several nodes span machines (pipeline stages over the "
+                             "network); --single-machine keeps one-instance setups only"))

@@ -8,7 +8,10 @@ every ``ok``/``partial`` live fetch):
   that appears or disappears is an unknown shape: the parser may be reading a field that moved.
 - **enum values**: values a parser branches on (``Source.enum_values``, e.g. RunPod's ``stockStatus``, Azure's
   ``type``) that are not among the values the parser knows (``Source.known_enums``).
-- **volume**: fewer than :data:`DROP_FRACTION` of the last good fetch's offers (a more than 50 % drop).
+- **volume**: fewer than :data:`DROP_FRACTION` of the last good fetch's offers (a more than 50 % drop), or more
+  than :data:`GROWTH_FACTOR` times as many (a flood: a source answering offers it never had, in invented zones,
+  is held back like a fall; trusted, it would become the baseline and the next true answer would look like a
+  collapse).
 
 A degraded fetch is landed and logged like any other (outcome ``degraded``, ``drift`` says what changed), but its
 offers are not loaded: the last good observations stay published (they turn stale after 2 hours, so nothing
@@ -24,6 +27,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,8 @@ from pydantic import BaseModel, Field
 from pipeline.sources.base import ParseResult, RawPayload, Source
 
 DROP_FRACTION = 0.5
+GROWTH_FACTOR = 3.0
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?%?x?")
 ACCEPT_AFTER = 3
 MIN_OFFERS_FOR_DROP = 4  # a source of 1-3 offers moves by more than half with one listing: too noisy to judge
 
@@ -112,6 +118,9 @@ def changes(source: Source, raw: RawPayload, result: ParseResult, baseline: Base
         out.append(f"offers fell from {baseline.offers} to {offers} "
                    f"({(offers - baseline.offers) / baseline.offers:.0%}) since the last good fetch of "
                    f"{baseline.fetched_at.isoformat()}")
+    elif baseline.offers >= MIN_OFFERS_FOR_DROP and offers > GROWTH_FACTOR * baseline.offers:
+        out.append(f"offers grew from {baseline.offers} to {offers} ({offers / baseline.offers:.1f}x) since the last "
+                   f"good fetch of {baseline.fetched_at.isoformat()}")
     return out
 
 
@@ -125,7 +134,9 @@ def judge(source: Source, raw: RawPayload, result: ParseResult, data_dir: Path) 
     if not found:
         _save(data_dir, source.name, fresh)
         return []
-    signature = hashlib.sha256("|".join(sorted(s.split(" since ")[0] for s in found)).encode()).hexdigest()[:16]
+    # the same drift, whatever its figures: a real change repeats with counts that move a little every hour
+    signature = hashlib.sha256("|".join(sorted(_NUMBER.sub("#", s.split(" since ")[0]) for s in found))
+                               .encode()).hexdigest()[:16]
     streak = (baseline.streak + 1) if baseline and baseline.streak_signature == signature else 1
     if streak >= ACCEPT_AFTER:
         _save(data_dir, source.name, fresh)  # seen on ACCEPT_AFTER fetches in a row: the source really changed

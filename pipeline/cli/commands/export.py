@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export_check(args: argparse.Namespace) -> int:
+    from pipeline.cli.text import clean
     from pipeline.exports.publish import check_snapshot, latest
 
     snapshot = Path(args.snapshot) if args.snapshot else latest(data_dir_of(args) / "exports")
@@ -28,6 +29,6 @@ def cmd_export_check(args: argparse.Namespace) -> int:
         raise CliError("no snapshot to check")
     problems = check_snapshot(snapshot)
     for problem in problems:
-        print(f"{snapshot.name}: {problem}")
+        print(f"{snapshot.name}: {clean(problem)}")
     print(f"{snapshot.name}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
     return 1 if problems else 0
