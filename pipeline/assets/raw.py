@@ -40,6 +40,14 @@ def _metadata(entry: FetchLogEntry, replay: bool) -> dict:
             "degraded": entry.outcome == "degraded", "drift": dg.MetadataValue.json(entry.drift)}
 
 
+def _clock_not_ahead(entries: list[FetchLogEntry]) -> None:
+    """A live fetch whose answer's ``Date`` says this machine's clock is ahead ends the run before anything is
+    loaded or published: a snapshot would be dated in the future and lock later runs out."""
+    ahead = [e for e in entries if e.outcome == "clock_ahead"]
+    if ahead:
+        raise dg.Failure(description=ahead[0].message or "clock ahead", allow_retries=False)
+
+
 def _clock_sane(s) -> None:  # type: ignore[no-untyped-def] - pipeline.settings.Settings
     """A live fetch never starts on a clock behind what is already recorded (replay times are recordings')."""
     if not s.replay:
@@ -58,6 +66,7 @@ def raw_prices__ecb(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
         entry, _ = run_source(CURRENCY_SOURCE, client, s.data_dir, None, replay=s.replay)
     if entry.outcome not in ("ok", "partial", "unchanged"):
         context.log.warning(f"{CURRENCY_SOURCE.name}: {entry.outcome}: {entry.message}")
+    _clock_not_ahead([entry])
     return dg.MaterializeResult(metadata=_metadata(entry, s.replay))
 
 
@@ -84,6 +93,7 @@ def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # 
         if entry.outcome not in ("ok", "partial", "unchanged"):
             context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(entry, s.replay))
+    _clock_not_ahead([entry for entry, _ in results])
 
 
 PRICE_ASSETS = [raw_prices]

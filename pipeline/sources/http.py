@@ -31,7 +31,8 @@ from pipeline.sources.payload import RawPart
 
 USER_AGENT = "vramlab/0.1 (+https://github.com/vramlab/vramlab; GPU price and LLM sizing pipeline)"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
-KEPT_HEADERS = ("content-type", "etag", "last-modified", "retry-after", "content-length", "x-vramlab-observed-at")
+KEPT_HEADERS = ("content-type", "etag", "last-modified", "retry-after", "content-length", "date",
+                "x-vramlab-observed-at")
 
 
 def _env_float(name: str, default: float) -> float:

@@ -27,6 +27,7 @@ import json
 import os
 import time
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Literal
 
@@ -47,7 +48,7 @@ from pipeline.sources.fx import FxError, FxRates
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, http_settings, redact
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
-                  "parse_error", "not_configured", "gated", "missing", "error", "degraded"]
+                  "parse_error", "not_configured", "gated", "missing", "error", "degraded", "clock_ahead"]
 
 
 class FetchLogEntry(BaseModel):
@@ -68,6 +69,7 @@ class FetchLogEntry(BaseModel):
     raw_path: str | None = None  # metadata file of the landed payload, relative to the data directory
     retry_waits: list[float] = Field(default_factory=list)
     drift: list[str] = Field(default_factory=list)  # what a live fetch changed (outcome degraded: pipeline/sources/drift)
+    server_date: datetime | None = None  # the newest ``Date`` header of the answer: the source's own clock
 
     @field_validator("message", "raw_path")
     @classmethod
@@ -289,15 +291,45 @@ class ClockBehind(Exception):
     """This machine's clock is behind what was already recorded: observations would be stored out of order."""
 
 
+class ClockAhead(Exception):
+    """This machine's clock is ahead of the sources' own clocks: what it records would be dated in the future."""
+
+
+def server_clock(parts: tuple[RawPart, ...] | list[RawPart]) -> datetime | None:
+    """The newest ``Date`` header among the answer's parts (RFC 9110: the origin's clock when it answered)."""
+    dates = []
+    for part in parts:
+        try:
+            when = parsedate_to_datetime(part.headers.get("date", ""))
+        except (TypeError, ValueError, IndexError):
+            continue
+        dates.append(when if when.tzinfo else when.replace(tzinfo=UTC))
+    return max(dates, default=None)
+
+
+def clock_ahead_by(entry: FetchLogEntry) -> float:
+    """Seconds by which the recording machine's clock was ahead of the source's (0 when not known)."""
+    if entry.server_date is None:
+        return 0.0
+    return (entry.started_at - entry.server_date).total_seconds()
+
+
+def _trusted(entry: FetchLogEntry) -> bool:
+    """A fetch whose recorded time can be believed: not refused for a clock ahead, nor dated well past the
+    source's own ``Date``."""
+    return entry.outcome != "clock_ahead" and clock_ahead_by(entry) <= CLOCK_TOLERANCE_SECONDS
+
+
 def check_clock(data_dir: Path, now: datetime | None = None) -> None:
-    """Refuse a live run whose clock is behind the newest fetch already in the fetch log (by more than
+    """Refuse a live run whose clock is behind the newest trusted fetch already in the fetch log (by more than
     :data:`CLOCK_TOLERANCE_SECONDS`): its observations would be stored as older than prices they replace, and
-    its snapshot would become ``latest`` dated in the past. ``VRAMLAB_ALLOW_CLOCK_BEHIND=1`` (``vramlab run
-    --allow-clock-behind``) lets such a run go on."""
+    its snapshot would become ``latest`` dated in the past. A fetch recorded by a machine whose clock was ahead of
+    the source's (its ``Date`` header says so) is not trusted: it never locks out a run on the right clock.
+    ``VRAMLAB_ALLOW_CLOCK_BEHIND=1`` (``vramlab run --allow-clock-behind``) lets such a run go on."""
     if os.environ.get("VRAMLAB_ALLOW_CLOCK_BEHIND", "").lower() in ("1", "true", "yes"):
         return
     now = now or datetime.now(UTC)
-    newest = max((e.started_at for e in read_log(data_dir)), default=None)
+    newest = max((e.started_at for e in read_log(data_dir) if _trusted(e)), default=None)
     if newest is not None and (newest - now).total_seconds() > CLOCK_TOLERANCE_SECONDS:
         raise ClockBehind(f"this machine's clock ({now:%Y-%m-%d %H:%M:%S} UTC) is behind the newest recorded fetch "
                           f"({newest:%Y-%m-%d %H:%M:%S} UTC): fix the clock, or run with --allow-clock-behind "
@@ -369,6 +401,14 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         raw = raw.model_copy(update={"fetched_at": started})
     path = land(raw, data_dir)
     landed = dict(bytes=raw.size, sha256=raw.sha256, raw_path=relative_raw_path(path, data_dir))
+    server = None if replay else server_clock(raw.parts)
+    if server is not None:
+        landed["server_date"] = server
+        ahead = (started - server).total_seconds()
+        if ahead > CLOCK_TOLERANCE_SECONDS:  # landed as fetched, never loaded: its times would lie in the future
+            return finish("clock_ahead", message=f"this machine's clock ({started:%Y-%m-%d %H:%M:%S} UTC) is "
+                          f"{ahead / 3600:.1f} h ahead of {source.name}'s ({server:%Y-%m-%d %H:%M:%S} UTC, its Date "
+                          "header): nothing of this run is stored or published; fix the clock (NTP)", **landed), None
     if source.conditional:
         _validators_path(data_dir, source.name).write_text(json.dumps(client.validators))
     if raw.parts and all(p.status == 304 for p in raw.parts):
