@@ -52,3 +52,51 @@ def settings() -> Settings:
         raise ValueError(f"VRAMLAB_WORKERS must be a positive whole number, not {workers!r}")
     return Settings(data_dir=data_dir, db_path=db, replay=not live,
                     workers=int(workers) if workers else min(2, os.cpu_count() or 1))
+
+
+#: the data directory's parts a run writes into; a symlink at one of these (or one level inside) that leads out of
+#: the data directory would have a run write elsewhere without a word. ``exports/`` itself is written (a new
+#: snapshot folder, ``latest``) but its published snapshots are not: an old snapshot linked elsewhere is only read,
+#: and pruning leaves it alone and says so.
+WRITTEN_PARTS = ("raw", "exports/history", "hub", "cache")
+WRITTEN_FOLDERS = ("exports",)
+
+
+class ForeignLink(Exception):
+    """A part of the data directory is a symlink leading outside it."""
+
+
+def foreign_links(data_dir: Path) -> dict[str, str]:
+    """Symlinks among the data directory's written parts (and their direct children) that resolve outside it,
+    as ``{relative path: where it leads}``."""
+    root = data_dir.resolve()
+    found: dict[str, str] = {}
+
+    def judge(path: Path) -> None:
+        if path.is_symlink():
+            target = path.resolve()
+            if not target.is_relative_to(root):
+                found[path.relative_to(data_dir).as_posix()] = str(target)
+
+    for part in WRITTEN_FOLDERS:
+        judge(data_dir / part)
+    for part in WRITTEN_PARTS:
+        path = data_dir / part
+        judge(path)
+        if path.is_dir() and not path.is_symlink():
+            for child in path.iterdir():
+                judge(child)
+    return found
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Refuse to run on a data directory whose parts lead elsewhere through symlinks, naming each;
+    ``VRAMLAB_ALLOW_FOREIGN_LINKS=1`` says the links are meant (a bigger disk mounted for ``raw/``)."""
+    if os.environ.get("VRAMLAB_ALLOW_FOREIGN_LINKS", "").lower() in ("1", "true", "yes"):
+        return
+    links = foreign_links(data_dir)
+    if links:
+        named = ", ".join(f"{k} -> {v}" for k, v in sorted(links.items()))
+        raise ForeignLink(f"the data directory {data_dir} has parts that are symlinks leading outside it ({named}): "
+                          "a run would write there; remove the links, point VRAMLAB_DATA_DIR at the real place, or "
+                          "set VRAMLAB_ALLOW_FOREIGN_LINKS=1 if they are meant")

@@ -21,6 +21,7 @@ from pipeline.compute.tracked import tracked_models
 from pipeline.exports.build import publish
 from pipeline.exports.snapshot_offers import keep_offers
 from pipeline.resources import VramlabSettings, store
+from pipeline.settings import ForeignLink, check_data_dir
 from pipeline.storage.loaders import insert_frame, transaction
 from sizing_core.gpus import catalog
 
@@ -181,6 +182,10 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     """Publish a snapshot of what DuckDB holds (``out__exports``; the partitioned graph's publishing step calls it
     after consolidating, with its own offers asset as the provenance's origin)."""
     s = vramlab.settings
+    try:
+        check_data_dir(s.data_dir)  # exports/ and exports/history are written here: never through a foreign link
+    except ForeignLink as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
     tracked = tracked_models(s.data_dir)
     offers_md = context.instance.get_latest_materialization_event(dg.AssetKey(offers_asset))
     provenance = {"code_version": code_version()}

@@ -15,6 +15,7 @@ from pipeline.compute.gc_passes import fewer_gc_passes
 from pipeline.ingest.models import discovery_enabled, discovery_summary, hub_client, ingest_hub
 from pipeline.ingest.prices import client_for, fetch_concurrently, latest_rates
 from pipeline.resources import VramlabSettings
+from pipeline.settings import ForeignLink, check_data_dir
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Source
 from pipeline.sources.landing import ClockBehind, FetchLogEntry, check_clock, run_source
@@ -49,7 +50,12 @@ def _clock_not_ahead(entries: list[FetchLogEntry]) -> None:
 
 
 def _clock_sane(s) -> None:  # type: ignore[no-untyped-def] - pipeline.settings.Settings
-    """A live fetch never starts on a clock behind what is already recorded (replay times are recordings')."""
+    """A fetch never writes through a symlink out of the data directory, and a live fetch never starts on a clock
+    behind what is already recorded (replay times are recordings')."""
+    try:
+        check_data_dir(s.data_dir)
+    except ForeignLink as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
     if not s.replay:
         try:
             check_clock(s.data_dir)
