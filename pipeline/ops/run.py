@@ -243,6 +243,7 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     import dagster as dg
 
     from pipeline.exports.snapshot_offers import latest_snapshot
+    from pipeline.storage.db import DatabaseDamaged
 
     outcomes: dict[str, dict[str, Any]] = {}
     for event in result.get_asset_materialization_events():
@@ -259,6 +260,7 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
         text = f"{e.asset_key.to_user_string()}:{e.check_name}" + (f" ({e.description})" if e.description else "")
         (warned_checks if e.severity == dg.AssetCheckSeverity.WARN else failed_checks).append(text)
     failed_steps = [e.step_key for e in result.all_node_events if e.is_step_failure]
+    damaged = next((d for d in _failure_descriptions(result) if DatabaseDamaged.described(d)), None)
     exports = _metadata(result, "out__exports")
     snapshot = latest_snapshot(s.data_dir)
     table = Table(title=None, show_header=False, box=None, pad_edge=False)
@@ -298,7 +300,20 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
         webserver = command_name("dagster-webserver")
         console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} {webserver} -w workspace.yaml (runs, asset "
                       "metadata and checks, the hourly schedule)")
+    if damaged:  # met by a step (damage past what the start-up check reads): the documented code and hint
+        console.print(f"vramlab: error: {damaged}", style="red")
+        return 3
     return 0 if result.success else 1
+
+
+def _failure_descriptions(result: Any) -> list[str]:  # noqa: ANN401 - a Dagster execution result
+    out = []
+    for event in result.all_node_events:
+        if event.is_step_failure:
+            failure = event.step_failure_data.user_failure_data
+            out.append(failure.description if failure is not None and failure.description else
+                       str(event.step_failure_data.error.message if event.step_failure_data.error else ""))
+    return out
 
 
 def command_name(name: str = "vramlab") -> str:

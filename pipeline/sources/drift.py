@@ -93,8 +93,11 @@ def _save(data_dir: Path, source: str, baseline: Baseline) -> None:
     path = _path(data_dir, source)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(baseline.model_dump_json(indent=1))
-    tmp.replace(path)
+    try:
+        tmp.write_text(baseline.model_dump_json(indent=1))
+        tmp.replace(path)
+    except OSError:  # a full disk: the previous baseline stays the reference, the fetch itself is unharmed
+        tmp.unlink(missing_ok=True)
 
 
 def changes(source: Source, raw: RawPayload, result: ParseResult, baseline: Baseline | None) -> list[str]:

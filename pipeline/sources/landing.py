@@ -48,7 +48,8 @@ from pipeline.sources.fx import FxError, FxRates
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, http_settings, redact
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
-                  "parse_error", "not_configured", "gated", "missing", "error", "degraded", "clock_ahead"]
+                  "parse_error", "not_configured", "gated", "missing", "error", "degraded", "clock_ahead",
+                  "write_error"]
 
 
 class FetchLogEntry(BaseModel):
@@ -92,12 +93,16 @@ def _atomic_write(path: Path, data: bytes, written: list[Path] | None = None) ->
     caller to fsync with others (:class:`LandingBatch`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if written is None:
-            fh.flush()
-            os.fsync(fh.fileno())
-    tmp.replace(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if written is None:
+                fh.flush()
+                os.fsync(fh.fileno())
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: give the partial file's space back
+        raise
     if written is not None:
         written.append(path)
 
@@ -351,7 +356,11 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
     def finish(outcome: Outcome, **extra) -> FetchLogEntry:  # type: ignore[no-untyped-def]
         waits = list(getattr(client._transport, "waits", []))[waits_before:]
         entry = FetchLogEntry(finished_at=datetime.now(UTC), outcome=outcome, retry_waits=waits, **base, **extra)
-        append_log(entry, data_dir)
+        try:
+            append_log(entry, data_dir)
+        except OSError as exc:  # a full disk: this source's attempt goes unrecorded, the others go on
+            entry = entry.model_copy(update={"outcome": "write_error", "message": redact(
+                f"{entry.message + '; ' if entry.message else ''}fetch log not written ({exc})")})
         return entry
 
     if not replay and not source.configured():
@@ -373,7 +382,10 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         if not received:
             return extra
         failed = RawPayload(source=source.name, fetched_at=started, parts=received)
-        path = land(failed, data_dir)
+        try:
+            path = land(failed, data_dir)
+        except OSError as exc:
+            return extra | {"message": f"{extra.get('message') or ''}; not landed ({exc})".lstrip("; ")}
         return dict(bytes=failed.size, sha256=failed.sha256, raw_path=relative_raw_path(path, data_dir)) | extra
 
     try:
@@ -399,7 +411,11 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
         base["started_at"] = started
     if raw.fetched_at != started:
         raw = raw.model_copy(update={"fetched_at": started})
-    path = land(raw, data_dir)
+    try:
+        path = land(raw, data_dir)
+    except OSError as exc:  # disk full, read-only: only this source's write failed; fetched again next run
+        return finish("write_error", bytes=raw.size, sha256=raw.sha256,
+                      message=f"{source.name}: payload not landed ({exc}); not loaded, fetched again next run"), None
     landed = dict(bytes=raw.size, sha256=raw.sha256, raw_path=relative_raw_path(path, data_dir))
     server = None if replay else server_clock(raw.parts)
     if server is not None:
@@ -410,7 +426,10 @@ def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRa
                           f"{ahead / 3600:.1f} h ahead of {source.name}'s ({server:%Y-%m-%d %H:%M:%S} UTC, its Date "
                           "header): nothing of this run is stored or published; fix the clock (NTP)", **landed), None
     if source.conditional:
-        _validators_path(data_dir, source.name).write_text(json.dumps(client.validators))
+        try:
+            _validators_path(data_dir, source.name).write_text(json.dumps(client.validators))
+        except OSError:
+            pass  # not kept: the next fetch is unconditional, nothing else is lost
     if raw.parts and all(p.status == 304 for p in raw.parts):
         return finish("unchanged", **landed), None
     try:

@@ -50,12 +50,20 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
 class DatabaseDamaged(RuntimeError):
     """The DuckDB file exists but cannot be read: one clear error, never retried, never replaced silently."""
 
+    #: the words every message of this error carries: how a run's summary knows a step met a damaged file
+    HINT = "Recover with `vramlab rebuild`"
+
     def __init__(self, path: Path, cause: BaseException):
         self.path = path
         super().__init__(
             f"DuckDB file {path} is damaged ({type(cause).__name__}: {str(cause).splitlines()[0][:300]}). Nothing "
-            f"was written. Recover with `vramlab rebuild` (moves the damaged file aside and re-creates every table "
+            f"was written. {self.HINT} (moves the damaged file aside and re-creates every table "
             f"from the raw landing in {path.parent / 'raw'}); see docs/operating.md, 'Damaged database'.")
+
+    @classmethod
+    def described(cls, text: str | None) -> bool:
+        """Whether a step failure's description is this error's message."""
+        return bool(text) and " is damaged (" in text and cls.HINT in text
 
 
 class DatabaseBusy(RuntimeError):

@@ -162,6 +162,26 @@ def test_damaged_database_one_clear_error(full_run: dict, tmp_path: Path, damage
     assert elapsed < 60  # one error, not DuckDBResource's ~100 s of retries per step
 
 
+def test_damage_past_the_header_met_by_a_step_gives_the_same_code(full_run: dict, tmp_path: Path) -> None:
+    """D02 64 KiB of a block in the middle of ``vramlab.duckdb`` overwritten: the start-up check reads the header
+    and the schema table, fine; a later step meets the bad block (a checksum error). The run ends with the
+    documented exit code 3 and the one-line hint to ``vramlab rebuild``, as damage found at start-up does
+    (before: exit 1, the message only inside the step's failure)."""
+    data = tmp_path / "data"
+    shutil.copytree(full_run["data"], data, symlinks=True)
+    db = data / "vramlab.duckdb"
+    with db.open("r+b") as f:
+        f.seek(db.stat().st_size // 2)
+        f.write(os.urandom(1 << 16))
+    proc = subprocess.run([str(VRAMLAB), "run", "--data-dir", str(data)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=env_for(data, tmp_path / "home"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out[-3000:]
+    said = " ".join(proc.stdout.split())  # the console wraps long lines
+    assert "vramlab: error: DuckDB file " in said and "is damaged (" in said, out[-3000:]
+    assert "Recover with `vramlab rebuild`" in said.split("vramlab: error: DuckDB file ")[-1], out[-3000:]
+
+
 def _counts(db: Path) -> dict[str, int]:
     return {t: count(db, t) for t in ("price_observations", "price_quarantine", "sizing", "offers_current")}
 
