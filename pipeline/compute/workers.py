@@ -10,12 +10,27 @@ writer): it prepares each job's inputs as the generator of jobs is consumed and 
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import current_process, get_context
 from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to end this process when its parent ends (Linux ``PR_SET_PDEATHSIG``): a worker process
+    never outlives the step or command that started it, however that ended (SIGKILL, ``os._exit`` on SIGTERM)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the pool's own shutdown still ends its workers on a normal exit
+
 
 #: what the jobs share, set before the workers fork (read by :func:`_run` in each worker)
 _SHARED: Any = None
@@ -38,7 +53,7 @@ def in_workers(fn: Callable[..., Any], jobs: Iterable[tuple[Any, ...]], shared: 
     _SHARED = shared
     gc.freeze()  # what the workers inherit is never scanned by their collector: its pages stay shared, not copied
     try:
-        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=die_with_parent) as pool:
             pending: deque[Future[Any]] = deque()
             for job in jobs:
                 pending.append(pool.submit(_run, fn, *job))

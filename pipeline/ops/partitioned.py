@@ -19,8 +19,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from typing import Any
 
+from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
+from pipeline.ops.liveness import owner_tags, release_dead_runs
 from pipeline.ops.run import stoppable_by_sigterm
+
+
+def _pool_worker() -> None:
+    """A partition process: stoppable by SIGTERM, and ended by the kernel if ``vramlab parts run`` dies."""
+    stoppable_by_sigterm()
+    die_with_parent()
 
 
 def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, str]:  # noqa: ANN401 - InstanceRef
@@ -32,7 +40,8 @@ def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, st
 
     target = dg.reconstructable(getattr(definitions, job))  # parts_*_job: functions of that name there
     with dg.DagsterInstance.from_ref(instance_ref) as instance:
-        result = dg.execute_job(target, instance=instance, tags={"dagster/partition": key}, raise_on_error=False)
+        result = dg.execute_job(target, instance=instance, raise_on_error=False,
+                                tags={"dagster/partition": key, **owner_tags("parts")})  # whose process it is
     return key, result.success, result.run_id
 
 
@@ -54,11 +63,13 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
     if unknown:
         raise UserError(f"unknown price source partition(s): {', '.join(unknown)} (known: {', '.join(known_sources)})")
     started = time.monotonic()
+    release_dead_runs(instance, log)  # a killed parts run left its runs STARTED, holding the duckdb slot
     ref = instance.get_ref()  # partition runs record into the same (persistent) instance from their processes
     out: dict[str, Any] = {"sources": {}, "models": {}}
 
     def in_process(job: str) -> bool:
-        result = defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False)
+        result = defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False,
+                                                              tags=owner_tags("parts"))
         log(f"{job}: {'ok' if result.success else 'FAILED'} (run {result.run_id[:8]})")
         return result.success
 
@@ -67,7 +78,7 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
             return {}
         done = {}
         with ProcessPoolExecutor(max_workers=max(1, min(concurrency, len(keys))), mp_context=get_context("spawn"),
-                                 initializer=stoppable_by_sigterm) as pool:
+                                 initializer=_pool_worker) as pool:
             futures = [pool.submit(_run_partition, ref, job, key) for key in keys]
             for future in as_completed(futures):
                 key, ok, run_id = future.result()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pipeline.errors import UserError, discard_stdout
+from pipeline.ops.liveness import owner_tags, release_dead_runs
 from pipeline.settings import REPO_ROOT, settings
 
 CLI_TAGS = {"vramlab/trigger": "cli"}
@@ -95,9 +95,9 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
         else:
             home, instance = _persistent_instance(dg)
             where = f"Dagster instance {home}"
-            # a vramlab run that was killed left its run STARTED, holding its duckdb pool slot (no daemon monitors
-            # CLI runs): mark it failed and give its slot back before looking for active runs
-            release_dead_cli_runs(instance, console)
+            # a killed vramlab run (or parts run) left its run STARTED, holding its duckdb pool slot (no daemon
+            # monitors them): mark it failed and give its slot back before looking for active runs
+            release_dead_runs(instance, lambda line: console.print(line, style="yellow"))
             active = instance.get_runs(dg.RunsFilter(tags=REFRESH_TAG, statuses=ACTIVE), limit=1)
             if active and not force:
                 raise UserError(f"refresh run {active[0].run_id} is still {active[0].status.value.lower()} in {home}: "
@@ -113,21 +113,24 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
             try:
                 outcome["result"] = job.execute_in_process(
                     instance=instance, run_id=run_id, raise_on_error=False,
-                    tags={**REFRESH_TAG, **CLI_TAGS, **cli_run_tags()},  # cli_run_tags: whose process it is
+                    tags={**REFRESH_TAG, **CLI_TAGS, **owner_tags("run")},  # whose process it is
                     run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
             except BaseException as exc:  # noqa: BLE001 - reported below, never lost in the thread
                 outcome["error"] = exc
 
         worker = threading.Thread(target=execute, name="vramlab-run", daemon=True)
         started = time.monotonic()
-        _clean_up_on_sigterm(instance, run_id, s.data_dir / "exports")
+        stop = _stop_on_sigterm()
         worker.start()
-        _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet)
+        _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet, stop)
+        if stop.is_set():
+            _stop_run(instance, run_id, s.data_dir / "exports")
         worker.join()
         if "error" in outcome:
             raise outcome["error"]
         result = outcome["result"]
-        return summarize(result, instance, run_id, s, console, time.monotonic() - started)
+        code = summarize(result, instance, run_id, s, console, time.monotonic() - started)
+        return 143 if stop.is_set() else code
 
 
 def _persistent_instance(dg):  # type: ignore[no-untyped-def] - the dagster module, imported by the caller
@@ -162,31 +165,36 @@ for tmp in exports.glob(".tmp-*"):
 """
 
 
-def _clean_up_on_sigterm(instance, run_id: str, exports_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    """SIGTERM (a stopped service, a timeout wrapper) during a run: mark the run failed in the instance (not left
-    STARTED until the next run), give its pool slots back, remove a half-written snapshot folder (``.tmp-*``;
-    ``latest`` still points at the last published one), then exit 143. Only the main thread can install it."""
+def _stop_on_sigterm() -> threading.Event:
+    """SIGTERM (a stopped service, a timeout wrapper) during a run: the handler only records it. The follow loop
+    sees it within a second and ends the run (:func:`_stop_run`) outside the handler: that work takes Dagster's
+    storage locks, which the code the signal interrupted may hold (a handler doing it deadlocked 1 run in 8).
+    Only the main thread can install it; elsewhere the event is never set."""
     import signal
 
-    if threading.current_thread() is not threading.main_thread():
-        return
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    return stop
 
-    def stop(signum: int, _frame: object) -> None:
-        try:
-            run = instance.get_run_by_id(run_id)
-            if run is not None and not run.is_finished:
-                instance.report_run_failed(run, "the vramlab run process was stopped (SIGTERM): run marked failed, "
-                                                "its pool slots released and its unpublished snapshot removed")
-                instance.event_log_storage.free_concurrency_slots_for_run(run_id)
-        finally:
-            # the half-written snapshot is removed by a small process that waits for this one to be gone: removing
-            # it here would race the run's writer thread, which may still create files until os._exit
-            subprocess.Popen([sys.executable, "-c", _REMOVE_AFTER_EXIT, str(os.getpid()), str(exports_dir)],
-                             start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-            os._exit(128 + signum)
 
-    signal.signal(signal.SIGTERM, stop)
+def _stop_run(instance, run_id: str, exports_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """End a run on SIGTERM: mark it failed in the instance (not left STARTED until the next run), give its pool
+    slots back, have a half-written snapshot folder removed (``.tmp-*``; ``latest`` still points at the last
+    published one), then exit 143."""
+    try:
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            instance.report_run_failed(run, "the vramlab run process was stopped (SIGTERM): run marked failed, "
+                                            "its pool slots released and its unpublished snapshot removed")
+            instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+    finally:
+        # the half-written snapshot is removed by a small process that waits for this one to be gone: removing
+        # it here would race the run's writer thread, which may still create files until os._exit
+        subprocess.Popen([sys.executable, "-c", _REMOVE_AFTER_EXIT, str(os.getpid()), str(exports_dir)],
+                         start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+        os._exit(143)
 
 
 def _new_run_id() -> str:
@@ -196,8 +204,9 @@ def _new_run_id() -> str:
 
 
 def _follow(worker: threading.Thread, instance: Any, run_id: str, total: int, console: Console,  # noqa: ANN401
-            quiet: bool) -> None:
-    """A progress bar fed by the run's own event log: one tick per materialized asset, the running step named."""
+            quiet: bool, stop: threading.Event) -> None:
+    """A progress bar fed by the run's own event log: one tick per materialized asset, the running step named.
+    Returns when the run's thread ends or ``stop`` is set."""
     from dagster import DagsterEventType
 
     kinds = {DagsterEventType.STEP_START, DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.STEP_FAILURE}
@@ -228,7 +237,9 @@ def _follow(worker: threading.Thread, instance: Any, run_id: str, total: int, co
             if not alive:
                 progress.update(task, completed=min(done, total), description="done")
                 return
-            time.sleep(1.0)
+            if stop.wait(1.0):
+                progress.update(task, description="stopping (SIGTERM)")
+                return
 
 
 def _metadata(result: Any, key: str) -> dict[str, Any]:  # noqa: ANN401
@@ -400,45 +411,6 @@ def ensure_instance_config(home: Path, console: Console) -> None:
         console.print(f"[yellow]warning: {config} sets no concurrency.pools.default_limit: runs started elsewhere "
                       "(UI, schedule) are not kept apart from this one by the duckdb pool. Copy vramlab's "
                       "dagster.yaml there (docs/operating.md).[/yellow]")
-
-
-CLI_TAG = "vramlab/cli"
-
-
-def cli_run_tags() -> dict[str, str]:
-    """Tags of a run started by this process: who to ask whether it is still alive."""
-    return {CLI_TAG: "run", "vramlab/cli-pid": str(os.getpid()), "vramlab/cli-host": socket.gethostname()}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def release_dead_cli_runs(instance, console: Console | None = None) -> list[str]:  # type: ignore[no-untyped-def]
-    """Runs started by a ``vramlab run`` process that died (SIGKILL, OOM, power loss) stay STARTED forever and
-    keep their ``duckdb`` pool slot: no daemon monitors a CLI run, so every later run would wait for a slot that
-    is never given back. Mark them failed and free their slots (only for processes of this host that are gone)."""
-    import dagster as dg
-
-    active = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
-    released = []
-    for run in instance.get_runs(dg.RunsFilter(statuses=active, tags={CLI_TAG: "run"})):
-        pid = int(run.tags.get("vramlab/cli-pid", "0") or 0)
-        if run.tags.get("vramlab/cli-host") != socket.gethostname() or pid <= 0 or _alive(pid):
-            continue
-        instance.report_run_failed(run, f"the vramlab run process (pid {pid}) is gone: run marked failed and its "
-                                        "pool slots released by the next vramlab run")
-        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-        released.append(run.run_id)
-        if console is not None:
-            console.print(f"[yellow]released run {run.run_id[:8]} of a vramlab run that died (pid {pid})[/yellow]")
-    return released
 
 
 @contextmanager

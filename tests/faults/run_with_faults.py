@@ -112,13 +112,13 @@ def main() -> int:
     if spec.get("assets") == "core+out":  # the DuckDB half of the graph only (the landing is already there)
         import dagster as dg
 
+        from pipeline.ops.liveness import owner_tags
         from pipeline.ops.rebuild import derived_assets
-        from pipeline.ops.run import cli_run_tags
         from pipeline.resources import default_resources
 
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
         result = dg.materialize(derived_assets(), resources=default_resources(), raise_on_error=False,
-                                instance=instance, tags=cli_run_tags())
+                                instance=instance, tags=owner_tags("run"))
         return 0 if result.success else 1
     from pipeline.ops.run import run_main_job
 

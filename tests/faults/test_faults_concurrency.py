@@ -15,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from harness import ROOT
 
 from pipeline.definitions import defs
-from pipeline.ops.run import cli_run_tags, ensure_instance_config, release_dead_cli_runs
+from pipeline.ops.liveness import owner_tags, release_dead_runs
+from pipeline.ops.run import ensure_instance_config
 
 
 def test_schedule_skips_while_a_ui_run_is_active() -> None:
@@ -54,43 +56,54 @@ def test_dagster_home_without_config_keeps_the_pool_limit(tmp_path: Path) -> Non
 
 
 KILLED_RUN = textwrap.dedent("""
-    import os, signal, dagster as dg
-    from pipeline.ops.run import cli_run_tags
+    import os, signal, sys, dagster as dg
+    from pipeline.ops.liveness import owner_tags
 
     @dg.asset(pool="duckdb")
     def holds_the_slot():
         os.kill(os.getpid(), signal.SIGKILL)  # dies while holding the duckdb pool slot
 
-    dg.materialize([holds_the_slot], instance=dg.DagsterInstance.get(), tags=cli_run_tags())
+    dg.materialize([holds_the_slot], instance=dg.DagsterInstance.get(), tags=owner_tags(sys.argv[1]))
 """)
 
 
-def test_killed_cli_run_gives_its_pool_slot_back(tmp_path: Path) -> None:
-    """C04 (the helper, case by case) a process SIGKILLed while its CLI-tagged run holds the duckdb pool slot:
-    ``release_dead_cli_runs`` (what ``vramlab run`` calls before starting, see the whole-command test below)
-    marks it failed and frees the slot; a run of a live process is never touched."""
+@pytest.mark.parametrize("kind", ["run", "parts"])
+def test_killed_run_gives_its_pool_slot_back(tmp_path: Path, kind: str) -> None:
+    """C04 (the helper, case by case) a process SIGKILLed while its run holds the duckdb pool slot, for each
+    command that starts runs (``vramlab run``; ``vramlab parts run`` and its partition processes, whose killed
+    runs nothing released before): ``release_dead_runs`` (what both call before starting, see the whole-command
+    test below) marks it failed and frees the slot; a run of a live process is never touched, nor one whose pid
+    the kernel has given to another process since (told apart by the process's start time)."""
+    from pipeline.ops.liveness import OWNER_START
+
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DAGSTER_HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-c", KILLED_RUN], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", KILLED_RUN, kind], env=env, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     with dg.DagsterInstance.from_config(str(home)) as instance:
         info = instance.event_log_storage.get_concurrency_info("duckdb")
         assert info.active_slot_count == 1  # held by a process that no longer exists
         dead = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
         assert len(dead) == 1
-        released = release_dead_cli_runs(instance)
+        released = release_dead_runs(instance)
         assert released == [dead[0].run_id]
         assert instance.event_log_storage.get_concurrency_info("duckdb").active_slot_count == 0
         assert instance.get_run_by_id(dead[0].run_id).status == dg.DagsterRunStatus.FAILURE
         # a live run of this very process is never touched
-        instance.add_run(dg.DagsterRun(job_name="x", run_id="alive", tags=cli_run_tags(),
+        instance.add_run(dg.DagsterRun(job_name="x", run_id="alive", tags=owner_tags(kind),
                                        status=dg.DagsterRunStatus.STARTED))
-        assert release_dead_cli_runs(instance) == []
+        assert release_dead_runs(instance) == []
+        # this pid, but a process started at another time: the pid was reused, the run's process is gone
+        instance.add_run(dg.DagsterRun(job_name="x", run_id="reused", tags=owner_tags(kind) | {OWNER_START: "1"},
+                                       status=dg.DagsterRunStatus.STARTED))
+        assert release_dead_runs(instance) == ["reused"]
 
 
 VRAMLAB = Path(sys.executable).parent / "vramlab"
+
 #: steps that hold the duckdb slot for seconds (core__gpus holds it well under one)
 LONG_DUCKDB_STEPS = {"out__sizing", "core__price_observations", "out__cheapest_setups", "out__exports"}
 
