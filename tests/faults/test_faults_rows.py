@@ -133,3 +133,34 @@ def test_export_check_accepts_a_manifest_of_an_earlier_schema_version(published:
     assert check_snapshot(old) == []
     (old / "manifest.json").write_text(json.dumps(manifest | {"schema_version": SCHEMA_VERSION}))
     assert any("history" in p for p in check_snapshot(old))
+
+
+def test_the_readmes_path_publishes_every_time(published: dict, tmp_path: Path) -> None:
+    """N01 the README's own path through the real commands: a run (the session's replay run, copied), then
+    ``vramlab replay backfill`` on the same data dir, then ``vramlab run``. Before, a replayed SkyPilot-Vast row
+    the quality stage never judged reached the report as "eligible" with a NULL GPU and every later publish failed
+    in ``out__exports``. Each command exits 0 and leaves a snapshot that checks clean; nothing is left unjudged."""
+    import os
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    data, home = tmp_path / "data", tmp_path / "home"
+    shutil.copytree(published["tmp"], data, symlinks=True)
+    home.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DAGSTER_HOME": str(home), "VRAMLAB_DATA_DIR": str(data)}
+    env.pop("VRAMLAB_DB", None)
+    vramlab = Path(sys.executable).parent / "vramlab"
+    for command in (("replay", "backfill", "--data-dir", str(data)), ("run", "--quiet", "--data-dir", str(data))):
+        before = (data / "exports" / "latest").resolve().name
+        proc = subprocess.run([str(vramlab), *command], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, (command, (proc.stdout + proc.stderr)[-3000:])
+        assert (data / "exports" / "latest").resolve().name != before, command  # a new snapshot each time
+        check = subprocess.run([str(vramlab), "export", "--check", "--data-dir", str(data)], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=300)
+        assert check.returncode == 0, check.stdout + check.stderr
+    con = duckdb.connect(str(data / "vramlab.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM price_observations WHERE eligible IS NULL").fetchall()[0][0] == 0
+    con.close()
