@@ -22,7 +22,7 @@ from __future__ import annotations
 from .architecture import Architecture
 from .engines import Engine, effective_format
 from .gpus import GPU
-from .layers import MoE
+from .layers import CompressedSparseAttention, MLAAttention, MoE
 from .memo import model_memo
 from .record import CamelRecord, record
 from .roofline import (
@@ -112,8 +112,8 @@ def moe_layer_count(arch: Architecture) -> int:
 
 
 def mla_layer_count(arch: Architecture) -> int:
-    return sum(1 for layer in arch.layers if layer.mixer is not None
-               and layer.mixer.kind in ("mla", "compressed_sparse_attention"))
+    """Layers of latent attention (MLA, DeepSeek-V4's compressed sparse attention): their extra kernels."""
+    return sum(1 for layer in arch.layers if isinstance(layer.mixer, MLAAttention | CompressedSparseAttention))
 
 
 def _peak(gpu: GPU, fmt: str, native: bool, engine: Engine) -> float | None:
