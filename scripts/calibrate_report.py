@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sizing_core import calibration, engine_memory, engine_speed  # noqa: E402
+from sizing_core.engines import ServerEngine, get_engine  # noqa: E402
 
 MIN_CASES = 6
 FLOOR_PERCENTILE = 0.10  # every band is at least the kind's pooled 10th-90th percentile range
@@ -130,7 +131,7 @@ def figures(memory: list, speed: list, held: dict) -> list[str]:
         k = sum(1 for c in cs if ok(c))
         return f"{k} of {n} ({k / n:.0%})" if n else "none"
 
-    kv = [c for c in memory if c.quantity in ("kv_gib", "kv_tokens") and c.engine in ("vllm", "sglang")
+    kv = [c for c in memory if c.quantity in ("kv_gib", "kv_tokens") and isinstance(get_engine(c.engine), ServerEngine)
           and c.use in COUNTED and c.ratio == c.ratio]
     weights = [c for c in memory if c.quantity == "weights_gib" and c.use in COUNTED]
     decode1 = [c for c in speed if c.quantity == "decode_tok_s" and c.use in COUNTED]

@@ -162,7 +162,7 @@ def memory_comparisons() -> list[Comparison]:
         tp = _int(row["tp"]) or 1
         pp = _int(row["pp"]) or 1
         gpus = _int(row["gpu_count"]) or 1
-        if engine.id == "llama.cpp":
+        if not engine.tensor_parallel:  # a layer split over the GPUs
             tp, pp = 1, gpus
         context = _int(row["context"]) or _int(row["max_model_len"]) or arch.max_context or 8192
         concurrency = _int(row["concurrency"]) or 1

@@ -4,7 +4,7 @@ fewest, the engine's start-up figures (``engine_memory``), and its speed with er
 from __future__ import annotations
 
 from .architecture import Architecture
-from .engine_memory import EngineStartup, repack_extra_bytes, startup
+from .engine_memory import EngineStartup
 from .engines import Engine, Support, effective_format
 from .gpus import GPU
 from .memo import model_memo
@@ -37,9 +37,9 @@ def engine_startup(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: i
     """What ``engine`` logs at start-up for ``arch`` in ``fmt`` on TP x PP GPUs with ``max_model_len = context``
     (llama.cpp: ``concurrency`` slots of ``context`` tokens)."""
     stored = effective_format(arch, fmt)
-    stages = [(layers, w + repack_extra_bytes(arch, stored, gpu, engine, tp, layers))
+    stages = [(layers, w + engine.repack_extra_bytes(arch, stored, gpu, tp, layers))
               for layers, w in stage_weights(arch, fmt, tp, pp)]
-    return startup(arch, gpu, engine, stages, tp, context, kv_cache_dtype, concurrency)
+    return engine.startup(arch, gpu, stages, tp, context, kv_cache_dtype, concurrency)
 
 
 _STARTUP_CACHE: dict[tuple, tuple[Architecture, EngineStartup]] = model_memo()
@@ -72,7 +72,7 @@ def served_concurrency(start: EngineStartup, engine: Engine, gpu: GPU) -> int:
     """Requests of ``max_model_len`` tokens the engine runs at once: what the KV pool holds, at most its
     ``max_num_seqs`` (vLLM's default by GPU; SGLang and llama.cpp: the pool decides)."""
     held = int(start.max_concurrency) if start.max_concurrency < 1e8 else 1
-    cap = start.max_num_seqs if engine.id == "vllm" and start.max_num_seqs else None
+    cap = engine.running_cap(start)
     return max(0, min(held, cap) if cap else held)
 
 

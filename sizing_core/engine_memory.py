@@ -1,5 +1,7 @@
-"""What an engine does with a GPU at start-up: weights as it loads them, the profile run's activation peak, CUDA
-graphs, non-torch memory, and the KV pool that is left, paged into tokens (``kv_layout``).
+"""The measured start-up facts the engine classes (``engines/``) are built from: what CUDA reports, each engine's
+default settings by GPU and version, the profile run's forward-pass peak, non-torch and CUDA-graph memory, MXFP4
+repacking, and the start-up record (:class:`EngineStartup`) every engine answers with. The KV pool left over is
+paged per engine from the layers' cache specs (``kv_layout``).
 
 vLLM V1 (``vllm/v1/worker/gpu_worker.py: determine_available_memory``, ``gpu_model_runner.profile_run``; the notes
 and every figure's source are in ``docs/calibration.md``)::
@@ -29,27 +31,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Protocol
 
 from .architecture import Architecture
 from .gpus import GPU
-from .kv_layout import Pool, Spec, layer_specs, llamacpp_pool, sglang_pool, vllm_pool
 from .layers import MoE
 from .memo import model_memo
 from .record import CamelRecord, alias, record
 from .units import GIB
-
-
-class Engine(Protocol):
-    """What this module reads of ``engines.Engine`` (a protocol: ``engines`` imports this module)."""
-
-    id: str
-    name: str
-    version: str | None
-    memory_fraction: float | None
-    max_num_batched_tokens: int | None
-    max_num_seqs: int | None
-    enforce_eager: bool
 
 CURRENT_VLLM = (0, 28)  # the newest vLLM the calibration set covers; the default version
 CURRENT_SGLANG = (0, 5)
@@ -108,20 +96,25 @@ def vllm_defaults(gpu: GPU, version: tuple[int, int]) -> tuple[int, int]:
     return 2048, 256
 
 
+def sglang_server_defaults(gpu: GPU, tp: int) -> tuple[int, int]:
+    """SGLang's (chunked_prefill_size, cuda_graph_max_bs) by GPU memory class (server_args, late 2025)."""
+    gb = cuda_total_bytes(gpu) / 2**20 / 1024
+    if gb < 20:
+        return 2048, 8
+    if gb < 35:
+        return 2048, 24 if tp < 4 else 80
+    if gb < 60:
+        return 4096, 32 if tp < 4 else 160
+    if gb < 160:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
 def sglang_default_fraction(gpu: GPU, tp: int, pp: int = 1) -> float:
     """SGLang's default mem_fraction_static (server_args, late 2025): reserve by GPU memory class."""
     mem_mb = cuda_total_bytes(gpu) / 2**20
     gb = mem_mb / 1024
-    if gb < 20:
-        chunk, graph_bs = 2048, 8
-    elif gb < 35:
-        chunk, graph_bs = 2048, 24 if tp < 4 else 80
-    elif gb < 60:
-        chunk, graph_bs = 4096, 32 if tp < 4 else 160
-    elif gb < 160:
-        chunk, graph_bs = 8192, 256 if tp < 4 else 512
-    else:
-        chunk, graph_bs = 16384, 512
+    chunk, graph_bs = sglang_server_defaults(gpu, tp)
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if gb > 60:
         reserved = max(reserved, 10 * 1024)
@@ -157,41 +150,6 @@ def forward_peak_bytes(arch: Architecture, tokens: int, tp: int) -> float:
     return tokens * 2 * (FORWARD_HIDDEN_BUFFERS * arch.hidden_size + hit[1])
 
 
-def activation_bytes(arch: Architecture, gpu: GPU, engine: Engine, tp: int, max_model_len: int | None = None
-                     ) -> tuple[float, int, int]:
-    """vLLM's profiled activation peak on one rank with its (max_num_batched_tokens, max_num_seqs); SGLang keeps
-    activations in its reserve (0 here); llama.cpp's compute buffer."""
-    version = parse_version(engine.version) or CURRENT_VLLM
-    if engine.id == "vllm":
-        mnbt, seqs = vllm_defaults(gpu, version)
-        mnbt = engine.max_num_batched_tokens or mnbt
-        seqs = engine.max_num_seqs or seqs
-        tokens = mnbt
-        if version < (0, 8) and max_model_len and not engine.max_num_batched_tokens:
-            tokens = max(mnbt, max_model_len) if max_model_len <= 32768 else mnbt  # V0: no chunked prefill
-        rows = min(tokens, seqs)
-        per_element = SAMPLER_BYTES if version < SAMPLER_CHANGE else SAMPLER_BYTES_2026
-        sampler = tokens * 2 * arch.hidden_size + per_element * rows * arch.vocab_size
-        return max(forward_peak_bytes(arch, tokens, tp), sampler), mnbt, seqs
-    if engine.id == "sglang":
-        return 0.0, 0, 0
-    ubatch = engine.max_num_batched_tokens or 512
-    return ubatch * 4 * (arch.vocab_size + LLAMACPP_COMPUTE_HIDDEN * arch.hidden_size), ubatch, 0
-
-
-def non_torch_bytes(engine: Engine, tp: int) -> float:
-    if engine.id not in ("vllm", "sglang"):
-        return 0.0
-    return (NON_TORCH_GIB + NON_TORCH_PER_TP_GIB * (tp - 1)) * GIB
-
-
-def cuda_graph_bytes(engine: Engine) -> float:
-    """CUDA-graph memory of a vLLM rank (0 when eager): it lives in the 1 - utilisation head-room, not the pool."""
-    if engine.id == "vllm" and not engine.enforce_eager:
-        return CUDA_GRAPH_GIB * GIB
-    return 0.0
-
-
 def mxfp4_pad_factor(gpu: GPU, intermediate: int, hidden: int, tp: int) -> float:
     """MXFP4 expert weights as vLLM/SGLang repack them: the per-rank intermediate and the hidden size padded for the
     kernel (Blackwell FlashInfer 256/256; Hopper and older Marlin/Triton 128/256; ROCm 256/256)."""
@@ -202,21 +160,6 @@ def mxfp4_pad_factor(gpu: GPU, intermediate: int, hidden: int, tp: int) -> float
         a_i, a_h = 256, 256
     padded = math.ceil(per_rank / a_i) * a_i * math.ceil(hidden / a_h) * a_h
     return padded / (per_rank * hidden)
-
-
-def repack_extra_bytes(arch: Architecture, stored: str, gpu: GPU, engine: Engine, tp: int, layers: range) -> float:
-    """Bytes on one rank the engine adds to the stored weights of ``layers`` when it repacks them."""
-    if engine.id not in ("vllm", "sglang"):
-        return 0.0
-    if stored != "mxfp4":
-        return 0.0
-    extra = 0.0
-    for i in layers:
-        mlp = arch.layers[i].mlp
-        if isinstance(mlp, MoE):
-            routed = 3 * mlp.num_experts * mlp.expert_intermediate * arch.hidden_size * 4.25 / 8
-            extra += routed / tp * (mxfp4_pad_factor(gpu, mlp.expert_intermediate, arch.hidden_size, tp) - 1)
-    return extra
 
 
 @record
@@ -240,68 +183,3 @@ class EngineStartup(CamelRecord):
     block_size: int | None
     starts: bool  # the pool holds at least one request of max_model_len (vLLM refuses to start otherwise)
     note: str
-
-
-def startup(arch: Architecture, gpu: GPU, engine: Engine, stages: list[tuple[range, float]], tp: int,
-            max_model_len: int, kv_cache_dtype: str, concurrency: int = 1) -> EngineStartup:
-    """The engine's start-up figures for a plan: ``stages`` = (layers, weight bytes per GPU) of each pipeline stage
-    (from ``placement``), TP ranks per stage."""
-    version_t = parse_version(engine.version)
-    total = cuda_total_bytes(gpu)
-    act, mnbt, seqs = activation_bytes(arch, gpu, engine, tp, max_model_len)
-    nontorch = non_torch_bytes(engine, tp)
-    graphs = cuda_graph_bytes(engine)
-    best: tuple[float, Pool, float] | None = None
-    notes = []
-    for layers, weights in stages:
-        if engine.id == "vllm":
-            util = engine.memory_fraction if engine.memory_fraction is not None else 0.9
-            pool_bytes = util * total - weights - act - nontorch
-            version = version_t or CURRENT_VLLM
-            specs = layer_specs(arch, layers, kv_cache_dtype, tp, max_model_len)
-            hybrid_manager = not (arch.model_type.startswith("gemma4") and version < (0, 21))
-            pool = vllm_pool(specs, pool_bytes, max_model_len, mnbt, state_pages=2 if version >= (0, 20) else 1,
-                             concurrency_tokens=version >= (0, 21), hybrid_manager=hybrid_manager)
-        elif engine.id == "sglang":
-            util = engine.memory_fraction if engine.memory_fraction is not None else \
-                sglang_default_fraction(gpu, tp, len(stages))
-            start_free = total - CUDA_CONTEXT_GIB * GIB - nontorch
-            pool_bytes = util * start_free - weights
-            specs = layer_specs(arch, layers, kv_cache_dtype, tp, max_model_len)
-            hybrid_swa = arch.model_type not in ("gpt_oss", "gemma2", "gemma3_text", "gemma3")
-            pool = sglang_pool(specs, pool_bytes, max_model_len, hybrid_swa=hybrid_swa)
-        else:
-            util = 1.0
-            specs = layer_specs(arch, layers, kv_cache_dtype if kv_cache_dtype != "bf16" else "fp16", 1,
-                                max_model_len, state_f32=True)
-            n_ctx = max_model_len * concurrency
-            kv, state = llamacpp_pool(specs, n_ctx, concurrency, engine.max_num_batched_tokens or 512)
-            pool_bytes = kv + state
-            free = total - LLAMACPP_CONTEXT_GIB * GIB - weights - act
-            per_request = pool_bytes / concurrency if concurrency else 0.0
-            conc = free / per_request if per_request > 0 else math.inf
-            pool = Pool(tokens=n_ctx, max_concurrency=conc, request_bytes=per_request, block_size=256, groups=1,
-                        note="n_ctx cells" if free >= pool_bytes else "does not fit: weights + KV + compute > memory")
-        if best is None or pool.max_concurrency < best[1].max_concurrency:
-            best = (pool_bytes, pool, weights)
-    assert best is not None
-    pool_bytes, pool, weights = best
-    if pool.note:
-        notes.append(pool.note)
-    version_text = engine.version or ".".join(map(str, CURRENT_VLLM if engine.id == "vllm" else CURRENT_SGLANG)) \
-        if engine.id in ("vllm", "sglang") else (engine.version or "current")
-    conc = pool.max_concurrency
-    return EngineStartup(
-        engine=engine.id, version=version_text, gpu_memory_utilization=util, total_gib=total / GIB,
-        weights_gib_per_gpu=max(w for _, w in stages) / GIB, activation_gib=act / GIB, non_torch_gib=nontorch / GIB,
-        cuda_graph_gib=graphs / GIB, kv_cache_gib_per_gpu=pool_bytes / GIB, kv_cache_tokens=pool.tokens,
-        max_concurrency=round(conc, 2) if math.isfinite(conc) else 1e9, max_model_len=max_model_len,
-        max_num_batched_tokens=mnbt or None, max_num_seqs=seqs or None, block_size=pool.block_size,
-        starts=conc >= 1, note="; ".join(notes))
-
-
-def spec_summary(specs: list[Spec]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for s in specs:
-        out[s.kind] = out.get(s.kind, 0) + 1
-    return out

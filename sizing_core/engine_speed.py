@@ -22,7 +22,7 @@ from __future__ import annotations
 from .architecture import Architecture
 from .engines import Engine, effective_format
 from .gpus import GPU
-from .layers import MoE
+from .layers import CompressedSparseAttention, MLAAttention, MoE
 from .memo import model_memo
 from .record import CamelRecord, record
 from .roofline import (
@@ -62,7 +62,8 @@ ALLREDUCE_US = {"nvlink": 10.0, "pcie": 25.0, "pcie-islands": 100.0, "network": 
 
 
 def family(engine: Engine) -> str:
-    return "server" if engine.id in ("vllm", "sglang") else "llama.cpp"
+    """The key of the fitted tables an engine reads (``server``: vLLM/SGLang; ``llama.cpp``: GGUF runners)."""
+    return engine.speed_family
 
 
 def memory_class(gpu: GPU) -> str:
@@ -84,20 +85,8 @@ def link(gpu: GPU, tp: int, nodes: int = 1) -> str:
     return "pcie" if tp <= 4 else "pcie-islands"
 
 
-def _llamacpp_2024(engine: Engine) -> bool:
-    """A llama.cpp build of 2024 or earlier: ``b<build>`` below 4400 or a year before 2025 (None: current)."""
-    text = (engine.version or "").lower()
-    if text.startswith("b") and text[1:].isdigit():
-        return int(text[1:]) < 4400
-    return text.isdigit() and int(text) < 2025
-
-
 def layer_us(engine: Engine) -> float:
-    if family(engine) == "server":
-        base = LAYER_US["server"]
-    else:
-        base = LAYER_US["llama.cpp-2024" if _llamacpp_2024(engine) else "llama.cpp"]
-    return base * (EAGER_FACTOR if eager(engine) else 1.0)
+    return LAYER_US[engine.layer_cost_key()] * (EAGER_FACTOR if eager(engine) else 1.0)
 
 
 def bandwidth_efficiency(engine: Engine, gpu: GPU) -> float:
@@ -107,10 +96,7 @@ def bandwidth_efficiency(engine: Engine, gpu: GPU) -> float:
 
 def eager(engine: Engine) -> bool:
     """No CUDA graphs: asked for, or an engine version from before them (vLLM < 0.3)."""
-    from .engine_memory import parse_version
-
-    version = parse_version(engine.version)
-    return engine.enforce_eager or (engine.id == "vllm" and version is not None and version < (0, 3))
+    return engine.eager()
 
 
 @record
@@ -126,15 +112,15 @@ def moe_layer_count(arch: Architecture) -> int:
 
 
 def mla_layer_count(arch: Architecture) -> int:
-    return sum(1 for layer in arch.layers if layer.mixer is not None
-               and layer.mixer.kind in ("mla", "compressed_sparse_attention"))
+    """Layers of latent attention (MLA, DeepSeek-V4's compressed sparse attention): their extra kernels."""
+    return sum(1 for layer in arch.layers if isinstance(layer.mixer, MLAAttention | CompressedSparseAttention))
 
 
 def _peak(gpu: GPU, fmt: str, native: bool, engine: Engine) -> float | None:
     """Dense tensor FLOPS the engine's kernels can reach: vLLM/SGLang accumulate in FP32 (GeForce half rate,
     ``throughput.peak_flops``); llama.cpp's CUDA kernels accumulate FP16 on GeForce cards (full rate)."""
     flops = peak_flops(gpu, fmt, native)
-    if flops and family(engine) == "llama.cpp" and gpu.kind == "consumer" and gpu.is_nvidia:
+    if flops and engine.fp16_accumulate_on_geforce and gpu.kind == "consumer" and gpu.is_nvidia:
         flops *= 2
     return flops
 

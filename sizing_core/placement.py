@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass
 
 from .architecture import Architecture
-from .engine_memory import repack_extra_bytes
 from .engines import Engine, Support, effective_format
 from .errors import SizingError
 from .formats import tensor_bits
@@ -324,11 +323,11 @@ class PlanSearch:
 
     def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
         """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
-        if self.stored != "mxfp4" or engine.id not in ("vllm", "sglang"):
+        if not engine.repacks(self.stored):
             return None
         key = (gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
         if key not in self._repacks:
-            self._repacks[key] = [repack_extra_bytes(self.arch, "mxfp4", gpu, engine, tp, range(i, i + 1))
+            self._repacks[key] = [engine.repack_extra_bytes(self.arch, "mxfp4", gpu, tp, range(i, i + 1))
                                   for i in range(self.arch.num_layers)]
         return self._repacks[key]
 

@@ -33,16 +33,8 @@ DEFAULT_USD_PER_KWH = 0.15
 def substitute_format(engine_id: str, fmt: str, gpu: GPU) -> str:
     """The format that stands for ``fmt`` on an engine that does not serve it, as the export's gpusNeeded columns
     do (``pipeline/exports/model_json.column_format``): 8-bit is FP8 (INT8 without FP8) with vLLM/SGLang and
-    Q8_0 with llama.cpp; 4-bit GGUF is AWQ int4 with vLLM/SGLang."""
-    if engine_id in ("vllm", "sglang"):
-        if fmt == "fp8":
-            return "fp8" if gpu.supports_fp8 else "int8"
-        if fmt in ("q4_k_m", "iq4_xs"):
-            return "awq_int4"
-        if fmt in ("q8_0",):
-            return "fp8" if gpu.supports_fp8 else "int8"
-        return fmt
-    return {"fp8": "q8_0", "int8": "q8_0", "awq_int4": "q4_k_m", "nvfp4": "q4_k_m"}.get(fmt, fmt)
+    Q8_0 with llama.cpp; 4-bit GGUF is AWQ int4 with vLLM/SGLang (``Engine.substitute_format``)."""
+    return get_engine(engine_id).substitute_format(fmt, gpu)
 
 
 def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement) -> dict[str, str]:
@@ -198,14 +190,7 @@ def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context
 
 def rope_flags(engine_id: str, limit: Any) -> str:  # noqa: ANN401 - a ContextLimit
     """Turning the rope scaling on at load time, per engine (Qwen3's model card gives the vLLM and llama.cpp forms)."""
-    import json
-
     scaling = {"rope_type": limit.rope_type, "factor": limit.factor,
                "original_max_position_embeddings": limit.original}
-    if engine_id == "llama.cpp":
-        return (f" \\\n  --rope-scaling {limit.rope_type} --rope-scale {limit.factor:g}"
-                + (f" --yarn-orig-ctx {limit.original}" if limit.original else ""))
-    if engine_id == "sglang":
-        return f" \\\n  --json-model-override-args '{json.dumps({'rope_scaling': scaling})}'"
-    return f" \\\n  --rope-scaling '{json.dumps(scaling)}'"
+    return get_engine(engine_id).rope_flags(scaling)
 

@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from sizing_core.engines import get_engine
+
 #: llama.cpp RPC across at most this many separately rented machines
 MAX_RPC_MACHINES = 4
 Deployment = Literal["single_machine", "cluster", "llama.cpp-rpc"]
@@ -36,7 +38,7 @@ def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[De
     """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
     if machines == 1:
         return "single_machine", None
-    if engine_id == "llama.cpp":
+    if get_engine(engine_id).joins_machines_over_rpc:
         return ("llama.cpp-rpc", None) if machines <= MAX_RPC_MACHINES else None
     fabric = cluster_fabric(offer["provider"], offer["instance_type"])
     return ("cluster", fabric) if fabric else None

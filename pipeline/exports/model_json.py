@@ -42,9 +42,7 @@ def site_url() -> str:
 def column_format(engine_id: str, column: str, gpu: GPU) -> str:
     """The format that stands for a seed column on an engine: 8-bit is FP8 (INT8 without FP8) with vLLM and Q8_0
     with llama.cpp; 4-bit is AWQ with vLLM (at its own size) and Q4_K_M with llama.cpp."""
-    if engine_id in ("vllm", "sglang"):
-        return {"fp8": "fp8" if gpu.supports_fp8 else "int8", "q4_k_m": "awq_int4"}.get(column, column)
-    return {"fp8": "q8_0"}.get(column, column)
+    return get_engine(engine_id).column_format(column, gpu)
 
 
 def architecture_text(arch: Architecture) -> str:

@@ -20,15 +20,6 @@ from sizing_core import Architecture
 from sizing_core.engines import ENGINES
 from sizing_core.gpus import catalog
 
-_ALL_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention", "mla",
-                        "compressed_sparse_attention", "kimi_delta_attention", "gated_deltanet", "mamba2", "linear",
-                        "none"})
-#: Issue #25's kinds: vLLM and llama.cpp serve Mamba (vLLM: MambaForCausalLM, FalconMambaForCausalLM, Jamba).
-#: Not claimed: RWKV (llama.cpp implements versions 6 and 7 only; the kind does not tell versions apart), xLSTM,
-#: Mllama's cross-attention decoder.
-ENGINE_LAYER_KINDS: dict[str, frozenset[str]] = {"vllm": _ALL_KINDS | {"mamba"}, "sglang": _ALL_KINDS,
-                                                 "llama.cpp": _ALL_KINDS | {"mamba"}}
-
 
 def layer_kinds(arch: Architecture) -> set[str]:
     return {layer.mixer.kind if layer.mixer else "none" for layer in arch.layers}
@@ -39,8 +30,8 @@ def runs_with(arch: Architecture) -> list[str]:
     kinds = layer_kinds(arch)
     gpus = list(catalog().values())
     out = []
-    for engine_id, implemented in ENGINE_LAYER_KINDS.items():
-        engine = ENGINES[engine_id]
-        if kinds <= implemented and any(engine.supports(gpu, "native", arch).runs for gpu in gpus):
+    for engine in ENGINES.values():
+        implemented = engine.layer_kinds  # None: the engine is not claimed for any architecture
+        if implemented is not None and kinds <= implemented and any(engine.supports(gpu, "native", arch).runs for gpu in gpus):
             out.append(engine.name)
     return sorted(out)

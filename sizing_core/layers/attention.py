@@ -5,6 +5,14 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from ..cache_spec import (
+    CacheSpec,
+    ChunkedLocalSpec,
+    CompressedSparseSpec,
+    FullAttentionSpec,
+    MLALatentSpec,
+    SlidingWindowSpec,
+)
 from ..record import checked, record
 from ..tensors import Role, Tensor, matrix, vector
 from .base import Kind, per_rank
@@ -81,6 +89,10 @@ class FullAttention(Kind):
     def state_bytes(self, tp: int) -> float:
         return 0.0
 
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        per_token = self.kv_bytes_per_token(cache_bytes, tp)
+        return [FullAttentionSpec(token_bytes=per_token)] if per_token else []
+
 
 @record
 class SlidingWindowAttention(FullAttention):
@@ -95,6 +107,10 @@ class SlidingWindowAttention(FullAttention):
     def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
         return 0.0
 
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        per_token = self.kv_bytes_per_request(1, cache_bytes, tp)
+        return [SlidingWindowSpec(token_bytes=per_token, sliding_window=self.window)] if per_token else []
+
 
 @record
 class ChunkedLocalAttention(FullAttention):
@@ -108,6 +124,10 @@ class ChunkedLocalAttention(FullAttention):
 
     def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
         return 0.0
+
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        per_token = self.kv_bytes_per_request(1, cache_bytes, tp)
+        return [ChunkedLocalSpec(token_bytes=per_token, sliding_window=self.chunk)] if per_token else []
 
 
 @record
@@ -174,6 +194,9 @@ class MLAAttention(Kind):
     def state_bytes(self, tp: int) -> float:
         return 0.0
 
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        return [MLALatentSpec(token_bytes=self.kv_bytes_per_token(cache_bytes, tp))]
+
 
 @record
 class CompressedSparseAttention(Kind):
@@ -239,3 +262,7 @@ class CompressedSparseAttention(Kind):
 
     def state_bytes(self, tp: int) -> float:
         return 0.0
+
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        return [CompressedSparseSpec(token_bytes=self.kv_bytes_per_request(context, cache_bytes, tp)
+                                     / max(context, 1))]

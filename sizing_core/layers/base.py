@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from ..cache_spec import CacheSpec, StateSpec
 from ..record import Record, record
 
 
@@ -18,3 +19,20 @@ class Kind(Record):
     """Base of every mixer and MLP kind; ``kind`` names it (a class constant, as the configs' layer kinds)."""
 
     kind: ClassVar[str]
+
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        """What this mixer caches on one GPU of a TP group, as cache specs: by default a fixed state per request
+        when it keeps one (recurrent kinds), nothing otherwise; attention kinds answer for their own. ``context``:
+        the reference length of a spec that grows by its own rule; ``state_f32``: every state tensor kept in
+        float32 whatever the checkpoint dtype (llama.cpp's r/s buffers)."""
+        if not self.state_bytes(tp):  # type: ignore[attr-defined]
+            return []
+        return [StateSpec(state_bytes=self.kept_state_bytes(tp, state_f32))]
+
+    def kept_state_bytes(self, tp: int, f32: bool) -> float:
+        """The state bytes per request as the engine keeps them (``f32``: conv/SSM/state tensors in float32)."""
+        m = self
+        if f32 and hasattr(m, "conv_dtype_bytes"):
+            update = {k: 4 for k in ("conv_dtype_bytes", "ssm_dtype_bytes", "state_dtype_bytes") if hasattr(m, k)}
+            m = m.model_copy(update=update)
+        return m.state_bytes(tp)  # type: ignore[attr-defined]

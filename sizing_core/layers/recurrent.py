@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from ..cache_spec import CacheSpec, FullAttentionSpec, StateSpec
 from ..record import checked, record
 from ..tensors import Role, Tensor, matrix, vector
 from .attention import FullAttention
@@ -150,6 +151,11 @@ class ParallelHybrid(Kind):
 
     def state_bytes(self, tp: int) -> float:
         return self.ssm.state_bytes(tp)
+
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        """Both: the attention's K and V per token and the Mamba2 state per request."""
+        return [FullAttentionSpec(token_bytes=self.attention.kv_bytes_per_token(cache_bytes, tp)),
+                StateSpec(state_bytes=self.ssm.kept_state_bytes(tp, state_f32))]
 
 
 @record

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from ..cache_spec import CacheSpec, CrossAttentionSpec
 from ..record import checked, record
 from ..tensors import Role, Tensor, matrix, vector
 from .base import per_rank
@@ -176,3 +177,6 @@ class CrossAttention(Recurrent):
 
     def state_bytes(self, tp: int) -> float:
         return self.image_tokens * per_rank(self.num_kv_heads, tp) * 2 * self.head_dim * self.cache_dtype_bytes
+
+    def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
+        return [CrossAttentionSpec(state_bytes=self.kept_state_bytes(tp, state_f32))] if self.state_bytes(tp) else []
