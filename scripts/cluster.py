@@ -15,6 +15,7 @@ import argparse
 import json
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,11 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=Path(".cluster"))
     args = parser.parse_args()
     root = args.root.resolve()
+    # SIGINT and SIGTERM only set a flag: `up` (or `run`) finishes what it is doing, then the with-block brings
+    # every process it started down
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: stop.set())
     with LocalCluster(root=root, data_dir=root / "data", workers=args.workers) as cluster:
         print(f"cluster up: Postgres storage ({cluster.db_name}), Redis {cluster.broker}, {args.workers} workers; "
               f"DAGSTER_HOME={cluster.home}", flush=True)
@@ -40,7 +46,9 @@ def main() -> int:
             print(f"refresh on {args.workers} Celery workers: {'succeeded' if result['success'] else 'FAILED'} in "
                   f"{time.monotonic() - started:.0f} s; snapshot in {root / 'data' / 'exports' / 'latest'}")
             return 0 if result["success"] else 1
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        while not stop.wait(0.5):
+            pass
+        print("stopping: workers, redis-server and this cluster's database", flush=True)
     return 0
 
 

@@ -12,6 +12,7 @@ writer at a time is kept by the ``duckdb`` pool (claimed in Postgres) and the wr
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
 from pipeline.settings import REPO_ROOT
 
@@ -77,9 +79,14 @@ class LocalCluster:
     root: Path
     data_dir: Path
     workers: int = 2
-    db_name: str = "vramlab_dagster"
+    db_name: str = ""  # default: one database per root (:meth:`__post_init__`), never another cluster's
     redis_port: int = field(default_factory=_free_port)
     processes: list[subprocess.Popen] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.db_name:
+            digest = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:12]
+            self.db_name = f"vramlab_dagster_{digest}"
 
     @property
     def home(self) -> Path:
@@ -104,7 +111,8 @@ class LocalCluster:
         self._instance_config(port)
         self.processes.append(subprocess.Popen(
             ["redis-server", "--bind", "127.0.0.1", "--port", str(self.redis_port), "--save", "",
-             "--appendonly", "no", "--dir", str(self.root)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+             "--appendonly", "no", "--dir", str(self.root)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent))  # ends with this process, however it ends
         _wait_port(self.redis_port, 30)
         # create the instance's tables once, before the workers start (each would race to create them)
         made = subprocess.run([sys.executable, "-c", "import dagster as dg; dg.DagsterInstance.get().dispose()"],
@@ -119,7 +127,8 @@ class LocalCluster:
             self.processes.append(subprocess.Popen(
                 [str(celery), "worker", "start", "-A", "dagster_celery.app", "-y", str(worker_config),
                  "-n", f"vramlab-{n}@%h", "--", "--concurrency", "1"],
-                cwd=REPO_ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                cwd=REPO_ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=die_with_parent))
         self._wait_workers()
 
     def _database(self, port: int) -> None:

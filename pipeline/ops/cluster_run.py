@@ -9,13 +9,20 @@ import os
 import dagster as dg
 
 from pipeline import definitions
+from pipeline.ops.liveness import owner_tags, release_dead_runs
 
 
 def main() -> int:
     if not os.environ.get("VRAMLAB_CELERY_BROKER"):
         raise SystemExit("VRAMLAB_CELERY_BROKER is not set: start the cluster first (scripts/cluster.py up)")
     with dg.DagsterInstance.get() as instance:
-        result = dg.execute_job(dg.reconstructable(definitions.celery_refresh_job), instance=instance)
+        release_dead_runs(instance)  # a killed orchestrating process of an earlier refresh
+        result = dg.execute_job(dg.reconstructable(definitions.celery_refresh_job), instance=instance,
+                                tags=owner_tags("cluster"))
+        if not result.success:
+            # a step killed on its worker, or the broker gone, fails the run; no daemon runs beside the cluster to
+            # give its pool slots back, so this process does
+            instance.event_log_storage.free_concurrency_slots_for_run(result.run_id)
         steps, started, seconds = {}, {}, {}
         for record in instance.all_logs(result.run_id):
             event = record.dagster_event
