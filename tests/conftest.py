@@ -50,3 +50,20 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
                  "duckdb": DuckDBResource(database=str(db))}
     result = dg.materialize(ALL_ASSETS, resources=resources)
     return {"tmp": tmp, "db": db, "result": result, "resources": resources}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test run leaves no process behind: a child still alive at the end (a run's worker, a webserver, a
+    redis-server) fails the session, named."""
+    import os
+    import sys
+
+    from processes import wait_until_none_left
+
+    if hasattr(session.config, "workerinput"):
+        return
+    basetemp = session.config._tmp_path_factory.getbasetemp() if hasattr(session.config, "_tmp_path_factory") else None
+    left = wait_until_none_left(os.getpid(), str(basetemp) if basetemp else None)
+    if left:
+        print("\nprocesses left behind by the test run:\n  " + "\n  ".join(left), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
