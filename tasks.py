@@ -6,6 +6,7 @@ other step:
 
     python3 tasks.py run     # install into .venv (first time, or when pyproject.toml changed), run the pipeline
     python3 tasks.py test    # same set-up, then ruff, import-linter and the whole pytest suite
+    python3 tasks.py test --fast   # the same without the tests that run the graph, a subprocess or a service
 
 Anything after the verb is passed on (``python3 tasks.py test -k kv``).
 """
@@ -90,6 +91,8 @@ def main(argv: list[str]) -> int:
     lint = subprocess.call([str(_venv_bin("ruff")), "check", "."], cwd=ROOT, env=env)
     # the layer order README.md states, no import circles, sizing_core pure ([tool.importlinter] in pyproject.toml)
     layers = subprocess.call([str(_venv_bin("lint-imports")), "--no-cache"], cwd=ROOT, env=env)
+    if "--fast" in rest:  # the tier that runs no graph, subprocess or service (tests/conftest.py: HEAVY)
+        rest = [a for a in rest if a != "--fast"] + ["-m", "not heavy"]
     tests = subprocess.call([str(_venv_bin("python")), "-m", "pytest", *rest], cwd=ROOT, env=env)
     return tests or lint or layers
 

@@ -1,8 +1,13 @@
-"""Every test runs offline: any attempt to resolve or reach a non-loopback address fails the test."""
+"""Every test runs offline: any attempt to resolve or reach a non-loopback address fails the test.
+
+Tests come in two tiers. A module that runs the asset graph, a subprocess or a service (what :data:`HEAVY` finds
+in its source) is marked ``heavy``; ``python3 tasks.py test --fast`` runs the others, the README's test command
+runs everything."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +72,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if left:
         print("\nprocesses left behind by the test run:\n  " + "\n  ".join(left), file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+#: what makes a test module heavy: it runs the graph (in process or as a command), a subprocess or a service
+HEAVY = ("subprocess.", "materialize(", "execute_in_process", "execute_job", "published: dict", "full_run",
+         "vramlab(", "LocalCluster", "chromium", "run_main_job", "backfill_history", "rebuild_database(")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "heavy: runs the asset graph, a subprocess or a service (left out by --fast)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    heavy: dict[Path, bool] = {}
+    for item in items:
+        path = Path(item.fspath)
+        if path not in heavy:
+            source = path.read_text(errors="replace")
+            heavy[path] = any(mark in source for mark in HEAVY)
+        if heavy[path]:
+            item.add_marker(pytest.mark.heavy)
