@@ -7,7 +7,8 @@
 - A descriptive User-Agent (some providers reject library defaults).
 - Conditional requests: ETag / Last-Modified seen last time are sent back; a 304 means "unchanged".
 - Secrets never leave the process: every URL kept or reported (payload metadata, error messages, the fetch log,
-  httpx's own log records) has its key-like query parameters masked (:func:`redact`).
+  httpx's own log records) has its key-like query parameters masked (:func:`redact`), and every body received
+  has the secret values in it replaced before it is kept or landed (:func:`scrub`).
 Timings come from the environment (``VRAMLAB_HTTP_RETRIES``, ``VRAMLAB_HTTP_BACKOFF``, ``VRAMLAB_HTTP_TIMEOUT``,
 ``VRAMLAB_HTTP_MAX_RETRY_WAIT``), so a test or an impatient operator shortens them without touching code; the
 sleep and clock functions are injectable too.
@@ -16,6 +17,7 @@ sleep and clock functions are injectable too.
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import random
@@ -24,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from urllib.parse import quote, quote_plus
 
 import httpx
 
@@ -278,7 +281,10 @@ def get_part(client: httpx.Client, url: str, *, method: str = "GET", conditional
             raise ResponseTooLarge(url, limit)
         # an error body is kept (truncated) for the fetch log, never read whole: a 5xx may be a bomb
         body = capped_bytes(response, url, ERROR_BODY_MAX if failed else limit, deadline, truncate=failed)
-        kept = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+        # scrubbed before anything keeps it (the landing, the fetch log's hash, a parser's error message): an
+        # error page or a GraphQL error that echoes the key never carries it further than this function
+        body = scrub(body, error=failed)
+        kept = {k: redact(response.headers[k]) for k in KEPT_HEADERS if k in response.headers}
         part = RawPart(url=redact(str(response.request.url)), status=response.status_code, body=body, headers=kept)
     received = getattr(client, "received", None)
     if isinstance(received, list):
@@ -316,6 +322,26 @@ def redact(text: str) -> str:
 
 
 _redacted = redact  # the old private name
+
+_SECRET_QUERY_BYTES = re.compile(_SECRET_QUERY.pattern.encode())
+
+
+def scrub(body: bytes, *, error: bool = False) -> bytes:
+    """``body`` with the value of every secret environment variable replaced by ``REDACTED``, as sent and as a
+    server would echo it back (plain, percent-encoded, JSON-escaped). ``error``: the body of a refused request,
+    where key-like query parameters of any URL it repeats are masked too (a 404 page quoting ``?key=...``); a
+    successful body keeps its URLs, only secret values are replaced in it. Bytes in, bytes out: a body that is not
+    text is scrubbed just the same."""
+    if not body:
+        return body
+    for value in _secret_values():
+        forms = {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
+        for form in sorted(forms, key=len, reverse=True):
+            if form:
+                body = body.replace(form.encode(), b"REDACTED")
+    if error:
+        body = _SECRET_QUERY_BYTES.sub(rb"\1REDACTED", body)
+    return body
 
 
 class _RedactingFilter(logging.Filter):

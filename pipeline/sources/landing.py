@@ -45,7 +45,14 @@ from pipeline.sources.base import (
 )
 from pipeline.sources.drift import judge
 from pipeline.sources.fx import FxError, FxRates
-from pipeline.sources.http import HttpStatusError, ResponseTooLarge, SourceClient, http_settings, redact
+from pipeline.sources.http import (
+    HttpStatusError,
+    ResponseTooLarge,
+    SourceClient,
+    http_settings,
+    redact,
+    scrub,
+)
 
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
                   "parse_error", "not_configured", "gated", "missing", "error", "degraded", "clock_ahead",
@@ -107,6 +114,19 @@ def _atomic_write(path: Path, data: bytes, written: list[Path] | None = None) ->
         written.append(path)
 
 
+def _scrubbed(raw: RawPayload) -> RawPayload:
+    """``raw`` with every configured secret removed from each part's body, URL and headers. Bodies fetched by
+    :func:`pipeline.sources.http.get_part` are scrubbed already; this is the landing's own gate for parts built
+    any other way, so no secret is ever written to ``raw/`` (append-only: it would be kept for good)."""
+    parts = []
+    for part in raw.parts:
+        clean = part.model_copy(update={"body": scrub(part.body, error=part.status >= 400), "url": redact(part.url),
+                                        "headers": {k: redact(v) for k, v in part.headers.items()}})
+        parts.append(clean if clean != part else part)
+    return raw if all(a is b for a, b in zip(parts, raw.parts, strict=True)) else \
+        raw.model_copy(update={"parts": tuple(parts)})
+
+
 def land(raw: RawPayload, data_dir: Path, written: list[Path] | None = None) -> Path:
     """Write every part gzip-compressed plus one metadata file; return the metadata path. A fetch whose
     timestamp is already taken (replay stamps every fetch with the snapshot time) gets the next free suffix.
@@ -118,6 +138,7 @@ def land(raw: RawPayload, data_dir: Path, written: list[Path] | None = None) -> 
     while (folder / f"{stamp}.json").exists():
         stamp = f"{base_stamp.removesuffix('Z')}-{n}Z"
         n += 1
+    raw = _scrubbed(raw)
     parts = []
     for n, part in enumerate(raw.parts):
         body_path = folder / f"{stamp}.{n}.body.gz"
