@@ -18,6 +18,7 @@ from pipeline.resources import VramlabSettings
 from pipeline.settings import ForeignLink, check_data_dir
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Source
+from pipeline.sources.http import HostGate, skipped_hosts
 from pipeline.sources.landing import ClockBehind, FetchLogEntry, check_clock, run_source
 
 RAW_GROUP = "raw"
@@ -63,8 +64,13 @@ def _clock_sane(s) -> None:  # type: ignore[no-untyped-def] - pipeline.settings.
             raise dg.Failure(description=str(exc), allow_retries=False) from None
 
 
+#: the price steps start before the Hub step whenever both are ready (Dagster starts ready steps by this tag, in
+#: every executor): a slow Hub never holds the prices back, and neither depends on the other in the graph
+PRICES_FIRST = {"dagster/priority": "1"}
+
+
 @dg.asset(name=asset_name(CURRENCY_SOURCE.name), group_name=RAW_GROUP, kinds={"python", "httpx"},
-          description=_description(CURRENCY_SOURCE), tags={"vramlab/layer": "raw"})
+          description=_description(CURRENCY_SOURCE), tags={"vramlab/layer": "raw"}, op_tags=PRICES_FIRST)
 def raw_prices__ecb(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -> dg.MaterializeResult:
     s = vramlab.settings
     _clock_sane(s)
@@ -83,7 +89,7 @@ PRICE_SPECS = {dg.AssetKey(asset_name(source.name)): source for source in PRICE_
 @dg.multi_asset(name="raw_prices", can_subset=True, specs=[
     dg.AssetSpec(key, group_name=RAW_GROUP, deps=[ECB_ASSET.key], kinds={"python", "httpx"},
                  description=_description(source), tags={"vramlab/layer": "raw"}, skippable=True)
-    for key, source in PRICE_SPECS.items()])
+    for key, source in PRICE_SPECS.items()], op_tags=PRICES_FIRST)
 def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # type: ignore[no-untyped-def]
     """Every selected price source, fetched concurrently; one materialization per source."""
     s = vramlab.settings
@@ -91,15 +97,23 @@ def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # 
     selected = [(key, source) for key, source in PRICE_SPECS.items() if key in context.selected_asset_keys]
     rates = latest_rates(s.data_dir)
     started = time.perf_counter()
-    results = fetch_concurrently([source for _, source in selected], s.data_dir, rates, replay=s.replay,
-                                 client_factory=lambda gate: client_for(s.replay, vramlab.fail_sources, gate=gate,
-                                                                         step=s.replay_step))
+    gate = HostGate()  # shared by every source's client: request spacing and the skipped-host breaker
+    results = fetch_concurrently([source for _, source in selected], s.data_dir, rates, replay=s.replay, gate=gate,
+                                 client_factory=lambda g: client_for(s.replay, vramlab.fail_sources, gate=g,
+                                                                      step=s.replay_step))
     context.log.info(f"fetched {len(selected)} price sources concurrently in {time.perf_counter() - started:.1f} s")
+    _warn_skipped(context, gate.skipped)
     for (key, source), (entry, _) in zip(selected, results, strict=True):
         if entry.outcome not in ("ok", "partial", "unchanged"):
             context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
-        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(entry, s.replay))
+        extra = {"hosts_skipped": dg.MetadataValue.json(dict(gate.skipped))} if gate.skipped else {}
+        yield dg.MaterializeResult(asset_key=key, metadata={**_metadata(entry, s.replay), **extra})
     _clock_not_ahead([entry for entry, _ in results])
+
+
+def _warn_skipped(context: dg.AssetExecutionContext, skipped: dict[str, float]) -> None:
+    for host, seconds in sorted(skipped.items()):
+        context.log.warning(f"host {host} asked to retry after {seconds:.0f} s: skipped for this run")
 
 
 PRICE_ASSETS = [raw_prices]
@@ -112,8 +126,12 @@ def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
     s = vramlab.settings
     _clock_sane(s)
     discovery = discovery_enabled()
-    with fewer_gc_passes():
-        results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=hub_client(s.replay))
+    client = hub_client(s.replay)
+    with fewer_gc_passes(), client:
+        results = ingest_hub(s.data_dir, replay=s.replay, discovery=discovery, client=client)
+    skipped = skipped_hosts(client)  # a Hub that said "later" for longer than a request waits: skipped
+    _warn_skipped(context, skipped)
+    extra_skipped = {"hosts_skipped": dg.MetadataValue.json(skipped)} if skipped else {}
     rows = [(e.repo, log.outcome if log else "spec", model.sha[:12] if model else "") for e, log, model in results]
     outcomes = {}
     for _, log, _ in results:
@@ -128,7 +146,7 @@ def raw_hub__models(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
                          f"| {m['repo']} | {m['sized']} | {m['exact']} | {(m['why'] or '')[:160]} |"
                          for m in found["models"]))}
     return dg.MaterializeResult(metadata={
-        **extra, "models": len(results), "outcomes": dg.MetadataValue.json(outcomes),
+        **extra, **extra_skipped, "models": len(results), "outcomes": dg.MetadataValue.json(outcomes),
         "table": table([("repo", "string"), ("outcome", "string"), ("sha", "string")], rows)})
 
 

@@ -59,11 +59,13 @@ def fetch_workers() -> int:
 
 def fetch_concurrently(sources: list[Source], data_dir: Path, rates: FxRates | None, *, replay: bool,
                        client_factory: Callable[[HostGate], SourceClient] | None = None, workers: int | None = None,
-                       now: datetime | None = None) -> list[tuple[FetchLogEntry, ParseResult | None]]:
+                       now: datetime | None = None,
+                       gate: HostGate | None = None) -> list[tuple[FetchLogEntry, ParseResult | None]]:
     """Run ``sources`` concurrently (each isolated: ``run_source`` records every outcome and never raises for a
     source's failure); results in the order of ``sources``. ``client_factory`` builds one client per source
-    around the shared host gate (default: :func:`client_for`)."""
-    gate = HostGate()
+    around the shared host gate (default: :func:`client_for`); ``gate``: that gate, when the caller wants to
+    read it afterwards (the hosts it skipped), else a new one."""
+    gate = gate or HostGate()
     factory = client_factory or (lambda g: client_for(replay, gate=g))
     if not sources:
         return []

@@ -298,6 +298,12 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     for p in problems[1:]:
         table.add_row("", p)
     notes = [f"check {w}" for w in warned_checks]  # checks of WARN severity: worth a look, not a failure
+    skipped: dict[str, float] = {}  # hosts whose Retry-After outlasted a request's wait (sources/http.py HostGate)
+    for md in [*outcomes.values(), _metadata(result, "raw_hub__models")]:
+        for host, seconds in (md.get("hosts_skipped") or {}).items():
+            skipped[host] = max(float(seconds), skipped.get(host, 0.0))
+    notes += [f"host {host} asked to retry after {seconds:.0f} s: skipped for this run"
+              for host, seconds in sorted(skipped.items())]
     notes += [f"left out of {t}: " + ", ".join(f"{n:,} {why}" for why, n in r.items())
               for t, r in (exports.get("rows_left_out") or {}).items()]
     notes += [f"not pruned: {name} ({why})" for name, why in (exports.get("prune_skipped") or {}).items()]

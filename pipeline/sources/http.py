@@ -1,7 +1,8 @@
 """How vramlab behaves on the network: one place for timeouts, retries, rate limits, size caps and validators.
 
 - Retries with exponential backoff and jitter on timeouts, connection errors, 429 and 5xx; a ``Retry-After``
-  header (seconds or HTTP date) is honoured, capped at ``max_retry_wait``.
+  header (seconds or HTTP date) is honoured up to ``max_retry_wait``; a longer one skips that host for the rest of
+  the run (:class:`HostGate`: later requests to it fail at once, other hosts go on).
 - At most one request per ``min_interval`` seconds to the same host.
 - Responses larger than ``max_bytes`` are refused while streaming (a 5 GB "config.json" never lands in memory).
 - A descriptive User-Agent (some providers reject library defaults).
@@ -137,15 +138,38 @@ class HttpStatusError(Exception):
         super().__init__(f"{part.url}: HTTP {part.status}")
 
 
+class HostSkipped(httpx.TransportError):
+    """A request not sent: its host asked to be retried later than a request may wait (see :class:`HostGate`)."""
+
+    def __init__(self, host: str, seconds: float, request: httpx.Request | None = None):
+        self.host, self.seconds = host, seconds
+        super().__init__(f"{host} asked to retry after {seconds:.0f} s; skipped for this run", request=request)
+
+
 class HostGate:
     """Per-host spacing of request starts (``min_interval``), shared by every transport and thread given the same
     gate: sources fetched concurrently still send at most one request per interval to a host they share (the
     SkyPilot catalogs all live on raw.githubusercontent.com). Each start is reserved under a lock; the wait
-    happens outside it, so other hosts are never held up."""
+    happens outside it, so other hosts are never held up.
+
+    The gate is also each host's breaker: a host that answers ``Retry-After`` longer than a request may wait
+    (``max_retry_wait``) has said it will not answer within this run, so it is marked skipped (:meth:`skip`) and
+    every later request to it through the same gate fails at once (:class:`HostSkipped`) instead of costing its
+    own retries and capped waits: one long Retry-After costs one request, not models x retries. The gate lives
+    as long as the clients that share it (a run's step), so the next run asks the host again."""
 
     def __init__(self) -> None:
         self._last: dict[str, float] = {}
         self._lock = threading.Lock()
+        self.skipped: dict[str, float] = {}  # host -> the Retry-After it sent, seconds
+
+    def skip(self, host: str, seconds: float) -> None:
+        with self._lock:
+            self.skipped[host] = max(seconds, self.skipped.get(host, 0.0))
+
+    def skipped_for(self, host: str) -> float | None:
+        with self._lock:
+            return self.skipped.get(host)
 
     def reserve(self, host: str, now: float, min_interval: float) -> float:
         """Seconds to wait before starting a request to ``host`` at ``now``."""
@@ -198,6 +222,9 @@ class RetryingTransport(httpx.BaseTransport):
         for attempt in range(self.retries + 1):
             if deadline is not None and attempt and self.clock() > deadline:
                 raise DeadlineExceeded(str(request.url))  # no retry starts past the deadline
+            skipped = self.gate.skipped_for(host)
+            if skipped is not None:
+                raise HostSkipped(host, skipped, request)
             self._rate_limit(host)
             try:
                 response = self.inner.handle_request(request)
@@ -207,9 +234,16 @@ class RetryingTransport(httpx.BaseTransport):
                     raise
                 self._pause(self._backoff(attempt))
                 continue
-            if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+            if response.status_code not in RETRY_STATUSES:
                 return response
             wait = self._retry_after(response)
+            if wait is not None and wait > self.max_retry_wait:
+                # the host will not answer within any wait a request may take: skip it for the rest of the run
+                # (the breaker), and this answer is the final one (its body kept for the fetch log)
+                self.gate.skip(host, wait)
+                return response
+            if attempt == self.retries:
+                return response
             response.close()
             pause = min(self.max_retry_wait, wait if wait is not None else self._backoff(attempt))
             if deadline is not None and self.clock() + pause > deadline:
@@ -219,6 +253,12 @@ class RetryingTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def skipped_hosts(client: httpx.Client) -> dict[str, float]:
+    """Hosts the client's breaker skipped for the run, with the Retry-After each asked for (seconds)."""
+    gate = getattr(getattr(client, "_transport", None), "gate", None)
+    return dict(gate.skipped) if isinstance(gate, HostGate) else {}
 
 
 def _reopened(response: httpx.Response) -> httpx.Response:
