@@ -12,7 +12,7 @@ import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-from pipeline.settings import Settings, settings
+from pipeline.settings import Settings, inside_data_root, settings
 from pipeline.sources.replay import series_step
 from pipeline.storage.db import DatabaseDamaged, is_damage, migrate, open_database, writer_lock
 
@@ -26,6 +26,9 @@ class VramlabSettings(dg.ConfigurableResource):
     fail_sources: list[str] = []  # failure drill: in replay mode these sources answer HTTP 500
     replay_step: str = ""  # replay series step (pipeline/replay/prices/series.json); "" = current recordings
     workers: int = 0  # processes the CPU-bound steps fork; 0 = VRAMLAB_WORKERS or the default
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        check_run_config_paths(context)
 
     @classmethod
     def from_env(cls) -> VramlabSettings:
@@ -41,6 +44,37 @@ class VramlabSettings(dg.ConfigurableResource):
 
     def as_of(self) -> datetime:
         return self.settings.as_of()
+
+
+def check_run_config_paths(context: dg.InitResourceContext) -> None:
+    """Refuse a run whose own run config points the data directory or the DuckDB file outside the data root.
+
+    Only what the run config sets is checked: that is what anyone who can launch a run chooses (the launchpad, a
+    GraphQL ``launchRun``); resources built in Python (``vramlab run``, ``rebuild``, tests) are the caller's own
+    choice. Called when a resource is set up for a step, before any asset body runs, so a refused run writes
+    nothing. The DuckDB connection settings cannot be set from run config at all (a ``temp_directory`` would be
+    a path too)."""
+    run = getattr(context, "dagster_run", None)
+    config = (getattr(run, "run_config", None) or {}).get("resources") or {}
+    vramlab = (config.get("vramlab") or {}).get("config") or {}
+    duck = (config.get("duckdb") or {}).get("config") or {}
+    if duck.get("connection_config"):
+        raise dg.Failure(description="run config resources.duckdb.config.connection_config cannot be set from run "
+                                     "config: DuckDB settings are the service's own", allow_retries=False)
+    given = [(f"resources.vramlab.config.{k}", vramlab[k]) for k in ("data_dir", "db_path") if vramlab.get(k)]
+    given += [("resources.duckdb.config.database", duck["database"])] if duck.get("database") else []
+    for where, value in given:
+        try:
+            inside_data_root(where, value)
+        except ValueError as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
+
+
+class VramlabDuckDB(DuckDBResource):
+    """``DuckDBResource`` whose file a run's own config cannot move outside the data root."""
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        check_run_config_paths(context)
 
 
 @contextmanager
@@ -77,4 +111,4 @@ def store(db: DuckDBResource) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def default_resources() -> dict[str, object]:
     s = VramlabSettings.from_env()
-    return {"vramlab": s, "duckdb": DuckDBResource(database=s.db_path)}
+    return {"vramlab": s, "duckdb": VramlabDuckDB(database=s.db_path)}

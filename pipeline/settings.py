@@ -1,6 +1,7 @@
 """Run settings from the environment: where data lives, live or replay, and the clock staleness is judged by.
 
-- ``VRAMLAB_DATA_DIR``: data directory (default ``data/`` at the repository root).
+- ``VRAMLAB_DATA_DIR``: data directory (default ``data/`` at the repository root); also the root a run's own
+  config may not leave (:func:`inside_data_root`).
 - ``VRAMLAB_DB``: DuckDB file (default ``<data dir>/vramlab.duckdb``).
 - ``VRAMLAB_LIVE=1``: fetch from the real sources; otherwise the bundled recordings are replayed.
 - ``VRAMLAB_WORKERS``: processes the CPU-bound steps fork for their work (the cheapest setups, the model files'
@@ -100,3 +101,25 @@ def check_data_dir(data_dir: Path) -> None:
         raise ForeignLink(f"the data directory {data_dir} has parts that are symlinks leading outside it ({named}): "
                           "a run would write there; remove the links, point VRAMLAB_DATA_DIR at the real place, or "
                           "set VRAMLAB_ALLOW_FOREIGN_LINKS=1 if they are meant")
+
+
+class OutsideDataRoot(ValueError):
+    """A path given in a run's config that resolves outside the data root (:func:`inside_data_root`)."""
+
+
+def inside_data_root(where: str, value: str | Path, root: Settings | None = None) -> Path:
+    """``value`` resolved (symlinks followed), if it lies inside the data root; else :class:`OutsideDataRoot`.
+
+    The data root is this process's data directory (``VRAMLAB_DATA_DIR``, else ``data/``); the configured
+    DuckDB file (``VRAMLAB_DB``) is allowed too, wherever it lives. It bounds what a run launched with its own
+    run config (the Dagster UI's launchpad, GraphQL) may point at: a folder of the config's choosing would be
+    written to, and its files loaded into the service's database. ``where`` names the config key."""
+    s = root or settings()
+    base = s.data_dir.resolve()
+    resolved = Path(value).expanduser().resolve()
+    if resolved == s.db_path.resolve() or resolved.is_relative_to(base):
+        return resolved
+    shown = f"{value!s}" + (f" (resolves to {resolved})" if str(resolved) != str(value) else "")
+    raise OutsideDataRoot(f"run config {where} = {shown} is outside the data root {base} (VRAMLAB_DATA_DIR where "
+                          "the service runs): a run may only use folders inside it; to move the data, start the "
+                          "service with another VRAMLAB_DATA_DIR")

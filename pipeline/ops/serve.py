@@ -28,9 +28,21 @@ def _tool(name: str) -> str:
     return str(path)
 
 
+def webserver_command(host: str, port: int, *, allow_launch: bool = False) -> list[str]:
+    """The UI's command: Dagster's webserver behind vramlab's guard (``pipeline/ops/webui.py``: Host and Origin
+    checked, no GraphQL mutation over GET), read-only unless ``allow_launch``."""
+    command = [sys.executable, "-m", "pipeline.ops.webui", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", host,
+               "-p", str(port)]
+    return command if allow_launch else [*command, "--read-only"]
+
+
 def serve(host: str = "127.0.0.1", port: int = 3000, data_dir: str | None = None, *, cron: str | None = None,
-          console: Console | None = None) -> int:
-    """Run the daemon and the webserver until stopped; the exit status is the first child's that ends badly."""
+          console: Console | None = None, allow_launch: bool = False, allow_hosts: tuple[str, ...] = ()) -> int:
+    """Run the daemon and the webserver until stopped; the exit status is the first child's that ends badly.
+
+    The UI is read-only unless ``allow_launch`` (launching runs and backfills, turning schedules on and off);
+    either way it answers only requests addressed to this machine's names or ``allow_hosts`` (the name an
+    authenticating reverse proxy forwards), never a cross-site request."""
     console = console or Console()
     if data_dir:
         os.environ["VRAMLAB_DATA_DIR"] = data_dir
@@ -44,14 +56,23 @@ def serve(host: str = "127.0.0.1", port: int = 3000, data_dir: str | None = None
            "VRAMLAB_DATA_DIR": str(settings().data_dir)}
     if cron:
         env["VRAMLAB_SCHEDULE_CRON"] = cron
+    names = [n for n in (os.environ.get("VRAMLAB_UI_ALLOWED_HOSTS", "").split(",") + list(allow_hosts)) if n.strip()]
+    env.update({"VRAMLAB_UI_BIND_HOST": host, "VRAMLAB_UI_ALLOWED_HOSTS": ",".join(names)})
     workspace = str(REPO_ROOT / "workspace.yaml")
+    _tool("dagster-webserver")  # installed beside this Python: the guard runs its command
     children = [
         subprocess.Popen([_tool("dagster-daemon"), "run", "-w", workspace], cwd=REPO_ROOT, env=env),
-        subprocess.Popen([_tool("dagster-webserver"), "-w", workspace, "-h", host, "-p", str(port)], cwd=REPO_ROOT,
-                         env=env),
+        subprocess.Popen(webserver_command(host, port, allow_launch=allow_launch), cwd=REPO_ROOT, env=env),
     ]
+    names_of = {children[0].pid: "dagster-daemon", children[1].pid: "dagster-webserver"}
+    mode = "launching allowed" if allow_launch else "read-only (--allow-launch to launch from it)"
     console.print(f"vramlab serve: schedule hourly_refresh ({env.get('VRAMLAB_SCHEDULE_CRON', '0 * * * *')}, UTC) "
-                  f"on, instance {home}, data {env['VRAMLAB_DATA_DIR']}; UI http://{host}:{port} (Ctrl-C stops both)")
+                  f"on, instance {home}, data {env['VRAMLAB_DATA_DIR']}; UI http://{host}:{port}, {mode} "
+                  "(Ctrl-C stops both)")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(f"[yellow]vramlab serve: the UI listens on {host}: it has no login of its own. Keep it on "
+                      "127.0.0.1 behind a reverse proxy that authenticates (basic auth, OIDC), and name the proxy's "
+                      "host with --allow-host (docs/operating.md)[/yellow]")
     stopping = False
 
     def stop(_signum: int, _frame: object) -> None:
@@ -66,7 +87,7 @@ def serve(host: str = "127.0.0.1", port: int = 3000, data_dir: str | None = None
             ended = [c for c in children if c.poll() is not None]
             if ended:
                 code = ended[0].returncode or 1
-                console.print(f"[red]vramlab serve: {Path(ended[0].args[0]).name} ended with status "
+                console.print(f"[red]vramlab serve: {names_of[ended[0].pid]} ended with status "
                               f"{ended[0].returncode}; stopping[/red]")
                 break
             time.sleep(0.5)
