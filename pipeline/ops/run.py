@@ -314,9 +314,10 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     console.print(f"next: {cli} models | {cli} gpus H100 | {cli} cheapest qwen3-8b | {cli} fit gpt-oss-20b "
                   "--gpu rtx-4090")
     if os.environ.get("DAGSTER_HOME"):
-        webserver = command_name("dagster-webserver")
-        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} {webserver} -w workspace.yaml (runs, asset "
-                      "metadata and checks, the hourly schedule)")
+        # the guarded, read-only webserver (pipeline/ops/webui.py): plain dagster-webserver obeys any web page
+        webserver = command_name("python") + " -m pipeline.ops.webui"
+        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} {webserver} -w workspace.yaml --read-only "
+                      "(runs, asset metadata and checks, the hourly schedule)")
     if damaged:  # met by a step (damage past what the start-up check reads): the documented code and hint
         console.print(f"vramlab: error: {damaged}", style="red")
         return 3

@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run the whole pipeline once, recorded in the Dagster instance",
                          description="Materialize the whole asset graph once as job vramlab_refresh, recorded in "
                                      "the persistent Dagster instance ($DAGSTER_HOME, else .dagster_home/ in the "
-                                     "project) so `dagster-webserver -w workspace.yaml` shows it.",
+                                     "project) so the UI shows it (`vramlab serve`, or `python -m pipeline.ops.webui "
+                                     "-w workspace.yaml --read-only`).",
                          epilog=examples("vramlab run", "VRAMLAB_LIVE=1 vramlab run",
                                           "vramlab run --data-dir /tmp/vramlab --ephemeral"))
     data_dir_flag(run)
