@@ -1,0 +1,185 @@
+"""The steady state of a setup at a load (issue #37): the running batch as a fixed point, the prefill queue, and
+saturation. Analytical: a few hundred step evaluations per answer.
+
+Open loop at ``R`` requests/s (Poisson, or evenly spaced): with ``T`` the mean step, a request decodes for
+``(O - 1) T``, so the decoding batch is ``B = R (O - 1) T`` (Little's law) and each step carries ``p = R I T``
+prompt tokens; ``T = step(B, I + O/2, p)`` is solved for its smallest root. No root below the scheduler's limits
+(``max_num_seqs`` or slots, the step's token budget, the KV pool at ``I + O/2`` tokens a request) means the rate
+is above what the setup sustains: ``saturated``, and :func:`max_rate` is the largest rate with a root.
+
+- ITL = ``T`` (decode and the prompt chunks interleaved with it);
+- TTFT = request handling (``engine_speed.TTFT_FLOOR_MS``) + the rest of the step under way when it arrives
+  (``T / 2`` while the engine is busy) + the wait for prefill capacity + its own prefill (chunks of what the step
+  budget leaves beside the decodes, or SGLang's prefill batches). The wait is M/G/1 (Pollaczek-Khinchine with
+  Kingman's arrival term): ``W = Q x rho / (1 - rho) x S x (c_a^2 + c_s^2) / 2``, ``rho`` the share of the prefill
+  capacity in use, ``S`` one prompt's prefill; its 90th percentile from the exponential tail,
+  ``W90 = W ln(10 rho) / rho``;
+- E2E = TTFT + (O - 1) ITL.
+
+Closed loop of ``K`` clients: ``X = K / E2E`` requests/s with ``B = X (O - 1) T``, ``p = X I T``, solved by a damped
+iteration; clients beyond what the scheduler runs at once wait outside (``saturated``). A run of N prompts starts
+with a burst of K prompts at once, whose extra TTFT counts in the run's mean by ``K / N``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..engine_speed import TTFT_FLOOR_MS
+from .scheduler import Limits, Scheduler
+from .step import StepModel
+from .workload import Workload
+
+# --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
+QUEUE_FACTOR = 1.0  # on the M/G/1 wait of the prefill queue
+SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
+# ------------------------------------------------------------------------------------------------------------------
+DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
+RHO_CAP = 0.98
+
+
+@dataclass(frozen=True)
+class State:
+    step_ms: float  # T: the mean step (ITL)
+    batch: float  # mean decoding requests
+    prefill_tokens: float  # prompt tokens per step
+    prefill_ms: float  # S: one prompt's prefill once scheduled
+    wait_ms: float  # mean wait for prefill capacity
+    wait_p90_ms: float
+    rho: float  # share of the prefill capacity in use
+    throughput: float  # requests/s
+    outside_wait_ms: float = 0.0  # closed loop: waiting for a free slot
+
+
+class Solver:
+    def __init__(self, model: StepModel, scheduler: Scheduler, workload: Workload) -> None:
+        self.model, self.sched, self.w = model, scheduler, workload
+        self.limits: Limits = scheduler.limits(workload)
+        self.floor = TTFT_FLOOR_MS[model.family]
+        self.held = workload.held_tokens
+        self.decodes = max(workload.output_tokens - 1, 0)
+
+    def step(self, batch: float, prefill: float) -> float:
+        return self.sched.step_ms(self.model, batch, self.held, prefill, self.w.input_tokens, self.limits)
+
+    def running_cap(self) -> float:
+        """Requests the scheduler can run at once: its limit, and the KV pool at ``I + O/2`` tokens each."""
+        return max(0.0, min(self.limits.max_running, self.limits.kv_tokens / self.held))
+
+    def _queue(self, batch: float, prefill: float, step_ms: float, rate: float, cv2a: float) -> tuple:
+        """(S, rho, W, W90) of the prefill queue at this state."""
+        limits = self.limits
+        service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, limits)
+        if self.sched.mixed:
+            room = max(limits.token_budget - batch, 1.0)
+            rho = prefill / room
+        else:
+            rho = rate * service / 1000
+        rho = min(max(rho, 0.0), RHO_CAP)
+        wait = QUEUE_FACTOR * rho / (1 - rho) * service * (cv2a + SERVICE_CV2) / 2
+        wait90 = wait * math.log(10 * rho) / rho if rho > 0.1 else 0.0
+        return service, rho, wait, wait90
+
+    # --- open loop --------------------------------------------------------------------------------------------
+    def _t_cap(self, rate: float) -> float:
+        """The mean step above which a limit binds at ``rate``."""
+        caps = [math.inf]
+        if self.decodes:
+            caps.append(self.running_cap() / (rate * self.decodes) * 1000)
+        if self.sched.mixed:
+            caps.append(self.limits.token_budget / (rate * (self.decodes + self.w.input_tokens)) * 1000)
+        return min(caps)
+
+    def open_step(self, rate: float) -> float | None:
+        """The smallest ``T`` with ``step(B(T), p(T)) = T`` below the limits, or None (saturated)."""
+        per_ms = rate / 1000
+
+        def gap(t: float) -> float:
+            return self.step(per_ms * self.decodes * t, per_ms * self.w.input_tokens * t) - t
+
+        lo = self.step(0.0, 0.0)
+        cap = self._t_cap(rate)
+        if lo >= cap:
+            return None
+        t, prev = lo, lo
+        while True:
+            t = min(t * 1.12, cap)
+            if gap(t) <= 0:
+                break
+            if t >= cap:
+                return None
+            prev = t
+        for _ in range(30):
+            mid = (prev + t) / 2
+            if gap(mid) <= 0:
+                t = mid
+            else:
+                prev = mid
+        return t
+
+    def open_state(self, rate: float) -> State | None:
+        t = self.open_step(rate)
+        if t is None:
+            return None
+        batch, prefill = rate * self.decodes * t / 1000, rate * self.w.input_tokens * t / 1000
+        service, rho, wait, wait90 = self._queue(batch, prefill, t, rate, self.w.arrival_cv2)
+        return State(step_ms=t, batch=batch, prefill_tokens=prefill, prefill_ms=service, wait_ms=wait,
+                     wait_p90_ms=wait90, rho=rho, throughput=rate)
+
+    def max_rate(self) -> float:
+        """The largest request rate with a steady state (bisection on the rate's logarithm)."""
+        lo = 1e-4
+        if self.open_step(lo) is None:
+            return 0.0
+        hi = lo
+        while self.open_step(hi * 2) is not None:
+            hi *= 2
+            if hi > 1e6:
+                return hi
+        lo, hi = hi, hi * 2
+        for _ in range(22):
+            mid = math.sqrt(lo * hi)
+            if self.open_step(mid) is None:
+                hi = mid
+            else:
+                lo = mid
+        return lo
+
+    # --- closed loop ------------------------------------------------------------------------------------------
+    def closed_state(self, clients: int) -> State:
+        cap = max(self.running_cap(), 1.0)
+        inside = min(float(clients), cap)
+        t = self.step(0.0, 0.0)
+        x = 0.0
+        service = wait = wait90 = rho = 0.0
+        batch = prefill = 0.0
+        busy = min(1.0, inside - 1)  # another request's step is under way when one arrives (none for one client)
+        for _ in range(200):
+            service, rho, wait, wait90 = self._queue(batch, prefill, t, x, 0.0)
+            wait *= (inside - 1) / inside if inside > 1 else 0.0
+            engine = busy * t / 2 + service + wait + self.decodes * t  # in the engine, from arrival to the last token
+            x = min(clients / (self.floor + engine), inside / engine) * 1000  # requests/s
+            batch, prefill = x * self.decodes * t / 1000, x * self.w.input_tokens * t / 1000
+            new = self.step(batch, prefill)
+            if abs(new - t) < 1e-6 * t:
+                t = new
+                break
+            t = 0.5 * t + 0.5 * new
+        e2e = clients / x * 1000
+        outside = max(0.0, e2e - (self.floor + busy * t / 2 + service + wait + self.decodes * t))
+        return State(step_ms=t, batch=batch, prefill_tokens=prefill, prefill_ms=service, wait_ms=wait,
+                     wait_p90_ms=wait90, rho=rho, throughput=x, outside_wait_ms=outside)
+
+    def burst_extra_ms(self, clients: float, state: State) -> float:
+        """Mean extra TTFT of ``clients`` prompts sent at once over the steady state's: they queue for the step
+        budget (or the prefill batches) one behind the other."""
+        n = min(clients, max(self.running_cap(), 1.0))
+        if self.sched.mixed:
+            room = max(self.limits.token_budget - state.batch, 1.0)
+            per_step = self.step(state.batch, room)
+            total = n * self.w.input_tokens / room * per_step
+        else:
+            total = n * self.w.input_tokens / self.limits.token_budget * self.model.prefill_ms(
+                self.limits.token_budget, self.w.input_tokens)
+        return max(0.0, total / 2 - state.prefill_ms - state.wait_ms)
