@@ -18,13 +18,13 @@ from ..architecture import Architecture
 from ..engine_memory import EngineStartup
 from ..engines import Engine
 from ..gpus import GPU
-from .scheduler import SCHEDULERS, scheduler_for
+from .scheduler import SCHEDULERS, memory_requests, scheduler_for
 from .steady_state import DEFAULT_NUM_PROMPTS, Solver
 from .step import StepModel, distinct_experts, memory_kind
 from .workload import LOAD_KINDS, Workload
 
 __all__ = ["LOAD_KINDS", "SCHEDULERS", "Serving", "StepModel", "Workload", "distinct_experts", "memory_kind",
-           "serve"]
+           "memory_requests", "serve"]
 
 Range = tuple[float, float]
 
@@ -46,7 +46,7 @@ class Serving:
     ttft_ms_range: Range
     itl_ms_range: Range
     e2e_ms_range: Range
-    limited_by: str = ""  # what binds at max_rate: step time, token budget, max running, KV pool
+    max_running: int = 0  # requests the scheduler runs at once (vLLM max_num_seqs, llama.cpp slots)
 
     def to_json(self) -> dict[str, Any]:
         """The ``serving`` object of ``vramlab fit --json`` (keys are a contract: docs/cli.md)."""
@@ -72,10 +72,10 @@ def _range(value: float, quantity: str) -> Range:
 
 def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, workload: Workload,
           start: EngineStartup | None = None, kv_cache_dtype: str = "bf16", native: bool = True,
-          nodes: int = 1) -> Serving:
+          nodes: int = 1, cpu_offload_gb: float | None = None) -> Serving:
     """The setup's steady state at ``workload``: ``start`` (the engine's start-up figures for this layout and
     ``max_model_len``) gives the KV pool and the scheduler's defaults."""
-    model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes)
+    model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes, cpu_offload_gb)
     solver = Solver(model, scheduler_for(engine, gpu, start), workload)
     max_rate = solver.max_rate()
     decodes = solver.decodes
@@ -113,4 +113,4 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
                    output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
                    mean_batch=mean_batch, saturated=saturated, max_rate=max_rate,
                    ttft_ms_range=_range(ttft, "ttft"), itl_ms_range=_range(state.step_ms, "itl"),
-                   e2e_ms_range=_range(e2e, "e2e"))
+                   e2e_ms_range=_range(e2e, "e2e"), max_running=int(solver.limits.max_running))

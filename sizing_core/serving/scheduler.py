@@ -42,6 +42,12 @@ class Scheduler:
     def limits(self, workload: Workload) -> Limits:
         raise NotImplementedError
 
+    @classmethod
+    def memory_requests(cls, workload: Workload) -> int:
+        """Requests of ``max_model_len`` the memory plan holds at this load: vLLM and SGLang page one pool (what
+        memory leaves), so one; llama.cpp's server gives each slot its own ``n_ctx / slots`` cells."""
+        return 1
+
     def kv_tokens(self) -> float:
         if self.start is None or self.start.kv_cache_tokens <= 0:
             return float("inf")
@@ -112,9 +118,16 @@ class LlamaCppServer(Scheduler):
     DEFAULT_SLOTS = 4  # --parallel -1 (auto) with the unified KV cache
     N_BATCH = 2048
 
+    @classmethod
+    def slots(cls, workload: Workload) -> int:
+        return workload.concurrency if not workload.open_loop and workload.concurrency else cls.DEFAULT_SLOTS
+
+    @classmethod
+    def memory_requests(cls, workload: Workload) -> int:
+        return cls.slots(workload)
+
     def limits(self, workload: Workload) -> Limits:
-        slots = self.engine.max_num_seqs or (workload.concurrency if not workload.open_loop and workload.concurrency
-                                             else self.DEFAULT_SLOTS)
+        slots = self.engine.max_num_seqs or self.slots(workload)
         return Limits(max_running=float(slots), token_budget=float(self.N_BATCH), kv_tokens=self.kv_tokens())
 
 
@@ -122,5 +135,14 @@ class LlamaCppServer(Scheduler):
 SCHEDULERS: dict[str, type[Scheduler]] = {cls.engine_id: cls for cls in (VllmV1, SGLang, LlamaCppServer)}
 
 
+def scheduler_class(engine_id: str) -> type[Scheduler]:
+    return SCHEDULERS.get(engine_id, LlamaCppServer)
+
+
 def scheduler_for(engine: Engine, gpu: GPU, start: EngineStartup | None) -> Scheduler:
-    return SCHEDULERS.get(engine.id, LlamaCppServer)(engine, gpu, start)
+    return scheduler_class(engine.id)(engine, gpu, start)
+
+
+def memory_requests(engine_id: str, workload: Workload) -> int:
+    """Requests of ``max_model_len`` tokens to plan memory for at ``workload`` (``fit`` at a load)."""
+    return scheduler_class(engine_id).memory_requests(workload)

@@ -31,7 +31,7 @@ from ..engine_speed import (
 from ..engines import Engine, effective_format
 from ..gpus import GPU
 from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_per_request, _step_terms
-from ..units import GB
+from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
@@ -39,6 +39,7 @@ MEMORY_KIND_FACTOR = {"HBM2e": 1.0, "HBM3": 1.0, "HBM3e": 1.0, "GDDR6": 1.0, "GD
 #: share of the smaller of bandwidth and compute time a step does not hide under the larger one
 OVERLAP = 0.0
 # ------------------------------------------------------------------------------------------------------------------
+PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
 
 
 def memory_kind(gpu: GPU) -> str:
@@ -75,7 +76,8 @@ class StepModel:
     """The step of one setup (model, GPU, engine, format, layout), its per-setup terms computed once."""
 
     def __init__(self, arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int,
-                 kv_cache_dtype: str = "bf16", native: bool = True, nodes: int = 1) -> None:
+                 kv_cache_dtype: str = "bf16", native: bool = True, nodes: int = 1,
+                 cpu_offload_gb: float | None = None) -> None:
         self.arch, self.gpu, self.engine, self.tp, self.pp, self.kv = arch, gpu, engine, tp, pp, kv_cache_dtype
         self.family = family(engine)
         dense, row, self.experts = _step_terms(arch, fmt)
@@ -89,6 +91,8 @@ class StepModel:
         self.flops = flops * PREFILL_MFU[self.family] if flops else None
         self.active = _active_params(arch)
         self.fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
+        if cpu_offload_gb:  # vLLM's UVA offload: the offloaded weights cross PCIe in every forward pass
+            self.fixed += cpu_offload_gb * GIB / (PCIE_GBS * GB) * 1000
 
     def kv_bytes(self, held: float) -> float:
         """KV cache and state bytes one request holding ``held`` tokens reads per step on one GPU."""
