@@ -70,6 +70,34 @@ def _range(value: float, quantity: str) -> Range:
     return (value * low, value * high)
 
 
+def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
+    """N prompts sent at once: the engine runs ``n = min(N, what it runs at once)`` of them as a closed loop, the
+    first ``n`` prompts queue for the step budget one behind the other, the rest wait for a slot (the ``j``-th
+    beyond ``n`` for ``j`` completions). With output lengths of squared CV ``c``, the batch a token sees while the
+    burst drains is ``n / (1 + c)`` (fixed lengths: all ``n``; exponential: half)."""
+    total = int(workload.concurrency or 1)
+    inside = max(1, min(total, int(solver.running_cap())))
+    seen = max(1, round(inside / (1 + workload.output_cv2)))
+    state = solver.closed_state(seen)
+    decodes = solver.decodes
+    extra = solver.burst_extra_ms(inside, state)  # the first wave's prefill queue
+    x = state.throughput  # requests/s once the engine runs its slots
+    outside = (total - inside) * (total - inside + 1) / (2 * total * x) * 1000 if total > inside else 0.0
+    engine = seen / x * 1000  # in the engine, from arrival to the last token, at the batch a token sees
+    wave = inside / total
+    ttft = engine - decodes * state.step_ms + wave * extra + outside
+    e2e = ttft + decodes * state.step_ms
+    duration = (total - inside) / x + (2 * extra + engine) / 1000
+    requests = total / duration
+    ttft90 = ttft + (1.6 * extra if wave > 0.5 else 0.8 * outside)
+    e2e90 = ttft90 + decodes * state.step_ms
+    return Serving(rate=None, concurrency=total, ttft_ms=ttft, ttft_ms_p90=ttft90, itl_ms=state.step_ms, e2e_ms=e2e,
+                   e2e_ms_p90=e2e90, output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
+                   mean_batch=state.batch + x * state.prefill_ms / 1000, saturated=total > solver.running_cap(),
+                   max_rate=max_rate, ttft_ms_range=_range(ttft, "ttft"), itl_ms_range=_range(state.step_ms, "itl"),
+                   e2e_ms_range=_range(e2e, "e2e"), max_running=int(solver.limits.max_running))
+
+
 def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, workload: Workload,
           start: EngineStartup | None = None, kv_cache_dtype: str = "bf16", native: bool = True,
           nodes: int = 1, cpu_offload_gb: float | None = None) -> Serving:
@@ -95,6 +123,8 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
         requests = state.throughput
         mean_batch = state.batch + requests * state.prefill_ms / 1000
         e2e = ttft + decodes * state.step_ms
+    elif workload.kind == "burst":
+        return _burst(solver, workload, max_rate)
     else:
         clients = int(workload.concurrency or 1)
         state = solver.closed_state(clients)

@@ -32,7 +32,8 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 1.0  # on the M/G/1 wait of the prefill queue
+QUEUE_FACTOR = 2.85  # on the M/G/1 wait of the prefill queue
+CLIENT_MS = 0.0  # a benchmark client's request path at a load (HTTP, chat template, tokenising) on top of TTFT_FLOOR
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -56,7 +57,7 @@ class Solver:
     def __init__(self, model: StepModel, scheduler: Scheduler, workload: Workload) -> None:
         self.model, self.sched, self.w = model, scheduler, workload
         self.limits: Limits = scheduler.limits(workload)
-        self.floor = TTFT_FLOOR_MS[model.family]
+        self.floor = TTFT_FLOOR_MS[model.family] + CLIENT_MS
         self.held = workload.held_tokens
         self.decodes = max(workload.output_tokens - 1, 0)
 
@@ -82,41 +83,60 @@ class Solver:
         return service, rho, wait, wait90
 
     # --- open loop --------------------------------------------------------------------------------------------
-    def _t_cap(self, rate: float) -> float:
-        """The mean step above which a limit binds at ``rate``."""
+    # In the variable u = requests arriving per step (R x T), a step decodes B = u (O - 1) requests and prefills
+    # p = u I tokens, takes T(u) = step(B, p), and serves X(u) = u / T(u) requests/s: the rate R is met where
+    # X(u) = R, and the largest X(u) below the limits is the most the setup sustains.
+    def _u_cap(self) -> float:
         caps = [math.inf]
         if self.decodes:
-            caps.append(self.running_cap() / (rate * self.decodes) * 1000)
+            caps.append(self.running_cap() / self.decodes)
         if self.sched.mixed:
-            caps.append(self.limits.token_budget / (rate * (self.decodes + self.w.input_tokens)) * 1000)
+            caps.append(self.limits.token_budget / (self.decodes + self.w.input_tokens))
         return min(caps)
 
-    def open_step(self, rate: float) -> float | None:
-        """The smallest ``T`` with ``step(B(T), p(T)) = T`` below the limits, or None (saturated)."""
-        per_ms = rate / 1000
+    def _step_u(self, u: float) -> float:
+        return self.step(u * self.decodes, u * self.w.input_tokens)
 
-        def gap(t: float) -> float:
-            return self.step(per_ms * self.decodes * t, per_ms * self.w.input_tokens * t) - t
+    def _rate_u(self, u: float) -> float:
+        return u / self._step_u(u) * 1000
 
-        lo = self.step(0.0, 0.0)
-        cap = self._t_cap(rate)
-        if lo >= cap:
-            return None
-        t, prev = lo, lo
-        while True:
-            t = min(t * 1.12, cap)
-            if gap(t) <= 0:
-                break
-            if t >= cap:
-                return None
-            prev = t
-        for _ in range(30):
-            mid = (prev + t) / 2
-            if gap(mid) <= 0:
-                t = mid
+    def _peak(self) -> tuple[float, float]:
+        """(u, X(u)) of the highest rate below the limits: a geometric grid, then a golden-section refinement."""
+        cap = self._u_cap()
+        if not cap > 0:
+            return 0.0, 0.0
+        if cap == math.inf:
+            cap = 1e6
+        grid = [cap * 0.75 ** i for i in range(48)]
+        best = max(grid, key=self._rate_u)
+        lo, hi = best * 0.75, min(best / 0.75, cap)
+        for _ in range(20):
+            a, b = lo + (hi - lo) * 0.382, lo + (hi - lo) * 0.618
+            if self._rate_u(a) < self._rate_u(b):
+                lo = a
             else:
-                prev = mid
-        return t
+                hi = b
+        u = (lo + hi) / 2
+        return (u, self._rate_u(u)) if self._rate_u(u) >= self._rate_u(best) else (best, self._rate_u(best))
+
+    def max_rate(self) -> float:
+        """The largest request rate with a steady state below the limits (requests/s)."""
+        if not hasattr(self, "_peak_cache"):
+            self._peak_cache = self._peak()
+        return self._peak_cache[1]
+
+    def open_step(self, rate: float) -> float | None:
+        """The mean step at ``rate``: the smallest ``u`` with ``X(u) = rate`` (None above :meth:`max_rate`)."""
+        if rate > self.max_rate():
+            return None
+        lo, hi = 0.0, self._peak_cache[0]
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            if self._rate_u(mid) < rate:
+                lo = mid
+            else:
+                hi = mid
+        return self._step_u(hi)
 
     def open_state(self, rate: float) -> State | None:
         t = self.open_step(rate)
@@ -126,25 +146,6 @@ class Solver:
         service, rho, wait, wait90 = self._queue(batch, prefill, t, rate, self.w.arrival_cv2)
         return State(step_ms=t, batch=batch, prefill_tokens=prefill, prefill_ms=service, wait_ms=wait,
                      wait_p90_ms=wait90, rho=rho, throughput=rate)
-
-    def max_rate(self) -> float:
-        """The largest request rate with a steady state (bisection on the rate's logarithm)."""
-        lo = 1e-4
-        if self.open_step(lo) is None:
-            return 0.0
-        hi = lo
-        while self.open_step(hi * 2) is not None:
-            hi *= 2
-            if hi > 1e6:
-                return hi
-        lo, hi = hi, hi * 2
-        for _ in range(22):
-            mid = math.sqrt(lo * hi)
-            if self.open_step(mid) is None:
-                hi = mid
-            else:
-                lo = mid
-        return lo
 
     # --- closed loop ------------------------------------------------------------------------------------------
     def closed_state(self, clients: int) -> State:

@@ -30,15 +30,23 @@ from ..engine_speed import (
 )
 from ..engines import Engine, effective_format
 from ..gpus import GPU
+from ..layers import MoE
 from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_per_request, _step_terms
 from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.0, "HBM3": 1.0, "HBM3e": 1.0, "GDDR6": 1.0, "GDDR7": 1.0, "LPDDR": 1.0}
+MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.486, "HBM3e": 1.465, "GDDR6": 1.0, "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a step does not hide under the larger one
-OVERLAP = 0.0
+OVERLAP = 0.0593
+#: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
+SEQ_US = 0.027
+#: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own)
+EXPERT_US = 4.317
+#: prompt chunks at a load run at engine_speed's prefill MFU times this
+PREFILL_FACTOR = 0.82
 # ------------------------------------------------------------------------------------------------------------------
+MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
 
 
@@ -81,14 +89,21 @@ class StepModel:
         self.arch, self.gpu, self.engine, self.tp, self.pp, self.kv = arch, gpu, engine, tp, pp, kv_cache_dtype
         self.family = family(engine)
         dense, row, self.experts = _step_terms(arch, fmt)
+        groups: dict[tuple[int, int], int] = {}
+        for layer in arch.layers:
+            if isinstance(layer.mlp, MoE):
+                key = (layer.mlp.num_experts, layer.mlp.top_k)
+                groups[key] = groups.get(key, 0) + 1
+        self.moe_layers = tuple((e, k, n) for (e, k), n in groups.items())
         self.dense, self.row = dense, row
         eff = bandwidth_efficiency(engine, gpu)
         if self.family == "server":
-            eff = min(1.0, eff * MEMORY_KIND_FACTOR.get(memory_kind(gpu), 1.0))
+            eff = min(MAX_EFFICIENCY, eff * MEMORY_KIND_FACTOR.get(memory_kind(gpu), 1.0))
         self.efficiency = eff
         self.bandwidth = (gpu.bandwidth_gbs or 0.0) * GB * eff  # bytes/s one GPU streams
         flops = _peak(gpu, effective_format(arch, fmt), native, engine)
         self.flops = flops * PREFILL_MFU[self.family] if flops else None
+        self.server = self.family == "server"
         self.active = _active_params(arch)
         self.fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
         if cpu_offload_gb:  # vLLM's UVA offload: the offloaded weights cross PCIe in every forward pass
@@ -116,7 +131,14 @@ class StepModel:
             if prefill:
                 flops += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
             compute_ms = flops / self.tp / self.flops * 1000
+            if prefill:
+                compute_ms += (prefill * (2 * self.active + _attention_flops_per_token(
+                    self.arch, max(1, round(prompt))))) / self.tp / self.flops * 1000 * (1 / PREFILL_FACTOR - 1)
         total = max(bandwidth_ms, compute_ms) + OVERLAP * min(bandwidth_ms, compute_ms) + self.fixed
+        if self.server:
+            total += batch * SEQ_US / 1000
+        if EXPERT_US and self.moe_layers:
+            total += sum(n * distinct_experts(e, k, max(tokens, 1.0)) for e, k, n in self.moe_layers) * EXPERT_US / 1000
         return Step(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=self.fixed, total_ms=total)
 
     def prefill_ms(self, tokens: float, prompt: float) -> float:

@@ -19,6 +19,7 @@ class Workload:
     concurrency: int | None = None  # clients in a closed loop (or the size of a burst)
     kind: str = ""  # one of LOAD_KINDS; "" = rate when a rate is given, else concurrency
     num_prompts: int | None = None  # a burst's size; a run's length (closed loops start with a burst of K)
+    output_cv2: float = 0.0  # squared coefficient of variation of the output lengths (fixed 0, ShareGPT ~1)
 
     def __post_init__(self) -> None:
         if self.input_tokens < 1 or self.output_tokens < 1:
@@ -31,6 +32,8 @@ class Workload:
             raise ValueError("the concurrency must be at least 1")
         if not self.kind:
             object.__setattr__(self, "kind", "rate" if self.rate is not None else "concurrency")
+        if self.kind == "burst" and self.concurrency is None:
+            raise ValueError("a burst is given as its size (concurrency = the prompts sent at once)")
         if self.kind not in LOAD_KINDS:
             raise ValueError(f"load kind {self.kind!r} is not one of {', '.join(LOAD_KINDS)}")
 
