@@ -63,7 +63,8 @@ def test_low_rate_itl_is_the_batch_one_decode_step() -> None:
     one = decode_step(arch, gpu, engine, "bf16", 1, 1, 1100, 1)
     at_load = StepModel(arch, gpu, engine, "bf16", 1, 1).efficiency
     bandwidth = one.bandwidth_ms * bandwidth_efficiency(engine, gpu) / at_load
-    expected = bandwidth + step.OVERLAP * min(bandwidth, one.compute_ms) + one.fixed_ms + step.SEQ_US / 1000
+    compute = one.compute_ms / step.MFU_FACTOR
+    expected = max(bandwidth, compute) + step.OVERLAP * min(bandwidth, compute) + one.fixed_ms + step.SEQ_US / 1000
     assert got.itl_ms == pytest.approx(expected, rel=0.01)
     assert got.mean_batch < 0.01 and not got.saturated
 
@@ -73,7 +74,7 @@ def test_low_rate_ttft_is_the_batch_one_prefill() -> None:
     arch, gpu, engine, start = _setup()
     prompt = 2000
     got = serve(arch, gpu, engine, "bf16", 1, 1, Workload(input_tokens=prompt, output_tokens=100, rate=1e-3), start)
-    flops = _peak(gpu, "bf16", True, engine) * step.PREFILL_MFU["server"] * step.PREFILL_FACTOR
+    flops = _peak(gpu, "bf16", True, engine) * step.PREFILL_MFU["server"] * step.MFU_FACTOR
     compute = prompt * (2 * _active_params(arch) + _attention_flops_per_token(arch, prompt)) / flops * 1000
     weights = StepModel(arch, gpu, engine, "bf16", 1, 1).weight_bytes(prompt) / (gpu.bandwidth_gbs * 1e9) * 1000
     assert compute > weights  # a 2,000-token prompt of an 8B model is compute-bound on an H100

@@ -29,6 +29,7 @@ class Case:
     gpu: str
     model_class: str
     load: str  # rate R, K clients, burst N
+    kind: str  # the row's load_kind
     measured: dict[str, float]
     predicted: dict[str, float] = field(default_factory=dict)
     step_measured_ms: float | None = None  # ITL at the batch Little's law gives from the measured figures
@@ -101,7 +102,8 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
     tp, pp, dp = _int(row["tp"]) or 1, _int(row["pp"]) or 1, _int(row.get("dp")) or 1
     nodes = math.ceil(tp * pp / gpu.node_size)
     fmt = row["format"] or "bf16"
-    kv = row.get("kv_cache_dtype") or "bf16"
+    kv = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "auto": "bf16"}.get(row.get("kv_cache_dtype") or "bf16",
+                                                                   row.get("kv_cache_dtype") or "bf16")
     native = engine.supports(gpu, fmt, arch).native
     load = workload(row, dp)
     context = min(arch.max_context or 32768, 32768)
@@ -122,7 +124,8 @@ def cases() -> list[Case]:
         load = {"rate": f"{row['request_rate']} req/s", "rate-constant": f"{row['request_rate']} req/s constant",
                 "concurrency": f"{row['concurrency']} clients", "burst": f"burst of {row['num_prompts']}"}[
             row["load_kind"]]
-        case = Case(id=row["id"], engine=row["engine_id"], gpu=row["gpu_id"], model_class="", load=load, measured=m,
+        case = Case(id=row["id"], engine=row["engine_id"], gpu=row["gpu_id"], model_class="", load=load,
+                    kind=row["load_kind"], measured=m,
                     citation=row["citation"].split(" (")[0])
         try:
             got = predict(row)
@@ -134,8 +137,12 @@ def cases() -> list[Case]:
             continue
         answer, replicas, solver = got
         case.model_class = model_class(case_arch(row["config"]))
-        case.predicted = {"ttft": answer.ttft_ms, "itl": answer.itl_ms, "e2e": answer.e2e_ms,
-                          "tput": answer.output_tokens_per_s * replicas}
+        tput = answer.output_tokens_per_s
+        load = solver.w
+        if load.open_loop and load.num_prompts and not answer.saturated:  # a run of N prompts: N/R + the last E2E
+            tput = load.num_prompts * load.output_tokens / (load.num_prompts / answer.requests_per_s
+                                                             + answer.e2e_ms / 1000)
+        case.predicted = {"ttft": answer.ttft_ms, "itl": answer.itl_ms, "e2e": answer.e2e_ms, "tput": tput * replicas}
         if "itl" in m and "tput" in m:  # the step alone, at the batch Little's law gives from the measured figures
             batch = m["tput"] / replicas * m["itl"] / 1000
             rate = m["tput"] / replicas / float(row["output_tokens"])

@@ -3,7 +3,8 @@ saturation. Analytical: a few hundred step evaluations per answer.
 
 Open loop at ``R`` requests/s (Poisson, or evenly spaced): with ``T`` the mean step, a request decodes for
 ``(O - 1) T``, so the decoding batch is ``B = R (O - 1) T`` (Little's law) and each step carries ``p = R I T``
-prompt tokens; ``T = step(B, I + O/2, p)`` is solved for its smallest root. No root below the scheduler's limits
+prompt tokens; a token's step holds its own request and the others, ``T = step(1 + B, I + O/2, p)``, solved for
+its smallest root. No root below the scheduler's limits
 (``max_num_seqs`` or slots, the step's token budget, the KV pool at ``I + O/2`` tokens a request) means the rate
 is above what the setup sustains: ``saturated``, and :func:`max_rate` is the largest rate with a root.
 
@@ -32,8 +33,8 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 2.85  # on the M/G/1 wait of the prefill queue
-CLIENT_MS = 0.0  # a benchmark client's request path at a load (HTTP, chat template, tokenising) on top of TTFT_FLOOR
+QUEUE_FACTOR = 0.0446  # on the M/G/1 wait of the prefill queue
+CLIENT_MS = 1.26  # a benchmark client's request path at a load (HTTP, chat template, tokenising) on top of TTFT_FLOOR
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -95,7 +96,8 @@ class Solver:
         return min(caps)
 
     def _step_u(self, u: float) -> float:
-        return self.step(u * self.decodes, u * self.w.input_tokens)
+        """The step a token sees: its own request and the Poisson number of others decoding, ``1 + B``."""
+        return self.step(min(u * self.decodes + 1, max(self.running_cap(), 1.0)), u * self.w.input_tokens)
 
     def _rate_u(self, u: float) -> float:
         return u / self._step_u(u) * 1000
@@ -162,7 +164,8 @@ class Solver:
             engine = busy * t / 2 + service + wait + self.decodes * t  # in the engine, from arrival to the last token
             x = min(clients / (self.floor + engine), inside / engine) * 1000  # requests/s
             batch, prefill = x * self.decodes * t / 1000, x * self.w.input_tokens * t / 1000
-            new = self.step(batch, prefill)
+            seen = 1 + batch * (inside - 1) / inside  # a token's own request and the others decoding
+            new = self.step(seen, prefill)
             if abs(new - t) < 1e-6 * t:
                 t = new
                 break

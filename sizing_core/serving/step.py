@@ -36,15 +36,16 @@ from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.486, "HBM3e": 1.465, "GDDR6": 1.0, "GDDR7": 1.0, "LPDDR": 1.0}
+MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.079, "HBM3e": 1.63, "GDDR6": 0.647, "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a step does not hide under the larger one
-OVERLAP = 0.0593
+OVERLAP = 1.0
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
-SEQ_US = 0.027
-#: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own)
-EXPERT_US = 4.317
-#: prompt chunks at a load run at engine_speed's prefill MFU times this
-PREFILL_FACTOR = 0.82
+SEQ_US = 54.3
+#: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
+#: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
+EXPERT_US = 0.0
+#: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
+MFU_FACTOR = 1.142
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
@@ -102,7 +103,8 @@ class StepModel:
         self.efficiency = eff
         self.bandwidth = (gpu.bandwidth_gbs or 0.0) * GB * eff  # bytes/s one GPU streams
         flops = _peak(gpu, effective_format(arch, fmt), native, engine)
-        self.flops = flops * PREFILL_MFU[self.family] if flops else None
+        self.flops = flops * PREFILL_MFU[self.family] * (MFU_FACTOR if self.family == "server" else 1.0) \
+            if flops else None
         self.server = self.family == "server"
         self.active = _active_params(arch)
         self.fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
@@ -131,9 +133,6 @@ class StepModel:
             if prefill:
                 flops += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
             compute_ms = flops / self.tp / self.flops * 1000
-            if prefill:
-                compute_ms += (prefill * (2 * self.active + _attention_flops_per_token(
-                    self.arch, max(1, round(prompt))))) / self.tp / self.flops * 1000 * (1 / PREFILL_FACTOR - 1)
         total = max(bandwidth_ms, compute_ms) + OVERLAP * min(bandwidth_ms, compute_ms) + self.fixed
         if self.server:
             total += batch * SEQ_US / 1000
