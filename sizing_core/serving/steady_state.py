@@ -18,7 +18,8 @@ is above what the setup sustains: ``saturated``, and :func:`max_rate` is the lar
 - E2E = TTFT + (O - 1) ITL.
 
 Closed loop of ``K`` clients: ``X = K / E2E`` requests/s with ``B = X (O - 1) T``, ``p = X I T``, solved by a damped
-iteration; clients beyond what the scheduler runs at once wait outside (``saturated``). A run of N prompts starts
+iteration, the prompts ahead in the prefill queue by Schweitzer's approximate mean value analysis (each waits for
+the others' share of the prefill capacity); clients beyond what the scheduler runs at once wait outside (``saturated``). A run of N prompts starts
 with a burst of K prompts at once, whose extra TTFT counts in the run's mean by ``K / N``.
 """
 
@@ -33,8 +34,8 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.0446  # on the M/G/1 wait of the prefill queue
-CLIENT_MS = 1.26  # a benchmark client's request path at a load (HTTP, chat template, tokenising) on top of TTFT_FLOOR
+QUEUE_FACTOR = 0.026  # on the M/G/1 wait of the prefill queue
+CLIENT_MS = 15.55  # a benchmark client's request path at a load (HTTP, chat template, tokenising) on top of TTFT_FLOOR
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -69,17 +70,22 @@ class Solver:
         """Requests the scheduler can run at once: its limit, and the KV pool at ``I + O/2`` tokens each."""
         return max(0.0, min(self.limits.max_running, self.limits.kv_tokens / self.held))
 
-    def _queue(self, batch: float, prefill: float, step_ms: float, rate: float, cv2a: float) -> tuple:
-        """(S, rho, W, W90) of the prefill queue at this state."""
-        limits = self.limits
-        service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, limits)
+    def work_ms(self, batch: float) -> float:
+        """One prompt's share of the prefill capacity: ``I / room`` of a step carrying a full chunk beside the
+        ``batch`` decodes (vLLM, llama.cpp), or of a full prefill batch (SGLang)."""
+        limits, prompt = self.limits, self.w.input_tokens
         if self.sched.mixed:
             room = max(limits.token_budget - batch, 1.0)
-            rho = prefill / room
-        else:
-            rho = rate * service / 1000
-        rho = min(max(rho, 0.0), RHO_CAP)
-        wait = QUEUE_FACTOR * rho / (1 - rho) * service * (cv2a + SERVICE_CV2) / 2
+            return prompt / room * self.step(batch, room)
+        return prompt / limits.token_budget * self.model.prefill_ms(limits.token_budget, prompt)
+
+    def _queue(self, batch: float, prefill: float, step_ms: float, rate: float, cv2a: float) -> tuple:
+        """(S, rho, W, W90) of the prefill queue at this state, open loop: M/G/1 (Kingman) with the prompt's
+        share of the prefill capacity as its service."""
+        service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, self.limits)
+        work = self.work_ms(batch)
+        rho = min(max(rate * work / 1000, 0.0), RHO_CAP)
+        wait = QUEUE_FACTOR * rho / (1 - rho) * work * (cv2a + SERVICE_CV2) / 2
         wait90 = wait * math.log(10 * rho) / rho if rho > 0.1 else 0.0
         return service, rho, wait, wait90
 
@@ -158,12 +164,17 @@ class Solver:
         service = wait = wait90 = rho = 0.0
         batch = prefill = 0.0
         busy = min(1.0, inside - 1)  # another request's step is under way when one arrives (none for one client)
+        queued = 0.0  # prompts waiting for or in prefill (Schweitzer's approximate mean value analysis)
         for _ in range(200):
-            service, rho, wait, wait90 = self._queue(batch, prefill, t, x, 0.0)
-            wait *= (inside - 1) / inside if inside > 1 else 0.0
+            service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, self.limits)
+            work = self.work_ms(batch)
+            wait = work * queued * (inside - 1) / inside  # the others' prompts ahead of this one
+            rho = min(x * work / 1000, RHO_CAP)
+            wait90 = 1.8 * wait
             engine = busy * t / 2 + service + wait + self.decodes * t  # in the engine, from arrival to the last token
             x = min(clients / (self.floor + engine), inside / engine) * 1000  # requests/s
             batch, prefill = x * self.decodes * t / 1000, x * self.w.input_tokens * t / 1000
+            queued = x * (service + wait) / 1000
             seen = 1 + batch * (inside - 1) / inside  # a token's own request and the others decoding
             new = self.step(seen, prefill)
             if abs(new - t) < 1e-6 * t:
