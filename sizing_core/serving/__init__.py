@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,9 @@ def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
     wave = inside / total
     ttft = engine - decodes * state.step_ms + wave * extra + outside
     e2e = ttft + decodes * state.step_ms
-    duration = (total - inside) / x + (2 * extra + engine) / 1000
+    # the run ends with its longest request: (1 + sqrt(3) cv) x the mean decode (uniform lengths: twice the mean)
+    longest = solver.floor + decodes * state.step_ms * (1 + math.sqrt(3 * workload.output_cv2))
+    duration = (total - inside) / x + (2 * extra + longest) / 1000
     requests = total / duration
     ttft90 = ttft + (1.6 * extra if wave > 0.5 else 0.8 * outside)
     e2e90 = ttft90 + decodes * state.step_ms

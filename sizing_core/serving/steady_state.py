@@ -34,8 +34,10 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.026  # on the M/G/1 wait of the prefill queue
-CLIENT_MS = 15.55  # a benchmark client's request path at a load (HTTP, chat template, tokenising) on top of TTFT_FLOOR
+QUEUE_FACTOR = 0.0254  # on the M/G/1 wait of the prefill queue
+#: a request's path through the API server (HTTP, chat template, tokenising) on top of TTFT_FLOOR; one request at a
+#: time, so a burst of N queues for N x this / 2 on average
+CLIENT_MS = 18.95
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -197,4 +199,5 @@ class Solver:
         else:
             total = n * self.w.input_tokens / self.limits.token_budget * self.model.prefill_ms(
                 self.limits.token_budget, self.w.input_tokens)
-        return max(0.0, total / 2 - state.prefill_ms - state.wait_ms)
+        front = clients * CLIENT_MS / 2  # the API server takes the prompts in one after the other
+        return max(0.0, total / 2 - state.prefill_ms - state.wait_ms) + front
