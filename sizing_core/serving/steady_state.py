@@ -34,10 +34,13 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.0254  # on the M/G/1 wait of the prefill queue
-#: a request's path through the API server (HTTP, chat template, tokenising) on top of TTFT_FLOOR; one request at a
-#: time, so a burst of N queues for N x this / 2 on average
-CLIENT_MS = 18.95
+QUEUE_FACTOR = 0.0181  # on the M/G/1 wait of the prefill queue
+#: request handling before the first forward pass at a load: engine_speed's TTFT_FLOOR_MS (fitted on batch-1
+#: TTFT rows) times this
+FLOOR_FACTOR = 1.496
+#: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for
+#: N x this / 2 on average
+FRONT_MS = 22.0
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -61,7 +64,7 @@ class Solver:
     def __init__(self, model: StepModel, scheduler: Scheduler, workload: Workload) -> None:
         self.model, self.sched, self.w = model, scheduler, workload
         self.limits: Limits = scheduler.limits(workload)
-        self.floor = TTFT_FLOOR_MS[model.family] + CLIENT_MS
+        self.floor = TTFT_FLOOR_MS[model.family] * FLOOR_FACTOR
         self.held = workload.held_tokens
         self.decodes = max(workload.output_tokens - 1, 0)
 
@@ -199,5 +202,5 @@ class Solver:
         else:
             total = n * self.w.input_tokens / self.limits.token_budget * self.model.prefill_ms(
                 self.limits.token_budget, self.w.input_tokens)
-        front = clients * CLIENT_MS / 2  # the API server takes the prompts in one after the other
+        front = clients * FRONT_MS / 2  # the API server takes the prompts in one after the other
         return max(0.0, total / 2 - state.prefill_ms - state.wait_ms) + front
