@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..architecture import Architecture
@@ -117,15 +117,16 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
         state = solver.open_state(min(rate, max_rate * 0.999)) if max_rate > 0 else None
         if state is None:
             raise ValueError("the setup serves no load: one request does not fit its limits")
-        backlog = 0.0
-        if saturated and max_rate > 0:  # the queue grows for the run: mean extra wait half its final backlog
-            backlog = 0.5 * n * (1 / max_rate - 1 / rate) * 1000
+        backlog, itl = 0.0, state.step_ms
+        if saturated and max_rate > 0:
+            backlog, itl, batch = solver.overloaded_run(rate, n)
+            state = replace(state, batch=batch)
         busy = min(1.0, state.batch + state.throughput * state.prefill_ms / 1000)
         ttft = solver.floor + busy * state.step_ms / 2 + state.wait_ms + state.prefill_ms + backlog
         ttft90 = solver.floor + busy * 0.9 * state.step_ms + state.wait_p90_ms + state.prefill_ms + 1.8 * backlog
         requests = state.throughput
         mean_batch = state.batch + requests * state.prefill_ms / 1000
-        e2e = ttft + decodes * state.step_ms
+        e2e = ttft + decodes * itl
     elif workload.kind == "burst":
         return _burst(solver, workload, max_rate)
     else:
@@ -140,10 +141,11 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
         ttft90 = ttft - state.wait_ms + state.wait_p90_ms + 0.4 * state.step_ms
         requests = state.throughput
         mean_batch = state.batch + requests * state.prefill_ms / 1000
-    e2e90 = ttft90 + decodes * state.step_ms
+        itl = state.step_ms
+    e2e90 = ttft90 + decodes * itl
     return Serving(rate=workload.rate, concurrency=workload.concurrency, ttft_ms=ttft, ttft_ms_p90=ttft90,
-                   itl_ms=state.step_ms, e2e_ms=e2e, e2e_ms_p90=e2e90,
+                   itl_ms=itl, e2e_ms=e2e, e2e_ms_p90=e2e90,
                    output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
                    mean_batch=mean_batch, saturated=saturated, max_rate=max_rate,
-                   ttft_ms_range=_range(ttft, "ttft"), itl_ms_range=_range(state.step_ms, "itl"),
+                   ttft_ms_range=_range(ttft, "ttft"), itl_ms_range=_range(itl, "itl"),
                    e2e_ms_range=_range(e2e, "e2e"), max_running=int(solver.limits.max_running))

@@ -160,6 +160,31 @@ class Solver:
         return State(step_ms=t, batch=batch, prefill_tokens=prefill, prefill_ms=service, wait_ms=wait,
                      wait_p90_ms=wait90, rho=rho, throughput=rate)
 
+    def overloaded_run(self, rate: float, prompts: int, steps: int = 80) -> tuple[float, float, float]:
+        """(mean wait for a slot in ms, token-weighted ITL in ms, mean decoding batch) of a run of ``prompts``
+        arriving at ``rate`` above :meth:`max_rate`: a fluid model. The schedulers admit waiting prompts while
+        they can (prefill first), so the running batch grows, serving ``X(B)``, until what the engine runs at
+        once; only then do prompts queue, and those left at the run's end drain at the engine's rate."""
+        decodes = max(self.decodes, 1)
+        cap = max(self.running_cap(), 1.0)
+        dt = prompts / rate / steps
+        batch = waiting = wait_area = batch_area = tokens = weighted = 0.0
+        served = 1.0
+        for _ in range(steps):
+            u = batch / decodes
+            t = self._step_u(u)
+            served = u / t * 1000  # requests/s at this batch
+            admit = min(rate * dt + waiting, max(cap - batch, 0.0) + served * dt)
+            waiting += rate * dt - admit
+            batch = min(cap, max(0.0, batch + admit - served * dt))
+            wait_area += waiting * dt
+            batch_area += batch * dt
+            tokens += served * decodes * dt
+            weighted += served * decodes * dt * t
+        wait_area += waiting * waiting / (2 * max(served, 1e-9))  # the queue left at the end drains
+        itl = weighted / tokens if tokens else self._step_u(cap / decodes)
+        return wait_area / prompts * 1000, itl, batch_area / (steps * dt)
+
     # --- closed loop ------------------------------------------------------------------------------------------
     def closed_state(self, clients: int) -> State:
         cap = max(self.running_cap(), 1.0)
