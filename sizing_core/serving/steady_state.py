@@ -34,13 +34,13 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.0181  # on the M/G/1 wait of the prefill queue
+QUEUE_FACTOR = 0.0195  # on the M/G/1 wait of the prefill queue
 #: request handling before the first forward pass at a load: engine_speed's TTFT_FLOOR_MS (fitted on batch-1
 #: TTFT rows) times this
-FLOOR_FACTOR = 1.496
+FLOOR_FACTOR = 1.413
 #: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for
 #: N x this / 2 on average
-FRONT_MS = 22.0
+FRONT_MS = 19.5
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run

@@ -36,20 +36,20 @@ from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
 # on serving.csv of branch serving-data at 4fdf367 (151 of 215 cases predicted): vLLM/SGLang stream at 0.89 of the
-# spec bandwidth on HBM2e (A100), 0.75 on HBM3 (H100, MI300X), 0.95 (the cap) on HBM3e (H200, B200) and 0.65 on
-# GDDR6 (L4, L40S); a step pays bandwidth and compute in full (overlap at its cap of 1) and 55 us per running
-# request, its matrix work at 1.35 x the batch-1 prefill MFU
+# spec bandwidth on HBM2e (A100) and HBM3e (H200, B200) at the cap of 0.95, 0.78 on HBM3 (H100, MI300X) and 0.66
+# on GDDR6 (L4, L40S); a step pays bandwidth and compute in full (overlap at its cap of 1) and 66 us per running
+# request, its matrix work at 1.12 x the batch-1 prefill MFU
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.562, "HBM3": 1.279, "HBM3e": 1.63, "GDDR6": 0.650, "GDDR7": 1.0, "LPDDR": 1.0}
+MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.334, "HBM3e": 1.63, "GDDR6": 0.660, "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a step does not hide under the larger one
 OVERLAP = 1.0
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
-SEQ_US = 55.2
+SEQ_US = 66.1
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
 #: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
 EXPERT_US = 0.0
 #: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
-MFU_FACTOR = 1.353
+MFU_FACTOR = 1.119
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
