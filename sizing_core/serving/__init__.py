@@ -59,15 +59,18 @@ class Serving:
                 "itlMsRange": list(self.itl_ms_range), "e2eMsRange": list(self.e2e_ms_range)}
 
 
-def _band(quantity: str) -> tuple[float, float]:
+def _band(quantity: str, group: str) -> tuple[float, float]:
+    """(low, high) measured / predicted of ``quantity`` for the model class, else for every class."""
     from .bands import BANDS
 
-    low, high = BANDS.get(quantity, {}).get("band", (1.0, 1.0))
+    table = BANDS.get(quantity, {})
+    entry = table.get(group) or table.get("*") or {"band": (1.0, 1.0)}
+    low, high = entry["band"]
     return float(low), float(high)
 
 
-def _range(value: float, quantity: str) -> Range:
-    low, high = _band(quantity)
+def _range(value: float, quantity: str, group: str = "*") -> Range:
+    low, high = _band(quantity, group)
     return (value * low, value * high)
 
 
@@ -76,6 +79,9 @@ def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
     first ``n`` prompts queue for the step budget one behind the other, the rest wait for a slot (the ``j``-th
     beyond ``n`` for ``j`` completions). With output lengths of squared CV ``c``, the batch a token sees while the
     burst drains is ``n / (1 + c)`` (fixed lengths: all ``n``; exponential: half)."""
+    from ..calibration import model_class
+
+    group = model_class(solver.model.arch)
     total = int(workload.concurrency or 1)
     inside = max(1, min(total, int(solver.running_cap())))
     seen = max(1, round(inside / (1 + workload.output_cv2)))
@@ -97,8 +103,8 @@ def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
     return Serving(rate=None, concurrency=total, ttft_ms=ttft, ttft_ms_p90=ttft90, itl_ms=state.step_ms, e2e_ms=e2e,
                    e2e_ms_p90=e2e90, output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
                    mean_batch=state.batch + x * state.prefill_ms / 1000, saturated=total > solver.running_cap(),
-                   max_rate=max_rate, ttft_ms_range=_range(ttft, "ttft"), itl_ms_range=_range(state.step_ms, "itl"),
-                   e2e_ms_range=_range(e2e, "e2e"), max_running=int(solver.limits.max_running))
+                   max_rate=max_rate, ttft_ms_range=_range(ttft, "ttft", group),
+                   itl_ms_range=_range(state.step_ms, "itl", group), e2e_ms_range=_range(e2e, "e2e", group), max_running=int(solver.limits.max_running))
 
 
 def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, workload: Workload,
@@ -106,6 +112,9 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
           nodes: int = 1, cpu_offload_gb: float | None = None) -> Serving:
     """The setup's steady state at ``workload``: ``start`` (the engine's start-up figures for this layout and
     ``max_model_len``) gives the KV pool and the scheduler's defaults."""
+    from ..calibration import model_class
+
+    group = model_class(arch)  # the bands' group
     model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes, cpu_offload_gb)
     solver = Solver(model, scheduler_for(engine, gpu, start), workload)
     max_rate = solver.max_rate()
@@ -147,5 +156,5 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
                    itl_ms=itl, e2e_ms=e2e, e2e_ms_p90=e2e90,
                    output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
                    mean_batch=mean_batch, saturated=saturated, max_rate=max_rate,
-                   ttft_ms_range=_range(ttft, "ttft"), itl_ms_range=_range(itl, "itl"),
-                   e2e_ms_range=_range(e2e, "e2e"), max_running=int(solver.limits.max_running))
+                   ttft_ms_range=_range(ttft, "ttft", group), itl_ms_range=_range(itl, "itl", group),
+                   e2e_ms_range=_range(e2e, "e2e", group), max_running=int(solver.limits.max_running))

@@ -5,7 +5,8 @@ the call ``vramlab fit ... --rate R`` makes. Reading package data is the only I/
 Each row becomes a setup (config, GPU, engine with the settings the row states, TP x PP, DP replicas sharing the
 load) and a :class:`Workload` (the row's mean lengths, its rate, clients or burst size, its run length and how its
 output lengths spread: ShareGPT ~ exponential, SGLang's ``random`` with range ratio 0 uniform, else fixed). Measured:
-mean TTFT, ITL (or TPOT), E2E (medians where means are not given) and output tokens/s.
+mean TTFT, ITL (or TPOT), E2E (medians where means are not given) and output tokens/s; an ITL more than twice
+what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of several tokens).
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ def measured(row: dict[str, str]) -> dict[str, float]:
            "itl": _first(row, "itl_ms_mean", "tpot_ms_mean", "itl_ms_median", "tpot_ms_median"),
            "e2e": _first(row, "e2e_ms_mean", "e2e_ms_median"),
            "tput": _first(row, "output_tokens_per_s")}
-    return {k: v for k, v in out.items() if v is not None}
+    out = {k: v for k, v in out.items() if v is not None}
+    decodes = float(row["output_tokens"]) - 1
+    if {"itl", "e2e", "ttft"} <= set(out) and decodes > 0 and out["itl"] * decodes > 2 * (out["e2e"] - out["ttft"]):
+        del out["itl"]  # the run's own E2E - TTFT says otherwise (the client timed stream chunks of many tokens)
+    return out
 
 
 def output_cv2(row: dict[str, str]) -> float:
