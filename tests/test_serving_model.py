@@ -192,3 +192,19 @@ def test_fit_concurrency_without_lengths_keeps_its_meaning() -> None:
 def test_fit_load_flags_errors(args: tuple[str, ...], message: str) -> None:
     out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--format", "bf16", *args)
     assert out.returncode != 0 and message in out.stderr, out.stderr
+
+
+def test_a_short_overload_grows_the_batch_not_the_queue() -> None:
+    """Above the sustained rate, a run whose excess fits in what the engine runs at once (prefill-first admission)
+    queues no prompt for a slot: TTFT stays near the steady state's while ITL rises; a long run queues."""
+    arch, gpu, engine, start = _setup()
+    solver = steady_state.Solver(StepModel(arch, gpu, engine, "bf16", 1, 1), scheduler_for(engine, gpu, start),
+                                 Workload(input_tokens=100, output_tokens=100, rate=1.0))
+    top = solver.max_rate()
+    cap = solver.running_cap()
+    short = 40  # 40 x (1 - 1/1.2) = 6.7 requests of excess, far below the cap
+    assert short * (1 - 1 / 1.2) < cap
+    wait, itl, batch = solver.overloaded_run(1.2 * top, short)
+    assert wait == pytest.approx(0.0, abs=1e-6) and batch <= cap
+    long_wait, long_itl, _ = solver.overloaded_run(1.2 * top, 50 * int(cap))
+    assert long_wait > 1000 and long_itl >= itl
