@@ -121,7 +121,18 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected requests per second like 4 or 0.5, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive number, got {text}")
+    return value
+
+
 CONTEXT = _type(_context, "context")
+RATE = _type(_rate, "rate")
 FRACTION = _type(_fraction, "fraction")
 CONTEXTS = _type(_contexts, "contexts")
 POSITIVE = _type(_positive, "count")

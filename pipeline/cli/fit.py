@@ -118,10 +118,13 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
                engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
                arch: Architecture | None = None, repo: str | None = None, substitute: bool = True,
                gpus: int | None = None, settings: dict[str, Any] | None = None,
-               gguf_files: dict[str, Any] | None = None) -> dict[str, Any]:
+               gguf_files: dict[str, Any] | None = None, load: Any = None,  # noqa: ANN401 - a Workload
+               cpu_offload_gb: float | None = None) -> dict[str, Any]:
     """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md); ``gpus``: exactly
     that many GPUs in the engine's default layout (else the fewest); ``settings``: the engine's start-up flags;
-    ``gguf_files``: the GGUF repos the model's Hub revision lists, by quant type (launch commands name only those)."""
+    ``gguf_files``: the GGUF repos the model's Hub revision lists, by quant type (launch commands name only those);
+    ``load``: a :class:`sizing_core.serving.Workload`, adding the ``serving`` object (issue #37; without one the
+    answer is unchanged)."""
     if arch is None:
         if data_dir is None:
             from pipeline.settings import settings
@@ -131,14 +134,22 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         arch = load_ref(ref)
         repo = model_repo(ref, arch)
     gpu = get_gpu(gpu_id)
+    if load is not None:  # memory for the pool at max_model_len = context; llama.cpp: its slots (issue #37)
+        from sizing_core.serving import memory_requests
+
+        concurrency = memory_requests(engine_id or default_engine(gpu).id, load)
     placed, engine, substitute_used, start = place(arch, gpu, fmt, context, concurrency, engine_id,
                                                    kv_cache_dtype, substitute, gpus, settings)
     plan = placed.plan
+    serving = serving_answer(arch, gpu, engine, placed, start, load, cpu_offload_gb) if load is not None else None
     throughput = estimate(arch, gpu, engine, placed) if plan else None
     batched = None
     if throughput is not None and throughput.max_concurrent_requests > 1:
         batched = estimate(arch, gpu, engine, placed, batch=throughput.max_concurrent_requests)
-    launch = launch_command(placed, repo or arch.model, **known_sources(placed, repo or arch.model,
+    launched = placed  # at a load, vLLM runs as many sequences as its scheduler does, not the memory plan's one
+    if serving is not None and engine.id == "vllm":
+        launched = placed.model_copy(update={"concurrency": serving.max_running})
+    launch = launch_command(launched, repo or arch.model, **known_sources(placed, repo or arch.model,
                                                                         arch.native.weight_format, gguf_files)) \
         if plan else None
     fewest_count = placed.gpus  # `--gpu H100:2`: also the fewest that hold it (#23)
@@ -150,7 +161,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         largest = plan.largest_stage
         memory = largest.model_dump(mode="json", exclude={"stage", "layers"}) | {
             "usable": plan.usable_gib, "headroom": plan.headroom_gib, "stage": largest.stage}
-    return {
+    result = {
         "model": arch.model, "gpu": gpu.id, "gpuName": gpu.name, "engine": engine.id, "format": fmt,
         "weightFormat": placed.weight_format, "context": context, "concurrency": concurrency,
         "kvCacheDtype": kv_cache_dtype, "gpus": placed.gpus, "fits": placed.fits,
@@ -167,6 +178,25 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
         "gpusAsked": gpus, "engineStartup": startup_json(start, engine, gpu, arch), "fewestGpus": fewest_count,
     }
+    if load is not None:  # `serving`: the steady state at the load (keys are a contract: docs/cli.md)
+        result["serving"] = serving.to_json() if serving is not None else None
+    return result
+
+
+def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placement, start: EngineStartup | None,
+                   load: Any, cpu_offload_gb: float | None = None) -> Any:  # noqa: ANN401 - Workload, Serving
+    """:func:`sizing_core.serving.serve` of the placement at the load, None without a deployment."""
+    from sizing_core.serving import serve
+
+    plan = placed.plan
+    if plan is None or not placed.fits or gpu.bandwidth_gbs is None:
+        return None
+    try:
+        answer = serve(arch, gpu, engine, placed.format, plan.tensor_parallel, plan.pipeline_parallel, load, start,
+                       placed.kv_cache_dtype, placed.native_support, plan.nodes, cpu_offload_gb=cpu_offload_gb)
+    except ValueError:
+        return None
+    return answer
 
 
 def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context: int) -> dict[str, Any]:  # noqa: ANN401

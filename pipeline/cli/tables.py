@@ -181,6 +181,9 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                   f"{fmt(speed['prefillTokensPerS'], 'tok/s', speed.get('prefillTokensPerSRange'))}, "
                   f"TTFT ({speed['ttftPromptTokens']} tokens) {fmt(speed['ttftMs'], 'ms', speed.get('ttftMsRange'))}, "
                   f"up to {speed['maxConcurrentRequests']} requests of {result['context']:,} tokens")
+    if "serving" in result:
+        for line in serving_lines(result["serving"]):
+            console.print(line)
     start = result.get("engineStartup")
     if start:
         console.print(f"{result['engine']} start-up per GPU: weights {start['weightsGiBPerGpu']:.2f} GiB, activation "
@@ -190,6 +193,39 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
     _print_cost(result, console)
     console.print(styled((result["launch"]["note"], "dim")))
     console.print(result["launch"]["command"], soft_wrap=True, highlight=False)
+
+
+def _ms(value: float) -> str:
+    return f"{value / 1000:,.1f} s" if value >= 10_000 else f"{value:,.0f} ms" if value >= 10 else f"{value:.1f} ms"
+
+
+def serving_lines(serving: dict[str, Any] | None) -> list[str]:
+    """``fit`` at a load, one line each: TTFT, ITL, E2E and throughput, saturation (issue #37)."""
+    if serving is None:
+        return ["at the load: no answer (no deployment, or no bandwidth figure for this GPU)"]
+
+    def span(key: str) -> str:
+        low, high = serving[key]
+        if high >= 10_000:
+            return f"{low / 1000:,.1f}-{high / 1000:,.1f} s"
+        return f"{low:,.0f}-{high:,.0f} ms" if low >= 10 else f"{low:.1f}-{high:.1f} ms"
+
+    load = (f"{serving['rate']:g} req/s" if serving["rate"] is not None
+            else f"{serving['concurrency']} clients in a closed loop")
+    lines = [f"at {load}: TTFT ~{_ms(serving['ttftMs'])} ({span('ttftMsRange')}), p90 ~{_ms(serving['ttftMsP90'])}",
+             f"ITL ~{_ms(serving['itlMs'])} ({span('itlMsRange')}), "
+             f"{1000 / serving['itlMs']:,.0f} tok/s per user",
+             f"E2E ~{_ms(serving['e2eMs'])} ({span('e2eMsRange')}), p90 ~{_ms(serving['e2eMsP90'])}; "
+             f"{serving['outputTokensPerS']:,.0f} output tok/s, {serving['requestsPerS']:,.2f} req/s, mean batch "
+             f"{serving['meanBatch']:,.1f}"]
+    if serving["saturated"]:
+        lines.append(f"[red]saturated[/red]: the setup sustains ~{serving['maxRate']:,.1f} req/s at most; queues grow "
+                     "(figures for a run of 1,000 prompts)" if serving["rate"] is not None else
+                     f"[yellow]saturated[/yellow]: more clients than the engine runs at once; the rest wait "
+                     f"(saturates at ~{serving['maxRate']:,.1f} req/s)")
+    else:
+        lines.append(f"saturates at ~{serving['maxRate']:,.1f} req/s")
+    return lines
 
 
 def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:

@@ -11,6 +11,7 @@ from pipeline.cli.args import (
     HOURS,
     NONNEG,
     POSITIVE,
+    RATE,
     data_dir_flag,
     data_dir_of,
     examples,
@@ -29,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                           "vramlab fit llama-3.1-70b --gpu H100 --format FP8 --context 32k",
                                           "vramlab fit qwen3-8b --gpu h200 --format q4km --hours-per-day 8 --json",
                                           "vramlab fit openai/gpt-oss-120b --gpu h100 --gpus 1 --engine vllm "
-                                          "--format native --context 32k --gpu-memory-utilization 0.95 --json"))
+                                          "--format native --context 32k --gpu-memory-utilization 0.95 --json",
+                                          "vramlab fit llama-3.1-8b --gpu h100 --gpus 1 --engine vllm --format bf16 "
+                                          "--context 8k --rate 10 --input-tokens 1000 --output-tokens 200"))
     fit.add_argument("model", metavar="MODEL", help="model id, Hub repo id, registry id or config path")
     fit.add_argument("--gpu", required=True, metavar="GPU[:N]",
                      help="GPU id or alias, any case (H100, h100-sxm, rtx-4090, mac-m5-max-128); with :N, the answer "
@@ -38,7 +41,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="weight format, any case (bf16, FP8, q4km, awq, native; default: every format)")
     fit.add_argument("--context", type=CONTEXT, default=8192, metavar="N", help="tokens per request: 8192, 32k, 1M "
                                                                                   "(default 8192)")
-    fit.add_argument("--concurrency", type=POSITIVE, default=1, metavar="K", help="requests at once (default 1)")
+    fit.add_argument("--concurrency", type=POSITIVE, default=None, metavar="K",
+                     help="requests of --context tokens at once (default 1); with --input-tokens/--output-tokens: K "
+                          "clients in a closed loop, each sending its next request when the last one ends")
+    fit.add_argument("--rate", type=RATE, default=None, metavar="R",
+                     help="with --input-tokens/--output-tokens: requests per second (Poisson arrivals); adds the "
+                          "serving figures at that load (TTFT, ITL, E2E, saturation)")
+    fit.add_argument("--input-tokens", type=POSITIVE, default=None, metavar="I",
+                     help="mean prompt tokens of a request at the load (--rate or --concurrency)")
+    fit.add_argument("--output-tokens", type=POSITIVE, default=None, metavar="O",
+                     help="mean output tokens of a request at the load (--rate or --concurrency)")
+    fit.add_argument("--cpu-offload-gb", type=NONNEG, default=None, metavar="G",
+                     help="vLLM's --cpu-offload-gb: GiB of weights per GPU streamed over PCIe every step (counted "
+                          "in the serving figures at a load, not in the memory plan)")
     fit.add_argument("--engine", default=None, metavar="E",
                      help="vllm, sglang, llama.cpp, ollama, mlx (default: vLLM on data-centre GPUs, llama.cpp "
                           "elsewhere)")
@@ -97,10 +112,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if arch.max_context is not None and args.context > arch.max_context:
         planned = arch.model_copy(update={"max_context": None})
 
+    load = load_of(args)
+    concurrency = 1 if load is not None or args.concurrency is None else args.concurrency
+
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
-        result = fit_result(args.model, gpu.id, f, args.context, args.concurrency, args.engine, args.kv_cache_dtype,
+        result = fit_result(args.model, gpu.id, f, args.context, concurrency, args.engine, args.kv_cache_dtype,
                             arch=planned, repo=repo, substitute=substitute, gpus=gpus, settings=settings,
-                            gguf_files=(ref.hub or {}).get("gguf_files"))
+                            gguf_files=(ref.hub or {}).get("gguf_files"), load=load,
+                            cpu_offload_gb=args.cpu_offload_gb)
         if result["fits"] and snapshot is not None and gpu.id not in offers:
             offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
         result = with_context(result, arch, limit, args.context)
@@ -133,6 +152,32 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
         print_fit(result)
     return 0
+
+
+def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.serving.Workload or None
+    """The load ``--rate`` or ``--concurrency`` with ``--input-tokens``/``--output-tokens`` asks for (None: no
+    load; ``--concurrency`` alone keeps its meaning of requests of ``--context`` tokens for memory)."""
+    from pipeline.cli.errors import CliError
+
+    if args.rate is not None and args.concurrency is not None:
+        raise CliError("--rate and --concurrency are exclusive: a load is a request rate (open loop) or a number of "
+                       "clients (closed loop)")
+    lengths = (args.input_tokens, args.output_tokens)
+    if args.rate is not None and None in lengths:
+        raise CliError("--rate needs --input-tokens and --output-tokens (the mean prompt and output of a request)")
+    if lengths != (None, None) and None in lengths:
+        raise CliError("--input-tokens and --output-tokens go together")
+    if None in lengths:
+        if args.cpu_offload_gb is not None:
+            raise CliError("--cpu-offload-gb counts at a load: give --rate or --concurrency with --input-tokens and "
+                           "--output-tokens")
+        return None
+    if args.rate is None and args.concurrency is None:
+        raise CliError("--input-tokens/--output-tokens describe a load: give --rate R or --concurrency K too")
+    from sizing_core.serving import Workload
+
+    return Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=args.rate,
+                    concurrency=args.concurrency if args.rate is None else None)
 
 
 def _offload(args: argparse.Namespace, arch: Any, gpu: Any, count: int, fmt: str | None) -> int:  # noqa: ANN401

@@ -1,0 +1,148 @@
+"""How each engine's scheduler shares a step between running requests and waiting prompts (issue #37), one class
+per engine, found through :data:`SCHEDULERS` (the one place that dispatches on the engine id; the classes can move
+onto the engine types as they are).
+
+- vLLM V1: continuous batching with chunked prefill always on; a step carries every running request's decode token
+  and up to ``max_num_batched_tokens`` - decodes of prompt tokens; at most ``max_num_seqs`` running; requests
+  preempted when the paged KV pool is full (``vllm/v1/core/sched/scheduler.py``).
+- SGLang: prefill batches of up to ``chunked_prefill_size`` tokens run apart from decode batches (mixed chunks are
+  off by default), so decodes wait while a prefill batch runs; the token pool bounds the running requests
+  (``managers/scheduler.py``, ``schedule_policy.py``).
+- llama.cpp server: ``--parallel`` slots (4 with the unified cache by default), each step one batch of every
+  slot's next token and prompt tokens up to ``n_batch`` (2048), the unified KV cache of ``n_ctx`` cells shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine_memory import EngineStartup
+from ..engines import Engine
+from ..gpus import GPU
+from .step import StepModel
+from .workload import Workload
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_running: float  # requests the scheduler runs at once (max_num_seqs, slots)
+    token_budget: float  # tokens one step (or one prefill batch) carries
+    kv_tokens: float  # tokens the KV pool holds (all running requests together)
+
+
+class Scheduler:
+    """The shared mechanics: a mixed step (decode and prompt chunks together) unless ``mixed`` is False."""
+
+    engine_id = ""
+    mixed = True
+
+    def __init__(self, engine: Engine, gpu: GPU, start: EngineStartup | None) -> None:
+        self.engine, self.gpu, self.start = engine, gpu, start
+
+    def limits(self, workload: Workload) -> Limits:
+        raise NotImplementedError
+
+    @classmethod
+    def memory_requests(cls, workload: Workload) -> int:
+        """Requests of ``max_model_len`` the memory plan holds at this load: vLLM and SGLang page one pool (what
+        memory leaves), so one; llama.cpp's server gives each slot its own ``n_ctx / slots`` cells."""
+        return 1
+
+    def kv_tokens(self) -> float:
+        if self.start is None or self.start.kv_cache_tokens <= 0:
+            return float("inf")
+        return float(self.start.kv_cache_tokens)
+
+    def step_ms(self, model: StepModel, batch: float, held: float, prefill: float, prompt: float,
+                limits: Limits) -> float:
+        """Mean step time with ``batch`` decoding requests and ``prefill`` prompt tokens per decode step."""
+        if self.mixed:
+            return model.step(batch, held, prefill, prompt).total_ms
+        decode = model.step(batch, held).total_ms
+        if prefill <= 0:
+            return decode
+        batches = prefill / limits.token_budget  # prefill batches per decode step, each full
+        return decode + batches * model.prefill_ms(limits.token_budget, prompt)
+
+    def prefill_service_ms(self, model: StepModel, batch: float, held: float, workload: Workload,
+                           limits: Limits) -> float:
+        """Time from a prompt's first scheduled chunk to its first token: its chunks, each in a step that also
+        decodes the running batch (mixed), or its prefill batch (apart)."""
+        prompt = workload.input_tokens
+        if self.mixed:
+            room = max(limits.token_budget - batch, min(limits.token_budget, 256.0))
+            chunks = max(1, -(-prompt // int(room)))
+            return chunks * model.step(batch, held, min(prompt, room), prompt).total_ms
+        chunks = max(1, -(-prompt // int(limits.token_budget)))
+        return chunks * model.prefill_ms(min(prompt, limits.token_budget), prompt)
+
+
+class VllmV1(Scheduler):
+    engine_id = "vllm"
+    mixed = True
+
+    def limits(self, workload: Workload) -> Limits:
+        from ..engine_memory import CURRENT_VLLM, parse_version, vllm_defaults
+
+        budget, seqs = vllm_defaults(self.gpu, parse_version(self.engine.version) or CURRENT_VLLM)
+        if self.start is not None:
+            budget = self.start.max_num_batched_tokens or budget
+            seqs = self.start.max_num_seqs or seqs
+        budget = self.engine.max_num_batched_tokens or budget
+        seqs = self.engine.max_num_seqs or seqs
+        return Limits(max_running=float(seqs), token_budget=float(budget), kv_tokens=self.kv_tokens())
+
+
+#: SGLang's chunked_prefill_size and cuda-graph batch by GPU memory (server_args, late 2025)
+def _sglang_chunk(gpu: GPU) -> int:
+    from ..engine_memory import cuda_total_bytes
+    from ..units import GIB
+
+    gb = cuda_total_bytes(gpu) / GIB
+    return 2048 if gb < 35 else 4096 if gb < 60 else 8192 if gb < 160 else 16384
+
+
+class SGLang(Scheduler):
+    engine_id = "sglang"
+    mixed = False
+
+    def limits(self, workload: Workload) -> Limits:
+        budget = self.engine.max_num_batched_tokens or _sglang_chunk(self.gpu)
+        running = self.engine.max_num_seqs or 4096  # max_running_requests: the token pool decides
+        return Limits(max_running=float(running), token_budget=float(budget), kv_tokens=self.kv_tokens())
+
+
+class LlamaCppServer(Scheduler):
+    engine_id = "llama.cpp"
+    mixed = True
+    DEFAULT_SLOTS = 4  # --parallel -1 (auto) with the unified KV cache
+    N_BATCH = 2048
+
+    @classmethod
+    def slots(cls, workload: Workload) -> int:
+        return workload.concurrency if not workload.open_loop and workload.concurrency else cls.DEFAULT_SLOTS
+
+    @classmethod
+    def memory_requests(cls, workload: Workload) -> int:
+        return cls.slots(workload)
+
+    def limits(self, workload: Workload) -> Limits:
+        slots = self.engine.max_num_seqs or self.slots(workload)
+        return Limits(max_running=float(slots), token_budget=float(self.N_BATCH), kv_tokens=self.kv_tokens())
+
+
+#: the engine schedulers by engine id (ollama and MLX answer as llama.cpp's server)
+SCHEDULERS: dict[str, type[Scheduler]] = {cls.engine_id: cls for cls in (VllmV1, SGLang, LlamaCppServer)}
+
+
+def scheduler_class(engine_id: str) -> type[Scheduler]:
+    return SCHEDULERS.get(engine_id, LlamaCppServer)
+
+
+def scheduler_for(engine: Engine, gpu: GPU, start: EngineStartup | None) -> Scheduler:
+    return scheduler_class(engine.id)(engine, gpu, start)
+
+
+def memory_requests(engine_id: str, workload: Workload) -> int:
+    """Requests of ``max_model_len`` tokens to plan memory for at ``workload`` (``fit`` at a load)."""
+    return scheduler_class(engine_id).memory_requests(workload)

@@ -1,0 +1,149 @@
+"""One engine step at a load (issue #37): ``B`` running requests each decoding one token while holding ``held``
+tokens of KV, plus ``p`` prompt tokens of waiting requests in the same step (chunked prefill), on one GPU of the TP
+group::
+
+    bandwidth = (dense weights + distinct experts touched by the step's B + p tokens / expert efficiency) / TP
+                + B x KV bytes of ``held`` tokens                       over  bandwidth x efficiency(memory kind)
+    compute   = ((B + p) x 2 x active params + B x attention over held + p x attention over the prompt) / TP
+                                                                         over  peak x MFU
+    step      = max(bandwidth, compute) + OVERLAP x min(bandwidth, compute) + fixed costs (``engine_speed``)
+
+The distinct experts a layer's routed experts see for ``n`` tokens: ``E (1 - (1 - k/E)^n)`` (``k`` at one token,
+all ``E`` for many). Fixed costs (launches, routing, MLA kernels, TP all-reduces) and the MFU, the expert streaming
+share and the batch-1 efficiency are ``engine_speed``'s, fitted on the batch-1 set; the efficiency is scaled per
+memory kind by :data:`MEMORY_KIND_FACTOR` and mixed steps pay :data:`OVERLAP`, both fitted at a load
+(``scripts/calibrate_serving.py``; ``docs/calibration.md``, "At a load").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..architecture import Architecture
+from ..engine_speed import (
+    EXPERT_EFFICIENCY,
+    PREFILL_MFU,
+    _peak,
+    bandwidth_efficiency,
+    family,
+    fixed_ms,
+)
+from ..engines import Engine, effective_format
+from ..gpus import GPU
+from ..layers import MoE
+from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_per_request, _step_terms
+from ..units import GB, GIB
+
+# --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
+# on serving.csv of branch serving-data at 4fdf367 (151 of 215 cases predicted): vLLM/SGLang stream at 0.89 of the
+# spec bandwidth on HBM2e (A100) and HBM3e (H200, B200) at the cap of 0.95, 0.78 on HBM3 (H100, MI300X) and 0.66
+# on GDDR6 (L4, L40S); a step pays bandwidth and compute in full (overlap at its cap of 1) and 66 us per running
+# request, its matrix work at 1.12 x the batch-1 prefill MFU
+#: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
+MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.334, "HBM3e": 1.63, "GDDR6": 0.660, "GDDR7": 1.0, "LPDDR": 1.0}
+#: share of the smaller of bandwidth and compute time a step does not hide under the larger one
+OVERLAP = 1.0
+#: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
+SEQ_US = 66.1
+#: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
+#: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
+EXPERT_US = 0.0
+#: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
+MFU_FACTOR = 1.119
+# ------------------------------------------------------------------------------------------------------------------
+MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
+PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
+
+
+def memory_kind(gpu: GPU) -> str:
+    """The catalog's memory kind in the fitted groups (HBM2/HBM as HBM2e, GDDR6X as GDDR6, unified as LPDDR)."""
+    text = (gpu.memory_kind or "").upper()
+    if gpu.kind in ("unified", "apple") or "LPDDR" in text:
+        return "LPDDR"
+    if text.startswith("HBM3E"):
+        return "HBM3e"
+    if text.startswith("HBM3"):
+        return "HBM3"
+    if text.startswith("HBM"):
+        return "HBM2e"
+    return "GDDR7" if text.startswith("GDDR7") else "GDDR6"
+
+
+def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts ``tokens`` tokens route to in one layer (each picks ``top_k`` of
+    ``num_experts`` uniformly): ``E (1 - (1 - k/E)^n)``; ``k`` at one token, all ``E`` for many."""
+    if tokens <= 0:
+        return 0.0
+    return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
+
+
+@dataclass(frozen=True)
+class Step:
+    bandwidth_ms: float
+    compute_ms: float
+    fixed_ms: float
+    total_ms: float
+
+
+class StepModel:
+    """The step of one setup (model, GPU, engine, format, layout), its per-setup terms computed once."""
+
+    def __init__(self, arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int,
+                 kv_cache_dtype: str = "bf16", native: bool = True, nodes: int = 1,
+                 cpu_offload_gb: float | None = None) -> None:
+        self.arch, self.gpu, self.engine, self.tp, self.pp, self.kv = arch, gpu, engine, tp, pp, kv_cache_dtype
+        self.family = family(engine)
+        dense, row, self.experts = _step_terms(arch, fmt)
+        groups: dict[tuple[int, int], int] = {}
+        for layer in arch.layers:
+            if isinstance(layer.mlp, MoE):
+                key = (layer.mlp.num_experts, layer.mlp.top_k)
+                groups[key] = groups.get(key, 0) + 1
+        self.moe_layers = tuple((e, k, n) for (e, k), n in groups.items())
+        self.dense, self.row = dense, row
+        eff = bandwidth_efficiency(engine, gpu)
+        if self.family == "server":
+            eff = min(MAX_EFFICIENCY, eff * MEMORY_KIND_FACTOR.get(memory_kind(gpu), 1.0))
+        self.efficiency = eff
+        self.bandwidth = (gpu.bandwidth_gbs or 0.0) * GB * eff  # bytes/s one GPU streams
+        flops = _peak(gpu, effective_format(arch, fmt), native, engine)
+        self.flops = flops * PREFILL_MFU[self.family] * (MFU_FACTOR if self.family == "server" else 1.0) \
+            if flops else None
+        self.server = self.family == "server"
+        self.active = _active_params(arch)
+        self.fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
+        if cpu_offload_gb:  # vLLM's UVA offload: the offloaded weights cross PCIe in every forward pass
+            self.fixed += cpu_offload_gb * GIB / (PCIE_GBS * GB) * 1000
+
+    def kv_bytes(self, held: float) -> float:
+        """KV cache and state bytes one request holding ``held`` tokens reads per step on one GPU."""
+        return _cache_bytes_per_request(self.arch, max(1, round(held)), self.kv, self.tp)
+
+    def weight_bytes(self, tokens: float) -> float:
+        """Weight bytes a step of ``tokens`` tokens (decode and prompt) streams, on one GPU; routed experts as
+        the distinct ones those tokens touch, at the experts' slower streaming."""
+        experts = sum(nbytes * distinct_experts(e, k, tokens) / e for e, k, nbytes in self.experts)
+        return (self.dense + min(tokens, 1e6) * self.row + experts / EXPERT_EFFICIENCY) / self.tp
+
+    def step(self, batch: float, held: float, prefill: float = 0.0, prompt: float = 0.0) -> Step:
+        """One step: ``batch`` decoding requests holding ``held`` tokens each, ``prefill`` prompt tokens of
+        prompts ``prompt`` tokens long (their attention spans half the prompt on average)."""
+        tokens = batch + prefill
+        nbytes = self.weight_bytes(max(tokens, 1.0)) + batch * self.kv_bytes(held)
+        bandwidth_ms = nbytes / self.bandwidth * 1000 if self.bandwidth else 0.0
+        compute_ms = 0.0
+        if self.flops:
+            flops = tokens * 2 * self.active + batch * _attention_flops_per_token(self.arch, 2 * max(1, round(held)))
+            if prefill:
+                flops += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
+            compute_ms = flops / self.tp / self.flops * 1000
+        total = max(bandwidth_ms, compute_ms) + OVERLAP * min(bandwidth_ms, compute_ms) + self.fixed
+        if self.server:
+            total += batch * SEQ_US / 1000
+        if EXPERT_US and self.moe_layers:
+            total += sum(n * distinct_experts(e, k, max(tokens, 1.0)) for e, k, n in self.moe_layers) * EXPERT_US / 1000
+        return Step(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=self.fixed, total_ms=total)
+
+    def prefill_ms(self, tokens: float, prompt: float) -> float:
+        """A prefill-only step of ``tokens`` prompt tokens (SGLang's prefill batches)."""
+        return self.step(0.0, 0.0, tokens, prompt).total_ms

@@ -1,0 +1,210 @@
+"""The serving model at a load (issue #37): the fixed point, Little's law, saturation, the batch-1 limits, the MoE
+expert count, the scheduler registry, and ``vramlab fit ... --rate/--concurrency`` (the ``serving`` contract)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import config_path
+from test_cli_size import vramlab
+
+from sizing_core.calibration import case_arch
+from sizing_core.deployment import startup_for_layout
+from sizing_core.engine_speed import TTFT_FLOOR_MS, _peak, bandwidth_efficiency, decode_step, fixed_ms
+from sizing_core.engines import get_engine
+from sizing_core.gpus import get_gpu
+from sizing_core.roofline import _active_params, _attention_flops_per_token
+from sizing_core.serving import SCHEDULERS, StepModel, Workload, distinct_experts, serve, steady_state, step
+from sizing_core.serving.scheduler import LlamaCppServer, Scheduler, scheduler_for
+
+KEYS = {"rate", "concurrency", "ttftMs", "ttftMsP90", "itlMs", "e2eMs", "e2eMsP90", "outputTokensPerS",
+        "requestsPerS", "meanBatch", "saturated", "maxRate", "ttftMsRange", "itlMsRange", "e2eMsRange"}
+
+
+def _setup(config: str = "meta-llama__Llama-3.1-8B", gpu_id: str = "h100", fmt: str = "bf16", tp: int = 1):
+    arch, gpu, engine = case_arch(config), get_gpu(gpu_id), get_engine("vllm")
+    start = startup_for_layout(arch, gpu, engine, fmt, tp, 1, 8192, "bf16", 1)
+    return arch, gpu, engine, start
+
+
+def _serve(load: Workload, config: str = "meta-llama__Llama-3.1-8B", gpu_id: str = "h100", tp: int = 1):
+    arch, gpu, engine, start = _setup(config, gpu_id, tp=tp)
+    return serve(arch, gpu, engine, "bf16", tp, 1, load, start)
+
+
+def test_distinct_experts_is_top_k_at_one_token_and_every_expert_for_many() -> None:
+    assert distinct_experts(128, 8, 1) == pytest.approx(8)
+    assert distinct_experts(8, 2, 1) == pytest.approx(2)
+    assert distinct_experts(128, 8, 0) == 0
+    # two tokens: 1 - (1 - 1/16)^2 of 16 = 16 * (31/256) = 1.9375 experts
+    assert distinct_experts(16, 1, 2) == pytest.approx(1.9375)
+    assert distinct_experts(128, 8, 10_000) == pytest.approx(128)
+    many = [distinct_experts(128, 8, b) for b in (1, 2, 4, 16, 64, 256)]
+    assert many == sorted(many) and many[-1] < 128
+
+
+def test_moe_step_reads_more_experts_with_the_batch() -> None:
+    arch, gpu, engine, _ = _setup("Qwen__Qwen3-30B-A3B")
+    model = StepModel(arch, gpu, engine, "bf16", 1, 1)
+    one, big = model.weight_bytes(1), model.weight_bytes(100_000)
+    experts_all = sum(b for _, _, b in model.experts) / step.EXPERT_EFFICIENCY
+    assert big == pytest.approx(model.dense + 1e5 * model.row + experts_all, rel=1e-6)
+    # at one token, top-k of E experts: 8 of 128
+    assert one == pytest.approx(model.dense + model.row + experts_all * 8 / 128, rel=1e-6)
+
+
+def test_low_rate_itl_is_the_batch_one_decode_step() -> None:
+    """At a vanishing rate the step decodes one request holding I + O/2 tokens: engine_speed's batch-1 step with the
+    at-load efficiency of the memory kind, plus the at-load per-sequence and overlap terms."""
+    arch, gpu, engine, start = _setup()
+    load = Workload(input_tokens=1000, output_tokens=200, rate=1e-3)
+    got = serve(arch, gpu, engine, "bf16", 1, 1, load, start)
+    one = decode_step(arch, gpu, engine, "bf16", 1, 1, 1100, 1)
+    at_load = StepModel(arch, gpu, engine, "bf16", 1, 1).efficiency
+    bandwidth = one.bandwidth_ms * bandwidth_efficiency(engine, gpu) / at_load
+    compute = one.compute_ms / step.MFU_FACTOR
+    expected = max(bandwidth, compute) + step.OVERLAP * min(bandwidth, compute) + one.fixed_ms + step.SEQ_US / 1000
+    assert got.itl_ms == pytest.approx(expected, rel=0.01)
+    assert got.mean_batch < 0.01 and not got.saturated
+
+
+def test_low_rate_ttft_is_the_batch_one_prefill() -> None:
+    """TTFT at a vanishing rate: request handling + one step prefilling the prompt, compute-bound at the MFU."""
+    arch, gpu, engine, start = _setup()
+    prompt = 2000
+    got = serve(arch, gpu, engine, "bf16", 1, 1, Workload(input_tokens=prompt, output_tokens=100, rate=1e-3), start)
+    flops = _peak(gpu, "bf16", True, engine) * step.PREFILL_MFU["server"] * step.MFU_FACTOR
+    compute = prompt * (2 * _active_params(arch) + _attention_flops_per_token(arch, prompt)) / flops * 1000
+    model = StepModel(arch, gpu, engine, "bf16", 1, 1)
+    weights = model.weight_bytes(prompt) / model.bandwidth * 1000  # the step reads the weights once
+    assert compute > weights  # a 2,000-token prompt of an 8B model is compute-bound on an H100
+    expected = (TTFT_FLOOR_MS["server"] * steady_state.FLOOR_FACTOR + compute + step.OVERLAP * weights
+                + fixed_ms(arch, gpu, engine, 1, 1))
+    assert got.ttft_ms == pytest.approx(expected, rel=0.02)
+
+
+def test_littles_law_at_a_rate() -> None:
+    rate = 5.0
+    got = _serve(Workload(input_tokens=1000, output_tokens=200, rate=rate))
+    assert not got.saturated and got.requests_per_s == rate and got.output_tokens_per_s == pytest.approx(rate * 200)
+    decoding = rate * 199 * got.itl_ms / 1000  # requests decoding at once: rate x decode time
+    in_system = rate * got.e2e_ms / 1000  # everything from arrival to last token
+    assert decoding < got.mean_batch < in_system
+    assert got.e2e_ms == pytest.approx(got.ttft_ms + 199 * got.itl_ms)
+    assert got.ttft_ms_p90 >= got.ttft_ms and got.e2e_ms_p90 >= got.e2e_ms
+
+
+def test_closed_loop_throughput_is_clients_over_e2e() -> None:
+    for clients in (1, 8, 64):
+        got = _serve(Workload(input_tokens=500, output_tokens=300, concurrency=clients))
+        assert got.requests_per_s * got.e2e_ms / 1000 == pytest.approx(clients, rel=1e-6)
+        assert got.mean_batch <= clients + 1e-6 and not got.saturated
+
+
+def test_itl_and_ttft_grow_with_the_rate_and_saturate() -> None:
+    load = Workload(input_tokens=1000, output_tokens=200, rate=1.0)
+    top = _serve(load).max_rate
+    assert top > 1
+    itls, ttfts = [], []
+    for share in (0.05, 0.2, 0.4, 0.6, 0.8, 0.95):
+        got = _serve(Workload(input_tokens=1000, output_tokens=200, rate=share * top))
+        assert not got.saturated
+        itls.append(got.itl_ms)
+        ttfts.append(got.ttft_ms)
+    assert itls == sorted(itls) and ttfts == sorted(ttfts) and itls[-1] > 1.5 * itls[0]
+    over = _serve(Workload(input_tokens=1000, output_tokens=200, rate=1.5 * top))
+    assert over.saturated and over.requests_per_s == pytest.approx(top, rel=0.01)
+    assert over.ttft_ms > ttfts[-1]  # the backlog of a run above what the setup sustains
+
+
+def test_the_kv_pool_bounds_the_running_batch() -> None:
+    """Long requests on a small pool: the max rate is where rate x decode time reaches pool / (I + O/2)."""
+    arch, gpu, engine, start = _setup("meta-llama__Llama-3.1-8B", "l40s")
+    load = Workload(input_tokens=6000, output_tokens=2000, rate=0.1)
+    solver = steady_state.Solver(StepModel(arch, gpu, engine, "bf16", 1, 1), scheduler_for(engine, gpu, start), load)
+    held = 6000 + 1000
+    assert solver.running_cap() == pytest.approx(start.kv_cache_tokens / held)
+    top = solver.max_rate()
+    at_top = solver.open_state(top * 0.999)
+    assert at_top.batch == pytest.approx(solver.running_cap(), rel=0.02)
+
+
+def test_one_scheduler_class_per_engine() -> None:
+    assert set(SCHEDULERS) == {"vllm", "sglang", "llama.cpp"}
+    assert len(set(SCHEDULERS.values())) == len(SCHEDULERS)
+    assert all(issubclass(cls, Scheduler) and cls.engine_id == key for key, cls in SCHEDULERS.items())
+    gpu = get_gpu("rtx-4090")
+    assert isinstance(scheduler_for(get_engine("ollama"), gpu, None), LlamaCppServer)
+    assert not SCHEDULERS["sglang"].mixed and SCHEDULERS["vllm"].mixed
+
+
+def test_sglang_prefill_batches_pause_decodes() -> None:
+    """SGLang's prefill batches run apart: at the same rate its ITL carries the prefill time, vLLM's hides part of
+    it under the decode's bandwidth."""
+    arch, gpu, _, _ = _setup()
+    load = Workload(input_tokens=2000, output_tokens=200, rate=4.0)
+    itl = {}
+    for engine_id in ("vllm", "sglang"):
+        engine = get_engine(engine_id)
+        start = startup_for_layout(arch, gpu, engine, "bf16", 1, 1, 8192, "bf16", 1)
+        itl[engine_id] = serve(arch, gpu, engine, "bf16", 1, 1, load, start).itl_ms
+    assert itl["sglang"] > itl["vllm"]
+
+
+@pytest.mark.parametrize("kwargs", [dict(rate=1.0, concurrency=2), dict(), dict(rate=-1.0), dict(concurrency=0)])
+def test_a_load_is_a_rate_or_a_concurrency(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        Workload(input_tokens=10, output_tokens=10, **kwargs)
+
+
+def test_fit_json_serving_contract() -> None:
+    out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--gpus", "1", "--engine",
+                  "vllm", "--format", "bf16", "--context", "8192", "--rate", "4", "--input-tokens", "1000",
+                  "--output-tokens", "200", "--json")
+    assert out.returncode == 0, out.stderr
+    serving = json.loads(out.stdout)["serving"]
+    assert set(serving) == KEYS
+    assert serving["rate"] == 4 and serving["concurrency"] is None and serving["saturated"] is False
+    for key in ("ttft", "itl", "e2e"):
+        low, high = serving[f"{key}MsRange"]
+        assert low <= serving[f"{key}Ms"] <= high
+    assert serving["maxRate"] > 4 and serving["requestsPerS"] == 4
+    text = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--gpus", "1", "--format",
+                   "bf16", "--concurrency", "8", "--input-tokens", "1000", "--output-tokens", "200").stdout
+    assert "8 clients in a closed loop: TTFT ~" in text and "saturates at ~" in text and "ITL ~" in text
+
+
+def test_fit_concurrency_without_lengths_keeps_its_meaning() -> None:
+    out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--format", "bf16",
+                  "--concurrency", "4", "--json")
+    data = json.loads(out.stdout)
+    assert "serving" not in data and data["concurrency"] == 4
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--rate", "2", "--concurrency", "4", "--input-tokens", "10", "--output-tokens", "10"), "exclusive"),
+    (("--rate", "2"), "--rate needs --input-tokens and --output-tokens"),
+    (("--input-tokens", "10", "--output-tokens", "10"), "give --rate R or --concurrency K"),
+    (("--rate", "2", "--input-tokens", "10"), "--rate needs"),
+    (("--rate", "0", "--input-tokens", "10", "--output-tokens", "10"), "must be a positive number"),
+])
+def test_fit_load_flags_errors(args: tuple[str, ...], message: str) -> None:
+    out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--format", "bf16", *args)
+    assert out.returncode != 0 and message in out.stderr, out.stderr
+
+
+def test_a_short_overload_grows_the_batch_not_the_queue() -> None:
+    """Above the sustained rate, a run whose excess fits in what the engine runs at once (prefill-first admission)
+    queues no prompt for a slot: TTFT stays near the steady state's while ITL rises; a long run queues."""
+    arch, gpu, engine, start = _setup()
+    solver = steady_state.Solver(StepModel(arch, gpu, engine, "bf16", 1, 1), scheduler_for(engine, gpu, start),
+                                 Workload(input_tokens=100, output_tokens=100, rate=1.0))
+    top = solver.max_rate()
+    cap = solver.running_cap()
+    short = 40  # 40 x (1 - 1/1.2) = 6.7 requests of excess, far below the cap
+    assert short * (1 - 1 / 1.2) < cap
+    wait, itl, batch = solver.overloaded_run(1.2 * top, short)
+    assert wait == pytest.approx(0.0, abs=1e-6) and batch <= cap
+    long_wait, long_itl, _ = solver.overloaded_run(1.2 * top, 50 * int(cap))
+    assert long_wait > 1000 and long_itl >= itl
