@@ -131,12 +131,13 @@ def test_the_kv_pool_bounds_the_running_batch() -> None:
 
 
 def test_one_scheduler_class_per_engine() -> None:
-    assert set(SCHEDULERS) == {"vllm", "sglang", "llama.cpp"}
+    assert {t.__name__ for t in SCHEDULERS} == {"VLLM", "SGLang", "LlamaCpp"}
     assert len(set(SCHEDULERS.values())) == len(SCHEDULERS)
-    assert all(issubclass(cls, Scheduler) and cls.engine_id == key for key, cls in SCHEDULERS.items())
+    assert all(issubclass(cls, Scheduler) and cls.engine_type is key for key, cls in SCHEDULERS.items())
     gpu = get_gpu("rtx-4090")
+    assert isinstance(scheduler_for(get_engine("mlx"), gpu, None), LlamaCppServer)  # llama-server: the nearest
     assert isinstance(scheduler_for(get_engine("ollama"), gpu, None), LlamaCppServer)
-    assert not SCHEDULERS["sglang"].mixed and SCHEDULERS["vllm"].mixed
+    assert not scheduler_for(get_engine("sglang"), gpu, None).mixed and scheduler_for(get_engine("vllm"), gpu, None).mixed
 
 
 def test_sglang_prefill_batches_pause_decodes() -> None:

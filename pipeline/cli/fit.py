@@ -137,7 +137,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     if load is not None:  # memory for the pool at max_model_len = context; llama.cpp: its slots (issue #37)
         from sizing_core.serving import memory_requests
 
-        concurrency = memory_requests(engine_id or default_engine(gpu).id, load)
+        concurrency = memory_requests(get_engine(engine_id) if engine_id else default_engine(gpu), load)
     placed, engine, substitute_used, start = place(arch, gpu, fmt, context, concurrency, engine_id,
                                                    kv_cache_dtype, substitute, gpus, settings)
     plan = placed.plan
@@ -146,8 +146,10 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     batched = None
     if throughput is not None and throughput.max_concurrent_requests > 1:
         batched = estimate(arch, gpu, engine, placed, batch=throughput.max_concurrent_requests)
+    from sizing_core.serving.scheduler import launch_states_running
+
     launched = placed  # at a load, vLLM runs as many sequences as its scheduler does, not the memory plan's one
-    if serving is not None and engine.id == "vllm":
+    if serving is not None and launch_states_running(engine):
         launched = placed.model_copy(update={"concurrency": serving.max_running})
     launch = launch_command(launched, repo or arch.model, **known_sources(placed, repo or arch.model,
                                                                         arch.native.weight_format, gguf_files)) \

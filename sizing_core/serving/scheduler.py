@@ -1,6 +1,6 @@
 """How each engine's scheduler shares a step between running requests and waiting prompts (issue #37), one class
-per engine, found through :data:`SCHEDULERS` (the one place that dispatches on the engine id; the classes can move
-onto the engine types as they are).
+per engine type, found through :data:`SCHEDULERS` by the engine's class (its nearest ancestor with a scheduler:
+MLX serves through llama-server and gets the llama.cpp server's).
 
 - vLLM V1: continuous batching with chunked prefill always on; a step carries every running request's decode token
   and up to ``max_num_batched_tokens`` - decodes of prompt tokens; at most ``max_num_seqs`` running; requests
@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 from ..engine_memory import EngineStartup
 from ..engines import Engine
+from ..engines.llamacpp import LlamaCpp
+from ..engines.sglang import SGLang as SGLangEngine
+from ..engines.vllm import VLLM
 from ..gpus import GPU
 from .step import StepModel
 from .workload import Workload
@@ -33,8 +36,11 @@ class Limits:
 class Scheduler:
     """The shared mechanics: a mixed step (decode and prompt chunks together) unless ``mixed`` is False."""
 
-    engine_id = ""
+    engine_type: type[Engine] = Engine
     mixed = True
+    #: the launch command states how many requests run at once (vLLM's --max-num-seqs): at a load it is the
+    #: scheduler's running count, not the memory plan's one request
+    launch_states_running = False
 
     def __init__(self, engine: Engine, gpu: GPU, start: EngineStartup | None) -> None:
         self.engine, self.gpu, self.start = engine, gpu, start
@@ -78,7 +84,8 @@ class Scheduler:
 
 
 class VllmV1(Scheduler):
-    engine_id = "vllm"
+    engine_type = VLLM
+    launch_states_running = True
     mixed = True
 
     def limits(self, workload: Workload) -> Limits:
@@ -103,7 +110,7 @@ def _sglang_chunk(gpu: GPU) -> int:
 
 
 class SGLang(Scheduler):
-    engine_id = "sglang"
+    engine_type = SGLangEngine
     mixed = False
 
     def limits(self, workload: Workload) -> Limits:
@@ -113,7 +120,7 @@ class SGLang(Scheduler):
 
 
 class LlamaCppServer(Scheduler):
-    engine_id = "llama.cpp"
+    engine_type = LlamaCpp
     mixed = True
     DEFAULT_SLOTS = 4  # --parallel -1 (auto) with the unified KV cache
     N_BATCH = 2048
@@ -132,17 +139,22 @@ class LlamaCppServer(Scheduler):
 
 
 #: the engine schedulers by engine id (ollama and MLX answer as llama.cpp's server)
-SCHEDULERS: dict[str, type[Scheduler]] = {cls.engine_id: cls for cls in (VllmV1, SGLang, LlamaCppServer)}
+SCHEDULERS: dict[type[Engine], type[Scheduler]] = {cls.engine_type: cls for cls in (VllmV1, SGLang, LlamaCppServer)}
 
 
-def scheduler_class(engine_id: str) -> type[Scheduler]:
-    return SCHEDULERS.get(engine_id, LlamaCppServer)
+def scheduler_class(engine: Engine) -> type[Scheduler]:
+    """The scheduler of ``engine``'s class or of its nearest ancestor that has one (else llama.cpp server's)."""
+    return next((SCHEDULERS[t] for t in type(engine).__mro__ if t in SCHEDULERS), LlamaCppServer)
 
 
 def scheduler_for(engine: Engine, gpu: GPU, start: EngineStartup | None) -> Scheduler:
-    return scheduler_class(engine.id)(engine, gpu, start)
+    return scheduler_class(engine)(engine, gpu, start)
 
 
-def memory_requests(engine_id: str, workload: Workload) -> int:
+def launch_states_running(engine: Engine) -> bool:
+    return scheduler_class(engine).launch_states_running
+
+
+def memory_requests(engine: Engine, workload: Workload) -> int:
     """Requests of ``max_model_len`` tokens to plan memory for at ``workload`` (``fit`` at a load)."""
-    return scheduler_class(engine_id).memory_requests(workload)
+    return scheduler_class(engine).memory_requests(workload)
