@@ -131,7 +131,18 @@ def _rate(text: str) -> float:
     return value
 
 
+def _amount(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number like 1500 or 12.5, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive number, got {text}")
+    return value
+
+
 CONTEXT = _type(_context, "context")
+AMOUNT = _type(_amount, "number")
 RATE = _type(_rate, "rate")
 FRACTION = _type(_fraction, "fraction")
 CONTEXTS = _type(_contexts, "contexts")

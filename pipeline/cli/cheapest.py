@@ -76,9 +76,11 @@ def _published(snap: Any, model_id: str, list_name: str, context: int, concurren
 
 def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     from pipeline.compute.answers import FIDELITY, overall, rank_value
-    from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner, cheapest_setups
+    from pipeline.compute.service_setups import practical_setups
+    from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers
 
+    args.allow_rpc = getattr(args, "allow_rpc", False)
     snap = latest_snapshot(data_dir)
     if snap is None:
         raise _Error("no published snapshot yet: run `vramlab run` first")
@@ -106,7 +108,10 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     allocations = SPOT_LIKE if args.spot else ON_DEMAND
     list_name = "spot" if args.spot else "on_demand"
     filtered = bool(args.provider or args.region or args.max_price or args.single_machine or family or engine
-                    or args.by_region)
+                    or args.by_region or getattr(args, "allow_rpc", False))
+    load = load_of(args)
+    if load is not None:
+        return _at_load(args, snap, ref, entry, model_id, fmt, sort, engine, (family, count, note), filtered, load)
     setups = None
     per_format = fmt is None or (args.context, args.concurrency, sort) == (PUBLISHED_CONTEXT, 1, "price")
     if entry is not None and not filtered and per_format:  # a question the snapshot published: read it
@@ -122,9 +127,9 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         whole = bool(args.single_machine or args.max_price)  # filtered after the search: rank every setup
         formats = (fmt,) if fmt else FIDELITY  # several: the most faithful per configuration, in one search
         planners = {f: Planner(arch, f, args.context, args.concurrency, "bf16", engine=engine) for f in formats}
-        setups = cheapest_setups(arch, formats, grouped, context=args.context, concurrency=args.concurrency,
-                                 top=10_000 if whole else args.top, allocations=allocations, planner=planners,
-                                 sort=sort, by_region=args.by_region)
+        setups = practical_setups(arch, formats, grouped, context=args.context, concurrency=args.concurrency,
+                                  top=10_000 if whole else args.top, allocations=allocations, planner=planners,
+                                  sort=sort, by_region=args.by_region, allow_rpc=args.allow_rpc)
         origin = "planned from the snapshot's offers"
     if args.single_machine:
         setups = [s for s in setups if s.instances == 1]
@@ -133,9 +138,10 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     if fmt:
         chosen = sorted((s for s in setups if s.format == fmt and (sort == "price" or
                                                                    s.usd_per_million_tokens_at_load is not None)),
-                        key=lambda s: (rank_value(s, sort), s.rank_key))[: args.top]
+                        key=lambda s: (not args.allow_rpc and s.deployment == "llama.cpp-rpc", rank_value(s, sort),
+                                       s.rank_key))[: args.top]
     else:  # the most faithful format per rented configuration, 4-bit and above
-        chosen = overall(setups, top=args.top, sort=sort, by_region=args.by_region)
+        chosen = overall(setups, top=args.top, sort=sort, by_region=args.by_region, allow_rpc=args.allow_rpc)
     if not chosen:
         raise _Error(nothing_matches(args, model_id, fmt, snap.id, list_name))
     return {"model": model_id, "repo": ref.repo or (entry or {}).get("repo"), "snapshot": snap.id,
@@ -160,3 +166,134 @@ def nothing_matches(args: argparse.Namespace, model_id: str, fmt: str | None, sn
             f"{' '.join(a for a in asked if a)} in snapshot {snapshot}".replace("  ", " ").rstrip()
             + " (no offered GPU holds it that way; try fewer requests, a shorter context, another format or "
               "fewer filters)")
+
+
+def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.serving.Workload or None
+    """The serving load ``--rate`` or ``--concurrency`` with ``--input-tokens``/``--output-tokens`` asks for (None:
+    no load, today's question of ``--concurrency`` requests of ``--context`` tokens)."""
+    rate, lengths = getattr(args, "rate", None), (getattr(args, "input_tokens", None),
+                                                  getattr(args, "output_tokens", None))
+    if rate is not None and None in lengths:
+        raise _Error("--rate needs --input-tokens and --output-tokens (the mean prompt and output of a request)")
+    if lengths != (None, None) and None in lengths:
+        raise _Error("--input-tokens and --output-tokens go together")
+    if None in lengths:
+        if getattr(args, "ttft_p90", None) or getattr(args, "min_tokens_per_s", None) or getattr(args, "no_slo", False):
+            raise _Error("a service level is asked at a load: give --rate R or --concurrency K with --input-tokens "
+                         "and --output-tokens")
+        return None
+    from sizing_core.serving import Workload
+
+    if args.input_tokens + args.output_tokens > args.context:
+        raise _Error(f"a request of {args.input_tokens:,} + {args.output_tokens:,} tokens is longer than --context "
+                     f"{args.context:,} (the engine's maximum model length): raise --context")
+    return Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=rate,
+                    concurrency=None if rate is not None else args.concurrency)
+
+
+def level_of(args: argparse.Namespace) -> tuple[Any, str]:  # noqa: ANN401 - a ServiceLevel or None
+    """The service level asked (``--ttft-p90``, ``--min-tokens-per-s``), the default interactive floor without
+    them, or none with ``--no-slo``; and where it came from."""
+    from sizing_core.serving.service_level import DEFAULT_FLOOR, ServiceLevel
+
+    if args.no_slo:
+        if args.ttft_p90 or args.min_tokens_per_s:
+            raise _Error("--no-slo drops the service level: give it or --ttft-p90/--min-tokens-per-s, not both")
+        return None, "none"
+    if args.ttft_p90 or args.min_tokens_per_s:
+        return ServiceLevel(ttft_ms_p90=args.ttft_p90, min_tokens_per_s=args.min_tokens_per_s), "asked"
+    return DEFAULT_FLOOR, "default"
+
+
+def _published_candidates(snap: Any, model_id: str, load: Any, context: int) -> list[Any] | None:  # noqa: ANN401
+    """The setups the snapshot published for a standard load whose standard workload this is (``byPrice`` and
+    ``byCostPerToken`` together, in price order), or None: another question. The model JSON's ``atDefaultFloor``
+    is served from the same rows, so the CLI and the JSON agree."""
+    from pipeline.compute.answers import FIDELITY, rank_value
+    from sizing_core.serving.service_level import standard_workload
+
+    if load.rate is not None or load != standard_workload(context, load.concurrency):
+        return None
+    rows = []
+    for sort in ("price", "per_token"):
+        found = _published(snap, model_id, "on_demand", context, load.concurrency, sort)
+        if found is None:
+            return None
+        rows += found
+    unique = {(s.provider, s.instance_type, s.instances, s.price_per_hour, s.format): s for s in rows}
+    return sorted(unique.values(), key=lambda s: (rank_value(s, "price"), FIDELITY.index(s.format), s.rank_key))
+
+
+def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any] | None, model_id: str,  # noqa: ANN401
+             fmt: str | None, sort: str, engine: str | None, gpu: tuple[Any, Any, Any], filtered: bool,
+             load: Any) -> dict[str, Any]:  # noqa: ANN401
+    """``cheapest`` at a serving load: the cheapest setups (price order) meeting the service level, each served
+    at the load by ``sizing_core.serving`` (the call ``fit --rate`` makes)."""
+    from pipeline.cli.models import load_ref
+    from pipeline.compute.answers import FIDELITY, overall
+    from pipeline.compute.service_setups import SetupServer, at_service_level, practical_setups, why_none
+    from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner
+    from pipeline.exports.snapshot_offers import current_offers
+
+    family, count, note = gpu
+    level, source = level_of(args)
+    arch = load_ref(ref)
+    server = SetupServer(arch, load, args.context)
+    list_name = "spot" if args.spot else "on_demand"
+    published = None
+    if entry is not None and not filtered and fmt is None and sort == "price" and not args.spot:
+        published = _published_candidates(snap, entry["id"], load, args.context)
+    origin, judged_note = "published", None
+    kept: list[Any] = []
+    judged = 0
+    if published is not None:
+        kept, judged = at_service_level(server, lambda k: published, level, args.top, args.allow_rpc,
+                                        limit=len(published))
+        if not kept:
+            judged_note = (f"none of the snapshot's {len(published)} published setups for this load meets the "
+                           "level: planned from the snapshot's offers")
+    if not kept:
+        origin = "planned from the snapshot's offers"
+        allocations = SPOT_LIKE if args.spot else ON_DEMAND
+        offers = current_offers(snap, provider=args.provider, region=args.region, spot=args.spot, gpus=family,
+                                count=count)
+        grouped = OfferGroups(offers, allocations)
+        formats = (fmt,) if fmt else FIDELITY
+        memory = load.concurrency or 1  # requests of --context the plan holds (a rate: the engine's pool decides)
+        planners = {f: Planner(arch, f, args.context, memory, "bf16", engine=engine) for f in formats}
+        whole = bool(args.single_machine or args.max_price)
+
+        def candidates(k: int) -> list[Any]:
+            found = practical_setups(arch, formats, grouped, context=args.context, concurrency=memory,
+                                     top=10_000 if whole else k, allocations=allocations, planner=planners,
+                                     sort="price", allow_rpc=True)
+            if args.single_machine:
+                found = [s for s in found if s.instances == 1]
+            if args.max_price:
+                found = [s for s in found if s.price_per_hour <= args.max_price]
+            if fmt:
+                return found[:k]
+            return overall(found, top=k, allow_rpc=True)
+
+        kept, judged = at_service_level(server, candidates, level, args.top, args.allow_rpc)
+    if sort == "per_token":
+        kept = sorted(kept, key=lambda j: j.to_json(level)["usdPerMillionOutputTokens"] or float("inf"))
+    if not kept:
+        raise _Error(f"no setup of {model_id} meets the service level at this load in snapshot {snap.id}"
+                     f" ({why_none([], level) if judged == 0 else 'served ' + str(judged) + ' candidates'}); "
+                     "try --no-slo, a looser --ttft-p90 or --min-tokens-per-s, or a lighter load")
+    from sizing_core.serving.service_level import standard_workload
+
+    return {"model": model_id, "repo": ref.repo or (entry or {}).get("repo"), "snapshot": snap.id,
+            "context": args.context, "concurrency": args.concurrency if load.rate is None else None,
+            "sort": sort, "list": list_name, "format": fmt, "origin": origin, "modelSource": ref.origin,
+            "gpuNote": note,
+            "filters": {"provider": args.provider, "region": args.region, "maxPrice": args.max_price,
+                        "singleMachine": args.single_machine, "gpu": list(family) if family else None,
+                        "gpuCount": count, "engine": engine, "byRegion": args.by_region},
+            "load": {"rate": load.rate, "concurrency": load.concurrency, "inputTokens": load.input_tokens,
+                     "outputTokens": load.output_tokens,
+                     "standard": load.rate is None and load == standard_workload(args.context, load.concurrency)},
+            "serviceLevel": level.to_json() if level is not None else None, "serviceLevelSource": source,
+            "allowRpc": args.allow_rpc, "judged": judged, "note": judged_note,
+            "setups": [setup_row(j.setup) | {"serving": j.to_json(level)} for j in kept]}

@@ -187,18 +187,16 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
 
 def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placement, start: EngineStartup | None,
                    load: Any, cpu_offload_gb: float | None = None) -> Any:  # noqa: ANN401 - Workload, Serving
-    """:func:`sizing_core.serving.serve` of the placement at the load, None without a deployment."""
-    from sizing_core.serving import serve
+    """:func:`sizing_core.serving.serve` of the placement at the load, None without a deployment (the same call
+    ``cheapest`` makes per setup: :func:`sizing_core.serving.service_level.serve_layout`)."""
+    from sizing_core.serving.service_level import serve_layout
 
     plan = placed.plan
-    if plan is None or not placed.fits or gpu.bandwidth_gbs is None:
+    if plan is None or not placed.fits:
         return None
-    try:
-        answer = serve(arch, gpu, engine, placed.format, plan.tensor_parallel, plan.pipeline_parallel, load, start,
-                       placed.kv_cache_dtype, placed.native_support, plan.nodes, cpu_offload_gb=cpu_offload_gb)
-    except ValueError:
-        return None
-    return answer
+    return serve_layout(arch, gpu, engine, placed.format, plan.tensor_parallel, plan.pipeline_parallel, plan.nodes,
+                        load, placed.context, placed.kv_cache_dtype, placed.native_support, start=start,
+                        cpu_offload_gb=cpu_offload_gb)
 
 
 def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context: int) -> dict[str, Any]:  # noqa: ANN401

@@ -414,6 +414,39 @@ def _regions(r: dict[str, Any], width: int = 13) -> str:
     return regions[0][:width - 4] + "…" + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
 
 
+def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """``cheapest`` at a load: one line per setup meeting the service level, with its figures at that load."""
+    console = console or Console()
+    load, level = result["load"], result.get("serviceLevel")
+    what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
+    asked = (f"{load['rate']:g} req/s" if load["rate"] is not None else f"{load['concurrency']} clients") + (
+        f" of {load['inputTokens']:,} in / {load['outputTokens']:,} out tokens")
+    bound = "no service level (--no-slo)" if level is None else " and ".join(
+        x for x in (f"TTFT p90 <= {level['ttftMsP90']:,.0f} ms" if level["ttftMsP90"] else "",
+                    f">= {level['minTokensPerSPerUser']:g} tok/s per user" if level["minTokensPerSPerUser"] else "")
+        if x) + (" (the default interactive floor)" if result["serviceLevelSource"] == "default" else "")
+    title = f"{result['model']}: cheapest {what} setups at {asked}, {bound}"
+    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}; {result['judged']} setups "
+                                  "served); $/1M out = output tokens at this load (range from the at-load bands); "
+                                  "TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / rate")
+    for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
+                      ("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
+                      ("headroom", "right")):
+        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
+    for r in result["setups"]:
+        s = r["serving"] or {}
+        span = s.get("usdPerMillionOutputTokensRange")
+        cost = _money(s.get("usdPerMillionOutputTokens")) + (f" ({_money(span[0])}-{_money(span[1])})" if span else "")
+        room = s.get("headroom")
+        table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", r["format"], r["provider"],
+                      _money(r["price_per_hour"]), cost, f"{s['ttftMsP90']:,.0f} ms" if s else "-",
+                      _num(s.get("tokensPerSPerUser")), f"{room:.1f}x" if room is not None else "-")
+    if result.get("note"):
+        say(f"note: {result['note']}", console)
+    _show(console, table)
+
+
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     """One line per distinct rentable setup, cheapest first; the deployment shape in plain sight."""
     console = console or Console()

@@ -61,11 +61,13 @@ FIDELITY = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4
             "iq4_xs")
 
 
-def overall(setups: list[Setup], top: int = 5, sort: str = "price", by_region: bool = False) -> list[Setup]:
+def overall(setups: list[Setup], top: int = 5, sort: str = "price", by_region: bool = False,
+            allow_rpc: bool = False) -> list[Setup]:
     """For each rented configuration (provider x instance type x instances x price; with ``by_region`` each region
     apart) the most faithful format it runs, 4-bit and above; the ``top`` cheapest by price (the rank price:
     multi-machine setups at 1.25x) or by cost per output token at the load (the same factor; setups without a
-    decode rate left out)."""
+    decode rate left out). llama.cpp RPC chains over separately rented machines come after every other setup
+    unless ``allow_rpc`` (``pipeline/compute/service_setups.py``)."""
     best: dict[tuple, Setup] = {}
     for s in setups:
         if s.format not in FIDELITY or (sort == "per_token" and s.usd_per_million_tokens_at_load is None):
@@ -74,7 +76,8 @@ def overall(setups: list[Setup], top: int = 5, sort: str = "price", by_region: b
         if key not in best or (FIDELITY.index(s.format), s.rank_key) < (FIDELITY.index(best[key].format),
                                                                           best[key].rank_key):
             best[key] = s
-    return sorted(best.values(), key=lambda x: (rank_value(x, sort), FIDELITY.index(x.format), x.rank_key))[:top]
+    return sorted(best.values(), key=lambda x: (not allow_rpc and x.deployment == "llama.cpp-rpc",
+                                                rank_value(x, sort), FIDELITY.index(x.format), x.rank_key))[:top]
 
 
 def rank_value(s: Setup, sort: str = "price") -> float:

@@ -326,14 +326,16 @@ Sort = Literal["price", "per_token"]
 def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iterable[dict[str, Any]] | OfferGroups,
                     *, context: int = 8192, concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
                     allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | dict[str, Planner] | None = None,
-                    as_of: datetime | None = None, sort: Sort = "price", by_region: bool = False) -> list[Setup]:
+                    as_of: datetime | None = None, sort: Sort = "price", by_region: bool = False,
+                    rpc: bool = True) -> list[Setup]:
     """The ``top`` cheapest distinct setups (one per provider x instance type x price, the regions in ``regions``;
     ``by_region``: one per region) serving ``concurrency`` requests of ``context`` tokens, by price or by cost per
     output token at that load. ``fmt``: one format, or several from most to least faithful: each rented
     configuration (offer and instance count) is then answered in the most faithful it runs, in one search.
     ``planner`` (a dict: one per format) shares placements between calls, ``OfferGroups`` (built for
     ``allocations``) the grouping between models. With ``as_of``, a price converted with an ECB rate older than
-    :data:`FX_STALE_AFTER_DAYS` is marked and flagged (the rate's date travels with the price as ``fx_date``)."""
+    :data:`FX_STALE_AFTER_DAYS` is marked and flagged (the rate's date travels with the price as ``fx_date``).
+    ``rpc=False``: no llama.cpp RPC chain (``pipeline/compute/service_setups.practical_setups`` ranks them last)."""
     gpus = catalog()
     formats = (fmt,) if isinstance(fmt, str) else tuple(fmt)
     given = planner if isinstance(planner, dict) else {formats[0]: planner} if planner is not None else {}
@@ -398,7 +400,7 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
                 if value > limit:
                     break  # the group is cheapest first and shares count and factor: every later offer is out too
                 how = deployment(engine.id, count, offer)
-                if how is None:
+                if how is None or (not rpc and how[0] == "llama.cpp-rpc"):
                     continue
                 region = offer.get("region")
                 key = (offer["provider"], offer["instance_type"], count, price) + ((region,) if by_region else ())

@@ -28,7 +28,8 @@ from pipeline.compute.answers import (
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers
 from pipeline.compute.placement_cache import PlacementCache, sizing_version
 from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
-from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup, cheapest_setups
+from pipeline.compute.service_setups import practical_setups
+from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
 from pipeline.storage.loaders import arrow_rows, insert_frame, transaction
@@ -99,10 +100,10 @@ def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cach
             questions.append(("on_demand", on_demand, "price", FIDELITY))
         for list_name, grouped, sort, formats in questions:
             wanted = (formats,) if isinstance(formats, str) else formats
-            found = cheapest_setups(t.arch, formats, grouped, context=load.context, concurrency=load.concurrency,
-                                    top=TOP, allocations=grouped.allocations,
-                                    planner={f: planners[f] for f in planners if f in wanted}, as_of=as_of,
-                                    sort=sort)  # type: ignore[arg-type]
+            found = practical_setups(t.arch, formats, grouped, context=load.context, concurrency=load.concurrency,
+                                     top=TOP, allocations=grouped.allocations,
+                                     planner={f: planners[f] for f in planners if f in wanted}, as_of=as_of,
+                                     sort=sort)  # type: ignore[arg-type]
             rows += [(t.entry.id, list_name, rank + 1, now, sort, *setup_values(s)) for rank, s in enumerate(found)]
     return rows
 
@@ -269,14 +270,16 @@ def loads_of(tracked: list[Tracked]) -> dict[str, list[Load]]:
 #: (provider, instance type, instances, price), the row of the most faithful format (an integer order, compared
 #: exactly here; a list holds one row per configuration and format), then the 5 lowest by rank value (by price the
 #: price, by cost per token the cost at the load, each x1.25 over several machines; a row more than 1e-3 above the
-#: 5th such value cannot be among them; rows without a cost at the load are not in a cost-per-token list). Python
+#: 5th such value cannot be among them; rows without a cost at the load are not in a cost-per-token list;
+#: llama.cpp RPC chains rank after every other row, as ``overall`` ranks them). Python
 #: then picks exactly as before from what is left.
 _OVERALL_CANDIDATES = """
 WITH ranked AS (
     SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at,
            list_position(?::VARCHAR[], format) AS fidelity,
            CASE WHEN sort = 'price' THEN price_per_hour ELSE usd_per_million_tokens_at_load END
-           * CASE WHEN coalesce(nullif(nodes, 0), instances) > 1 THEN ? ELSE 1.0 END AS rank_value
+           * CASE WHEN coalesce(nullif(nodes, 0), instances) > 1 THEN ? ELSE 1.0 END
+           + CASE WHEN deployment = 'llama.cpp-rpc' THEN 1e12 ELSE 0.0 END AS rank_value
     FROM cheapest_setups
     WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) AND list_contains(?::VARCHAR[], format)
       AND (sort = 'price' OR usd_per_million_tokens_at_load IS NOT NULL)

@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline.compute.service_setups import load_answer_serving
 from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.exports.runs_with import runs_with
@@ -241,10 +242,7 @@ def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Se
         "ggufFiles": hub.gguf_files if hub else None, "verified": verified, "updated": updated,
         "cheapestSetups": [s.model_dump(mode="json") for s in on_demand],
         "spotSetups": [s.model_dump(mode="json") for s in spot], "launch": launch,
-        "cheapestSetupsByLoad": [{**{k: v for k, v in answer.items() if k not in ("byPrice", "byCostPerToken")},
-                                  "byPrice": [s.model_dump(mode="json") for s in answer["byPrice"]],
-                                  "byCostPerToken": [s.model_dump(mode="json") for s in answer["byCostPerToken"]]}
-                                 for answer in by_load or []],
+        "cheapestSetupsByLoad": [load_answer_serving(arch, answer) for answer in by_load or []],
         "recommendations": recommendations(single_fit, on_demand),
         "derived": {k: v.model_dump() for k, v in hub.derived.items()} if hub else {},
         "provenance": provenance | {"revision": t.revision}})

@@ -331,13 +331,68 @@ class ModelExport(_Strict):
                                                "distinct setups, by price and by cost per output token", default=[])
 
 
+class SetupServing(_Strict):
+    """A setup served at its load's standard workload (``sizing_core.serving``, as ``vramlab fit --rate``/
+    ``--concurrency`` answers; the keys of fit's ``serving`` object and the service-level figures)."""
+
+    rate: float | None = d("arrival rate of the workload (null: a closed loop)", unit="requests/s")
+    concurrency: int | None = d("clients in a closed loop", unit="requests")
+    ttftMs: float = d("mean time to first token", unit="ms")
+    ttftMsP90: float = d("time to first token, 90th percentile", unit="ms")
+    itlMs: float = d("inter-token latency at the running batch", unit="ms")
+    e2eMs: float = d("mean end-to-end latency", unit="ms")
+    e2eMsP90: float = d("end-to-end latency, 90th percentile", unit="ms")
+    outputTokensPerS: float = d("output tokens served per second at the load", unit="tokens/s")
+    requestsPerS: float = d("requests completed per second", unit="requests/s")
+    meanBatch: float = d("requests running in the engine, mean", unit="requests")
+    saturated: bool = d("the load exceeds what the setup sustains")
+    maxRate: float = d("the highest request rate the setup sustains", unit="requests/s")
+    ttftMsRange: list[float] = d("TTFT range from the at-load residual bands", unit="ms")
+    itlMsRange: list[float] = d("ITL range from the at-load residual bands", unit="ms")
+    e2eMsRange: list[float] = d("E2E range from the at-load residual bands", unit="ms")
+    tokensPerSPerUser: float = d("decode rate one user sees while its answer streams: 1000 / itlMs",
+                                 unit="tokens/s")
+    headroom: float | None = d("maxRate over the rate served (null: unbounded)")
+    usdPerMillionOutputTokens: float | None = d("pricePerHour / (outputTokensPerS x 3600) x 1e6",
+                                                unit="USD per 1M output tokens")
+    usdPerMillionOutputTokensRange: list[float] | None = d("its range from the at-load E2E band",
+                                                           unit="USD per 1M output tokens")
+    meetsLevel: bool | None = d("meets the level asked (here the default floor)")
+    meetsDefaultFloor: bool = d("meets the default interactive floor (defaultFloor)")
+    shortfall: list[str] = d("what it misses of the level, in words (empty: meets it)")
+
+
+class LoadSetupItem(SetupItem):  # type: ignore[misc,valid-type]
+    serving: SetupServing | None = d("the setup at the load's standard workload (null: it serves no request of it)",
+                                     default=None)
+
+
+class LoadWorkload(_Strict):
+    inputTokens: int = d("prompt tokens of each request", unit="tokens")
+    outputTokens: int = d("output tokens of each request", unit="tokens")
+    concurrency: int = d("clients in a closed loop", unit="requests")
+
+
+class ServiceFloor(_Strict):
+    ttftMsP90: float | None = d("time to first token at p90 at most this", unit="ms")
+    minTokensPerSPerUser: float | None = d("at least this decode rate per user", unit="tokens/s")
+
+
 class LoadAnswer(_Strict):
     context: int = d("tokens per request", unit="tokens")
     concurrency: int = d("requests served at once", unit="requests")
     label: str = d("the load as the report shows it (\"32K x 8\")")
-    byPrice: list[SetupItem] = d("the cheapest setups serving the load, most faithful format per rented "
+    workload: LoadWorkload | None = d("the standard workload the setups are served at: `concurrency` clients, "
+                                      "each prompt context - 512 tokens, each answer 512", default=None)
+    defaultFloor: ServiceFloor | None = d("the default interactive floor (docs/decisions.md)", default=None)
+    atDefaultFloor: list[LoadSetupItem] = d("the listed setups (byPrice and byCostPerToken) meeting the default "
+                                            "floor at the workload, cheapest $/h first, llama.cpp RPC chains last "
+                                            "(what `vramlab cheapest --concurrency K --input-tokens I "
+                                            "--output-tokens O` answers)", default=[])
+    floorNote: str | None = d("why no listed setup meets the default floor (null: one does)", default=None)
+    byPrice: list[LoadSetupItem] = d("the cheapest setups serving the load, most faithful format per rented "
                                  "configuration, cheapest $/h first (multi-machine setups ranked at 1.25x)")
-    byCostPerToken: list[SetupItem] = d("the same ranked by usdPerMillionTokensAtLoad, lowest first (setups whose "
+    byCostPerToken: list[LoadSetupItem] = d("the same ranked by usdPerMillionTokensAtLoad, lowest first (setups whose "
                                         "GPU has no bandwidth figure left out)")
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from pipeline.cli.args import (
+    AMOUNT,
     CONTEXT,
     POSITIVE,
     PRICE,
+    RATE,
     data_dir_flag,
     data_dir_of,
     examples,
@@ -29,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                "--concurrency 8 --single-machine",
                                                "vramlab cheapest deepseek-v3 --top 3 --sort per-token",
                                                "vramlab cheapest llama-3.1-70b --format fp8 --gpu H100",
-                                               "vramlab cheapest gpt-oss-20b --context 32k --spot --json"))
+                                               "vramlab cheapest gpt-oss-20b --context 32k --spot --json",
+                                               "vramlab cheapest qwen3-8b --rate 2 --input-tokens 1000 "
+                                               "--output-tokens 200",
+                                               "vramlab cheapest llama-3.3-70b --concurrency 8 --input-tokens 2000 "
+                                               "--output-tokens 300 --ttft-p90 1000 --min-tokens-per-s 20"))
     cheapest.add_argument("model", metavar="MODEL", help="tracked model id, Hub repo id (looked up when untracked), "
                                                           "registry id or config.json path")
     cheapest.add_argument("--format", default=None, metavar="FMT",
@@ -37,7 +43,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     cheapest.add_argument("--context", type=CONTEXT, default=8192, metavar="N",
                           help="tokens per request: 8192, 32k, 1M (default 8192, as published)")
     cheapest.add_argument("--concurrency", type=POSITIVE, default=1, metavar="K",
-                          help="requests served at once, each of --context tokens (default 1)")
+                          help="requests served at once, each of --context tokens (default 1); with "
+                               "--input-tokens/--output-tokens: K clients in a closed loop")
+    cheapest.add_argument("--rate", type=RATE, default=None, metavar="R",
+                          help="with --input-tokens/--output-tokens: requests per second (Poisson arrivals); "
+                               "ranks setups meeting a service level at that load")
+    cheapest.add_argument("--input-tokens", type=POSITIVE, default=None, metavar="I",
+                          help="mean prompt tokens of a request at the load (--rate or --concurrency)")
+    cheapest.add_argument("--output-tokens", type=POSITIVE, default=None, metavar="O",
+                          help="mean output tokens of a request at the load (--rate or --concurrency)")
+    cheapest.add_argument("--ttft-p90", type=AMOUNT, default=None, metavar="MS",
+                          help="at a load: time to first token at p90 at most MS milliseconds")
+    cheapest.add_argument("--min-tokens-per-s", type=AMOUNT, default=None, metavar="X",
+                          help="at a load: at least X tokens/s per user while an answer streams (1000 / ITL)")
+    cheapest.add_argument("--no-slo", action="store_true",
+                          help="at a load: no service level (pure price order; default: the interactive floor, "
+                               "TTFT p90 <= 2 s and >= 10 tokens/s per user)")
+    cheapest.add_argument("--allow-rpc", action="store_true",
+                          help="rank llama.cpp RPC chains over separately rented machines by price like any "
+                               "setup (default: after every other setup)")
     cheapest.add_argument("--engine", default=None, metavar="E",
                           help="vllm, sglang, llama.cpp, ollama, mlx (default: vLLM on data-centre GPUs, llama.cpp "
                                "elsewhere)")
@@ -66,6 +90,10 @@ def cmd_cheapest(args: argparse.Namespace) -> int:
     result = cheapest_result(args, data_dir_of(args))
     if args.json:
         print_json(result)
+    elif result.get("load"):
+        from pipeline.cli.tables import print_served_setups
+
+        print_served_setups(result)
     else:
         print_setups(result)
     return 0

@@ -1,0 +1,166 @@
+"""Cheapest setups at a service level: each candidate setup served at the load (``sizing_core.serving``, the call
+``fit --rate`` makes) and kept when it meets the level, in price order; and the rule that keeps llama.cpp RPC
+chains over a public network below every setup a practitioner would deploy.
+
+- **RPC chains last.** Several separately rented machines joined by llama.cpp's RPC backend over their public
+  network rank after every other setup unless asked for (``allow_rpc``): the backend is a proof of concept, and a
+  multi-node plan is otherwise only offered over a rented cluster fabric (``pipeline/compute/fabric.py``).
+  :func:`practical_setups` searches without them first and fills a short list with them after.
+- **A level, lazily.** Serving a setup costs milliseconds: :func:`at_service_level` serves candidates in price
+  order and stops once ``top`` meet the level (a memo per layout: offers of one GPU layout share the answer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.compute.setups import Setup, cheapest_setups, shaped_gpu
+from sizing_core import Architecture
+from sizing_core.engines import get_engine
+from sizing_core.gpus import catalog
+from sizing_core.serving import Serving, Workload
+from sizing_core.serving.service_level import (
+    DEFAULT_FLOOR,
+    ServiceLevel,
+    headroom,
+    serve_layout,
+    standard_workload,
+    tokens_per_s_per_user,
+    usd_per_million_output,
+)
+
+RPC = "llama.cpp-rpc"
+
+
+def is_rpc(s: Setup) -> bool:
+    return s.deployment == RPC
+
+
+def practical_setups(*args: Any, top: int = 5, allow_rpc: bool = False, **kw: Any) -> list[Setup]:  # noqa: ANN401
+    """:func:`~pipeline.compute.setups.cheapest_setups` with RPC chains after every other setup: the ``top``
+    cheapest without them, then (when fewer) the cheapest chains. ``allow_rpc``: the plain ranking."""
+    if allow_rpc:
+        return cheapest_setups(*args, top=top, **kw)
+    found = cheapest_setups(*args, top=top, rpc=False, **kw)
+    if len(found) < top:
+        chains = [s for s in cheapest_setups(*args, top=top, **kw) if is_rpc(s)]
+        found += chains[: top - len(found)]
+    return found
+
+
+@dataclass(frozen=True)
+class Served:
+    """A setup at the load: its serving figures (None: it serves no request at this load) and what it misses."""
+
+    setup: Setup
+    serving: Serving | None
+    shortfall: tuple[str, ...]
+
+    @property
+    def meets(self) -> bool:
+        return self.serving is not None and not self.shortfall
+
+    def to_json(self, level: ServiceLevel | None) -> dict[str, Any] | None:
+        """The ``serving`` object of a setup row (keys are a contract: docs/cli.md)."""
+        s = self.serving
+        if s is None:
+            return None
+        cost, span = usd_per_million_output(self.setup.price_per_hour, s)
+        room = headroom(s)
+        return s.to_json() | {
+            "tokensPerSPerUser": tokens_per_s_per_user(s), "headroom": None if math.isinf(room) else room,
+            "usdPerMillionOutputTokens": cost, "usdPerMillionOutputTokensRange": list(span) if span else None,
+            "meetsLevel": None if level is None else not self.shortfall,
+            "meetsDefaultFloor": not DEFAULT_FLOOR.shortfall(s), "shortfall": list(self.shortfall)}
+
+
+class SetupServer:
+    """Serves setups of one model at one load and ``max_model_len``, memoised per (GPU, GPUs per instance,
+    engine, format, layout)."""
+
+    def __init__(self, arch: Architecture, load: Workload, context: int, kv_cache_dtype: str = "bf16"):
+        self.arch, self.load, self.context, self.kv = arch, load, context, kv_cache_dtype
+        self._memo: dict[tuple, Serving | None] = {}
+        self.served = 0  # serve() calls made (the memo's misses)
+
+    def serving(self, s: Setup) -> Serving | None:
+        key = (s.gpu, s.gpus_per_instance, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes,
+               s.native_support)
+        if key not in self._memo:
+            gpu = catalog().get(s.gpu)
+            self.served += 1
+            self._memo[key] = None if gpu is None else serve_layout(
+                self.arch, shaped_gpu(gpu, s.gpus_per_instance), get_engine(s.engine), s.format, s.tensor_parallel,
+                s.pipeline_parallel, s.nodes, self.load, self.context, self.kv, s.native_support)
+        return self._memo[key]
+
+    def judge(self, s: Setup, level: ServiceLevel | None) -> Served:
+        serving = self.serving(s)
+        if serving is None:
+            return Served(s, None, ("serves no request of this load",))
+        return Served(s, serving, tuple(level.shortfall(serving)) if level is not None else ())
+
+
+def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup]], level: ServiceLevel | None,
+                     top: int, allow_rpc: bool = False, limit: int = 2000) -> tuple[list[Served], int]:
+    """The ``top`` cheapest setups meeting ``level`` (None: every setup, the pure ranking), in the candidates'
+    order with RPC chains after every other setup unless ``allow_rpc``. ``candidates(k)``: the ``k`` cheapest
+    setups; asked for more (4x each time, up to ``limit``) while fewer than ``top`` meet the level. Also returns
+    how many candidates were judged."""
+    judged: dict[int, Served] = {}
+    k = max(4 * top, 20) if level is not None else top
+    while True:
+        found = candidates(k)
+        ordered = sorted(range(len(found)), key=lambda i: (not allow_rpc and is_rpc(found[i]), i))
+        kept = []
+        for i in ordered:
+            if i not in judged:
+                judged[i] = server.judge(found[i], level)
+            if judged[i].meets or level is None:
+                kept.append(judged[i])
+                if len(kept) >= top:
+                    break
+        if len(kept) >= top or len(found) < k or k >= limit:
+            return kept, len(judged)
+        k = min(limit, 4 * k)
+
+
+def why_none(judged: Iterable[Served], level: ServiceLevel) -> str:
+    """One line saying why no listed setup meets ``level``: the nearest miss's shortfall."""
+    served = [j for j in judged if j.serving is not None]
+    if not served:
+        return "no listed setup serves a request of this load"
+    near = min(served, key=lambda j: (j.serving.saturated, j.serving.ttft_ms_p90 / (level.ttft_ms_p90 or math.inf)
+                                      + (level.min_tokens_per_s or 0) * j.serving.itl_ms / 1000))
+    return (f"none of the {len(served)} listed setups meets the level; the nearest ({near.setup.gpus} x "
+            f"{near.setup.gpu_name}, {near.setup.format}): {'; '.join(near.shortfall)}")
+
+
+def load_answer_serving(arch: Architecture, answer: dict[str, Any]) -> dict[str, Any]:
+    """A published load answer (``byPrice``, ``byCostPerToken`` Setups) with its serving at the load's standard
+    workload: each setup's ``serving``, the listed setups that meet the default floor cheapest first
+    (``atDefaultFloor``), and ``floorNote`` when none does. Setups become dicts (their published shape)."""
+    load = standard_workload(answer["context"], answer["concurrency"])
+    server = SetupServer(arch, load, answer["context"])
+    rows: dict[str, list[dict[str, Any]]] = {}
+    meeting: dict[tuple, tuple[tuple, dict[str, Any]]] = {}
+    judged = []
+    for name in ("byPrice", "byCostPerToken"):
+        rows[name] = []
+        for s in answer[name]:
+            j = server.judge(s, DEFAULT_FLOOR)
+            judged.append(j)
+            row = s.model_dump(mode="json") | {"serving": j.to_json(DEFAULT_FLOOR)}
+            rows[name].append(row)
+            key = (s.provider, s.instance_type, s.instances, s.price_per_hour, s.format)
+            if j.meets and key not in meeting:
+                meeting[key] = ((is_rpc(s), s.rank_key), row)
+    chosen = [row for _, row in sorted(meeting.values(), key=lambda x: x[0])]
+    note = None if chosen else why_none(judged, DEFAULT_FLOOR)
+    return {**{k: v for k, v in answer.items() if k not in ("byPrice", "byCostPerToken")}, **rows,
+            "workload": {"inputTokens": load.input_tokens, "outputTokens": load.output_tokens,
+                         "concurrency": load.concurrency},
+            "defaultFloor": DEFAULT_FLOOR.to_json(), "atDefaultFloor": chosen, "floorNote": note}
