@@ -205,23 +205,28 @@ def level_of(args: argparse.Namespace) -> tuple[Any, str]:  # noqa: ANN401 - a S
     return DEFAULT_FLOOR, "default"
 
 
-def _published_candidates(snap: Any, model_id: str, load: Any, context: int) -> list[Any] | None:  # noqa: ANN401
-    """The setups the snapshot published for a standard load whose standard workload this is (``byPrice`` and
-    ``byCostPerToken`` together, in price order), or None: another question. The model JSON's ``atDefaultFloor``
-    is served from the same rows, so the CLI and the JSON agree."""
-    from pipeline.compute.answers import FIDELITY, rank_value
+def _published_candidates(snap: Any, model_id: str, load: Any, context: int, source: str) -> list[Any] | None:  # noqa: ANN401
+    """The setups the snapshot published for a standard load whose standard workload this is, or None: another
+    question. With the default floor its ``floor`` rows (the model JSON's ``atDefaultFloor``: the CLI and the JSON
+    agree), without a level (``--no-slo``) its rows by price."""
+    import polars as pl
+
+    from pipeline.compute.answers import overall, setup_from_row
     from sizing_core.serving.service_level import standard_workload
 
-    if load.rate is not None or load != standard_workload(context, load.concurrency):
+    if source == "asked" or load.rate is not None or load != standard_workload(context, load.concurrency):
         return None
-    rows = []
-    for sort in ("price", "per_token"):
-        found = _published(snap, model_id, "on_demand", context, load.concurrency, sort)
-        if found is None:
-            return None
-        rows += found
-    unique = {(s.provider, s.instance_type, s.instances, s.price_per_hour, s.format): s for s in rows}
-    return sorted(unique.values(), key=lambda s: (rank_value(s, "price"), FIDELITY.index(s.format), s.rank_key))
+    if source == "none":
+        return _published(snap, model_id, "on_demand", context, load.concurrency, "price")
+    model_file = snap.path / "models" / f"{model_id}.json"
+    loads = json.loads(model_file.read_text()).get("cheapestSetupsByLoad") if model_file.is_file() else None
+    if not any(a["context"] == context and a["concurrency"] == load.concurrency and "atDefaultFloor" in a
+               for a in loads or []):
+        return None  # a snapshot from before the floor, or a load it does not publish
+    frame = pl.read_parquet(snap.path / "cheapest_setups.parquet").filter(
+        (pl.col("model_id") == model_id) & (pl.col("list") == "on_demand") & (pl.col("context") == context)
+        & (pl.col("concurrency") == load.concurrency) & (pl.col("sort") == "floor"))
+    return overall([setup_from_row(r) for r in frame.to_dicts()])
 
 
 def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any] | None, model_id: str,  # noqa: ANN401
@@ -242,7 +247,7 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
     list_name = "spot" if args.spot else "on_demand"
     published = None
     if entry is not None and not filtered and fmt is None and sort == "price" and not args.spot:
-        published = _published_candidates(snap, entry["id"], load, args.context)
+        published = _published_candidates(snap, entry["id"], load, args.context, source)
     origin, judged_note = "published", None
     kept: list[Any] = []
     judged = 0
@@ -250,8 +255,8 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
         kept, judged = at_service_level(server, lambda k: published, level, args.top, args.allow_rpc,
                                         limit=len(published))
         if not kept:
-            judged_note = (f"none of the snapshot's {len(published)} published setups for this load meets the "
-                           "level: planned from the snapshot's offers")
+            judged_note = ("the snapshot publishes no setup meeting the level at this load among its cheapest "
+                           "candidates: planned from the snapshot's offers, deeper")
     if not kept:
         origin = "planned from the snapshot's offers"
         allocations = SPOT_LIKE if args.spot else ON_DEMAND
@@ -285,7 +290,7 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
     from sizing_core.serving.service_level import standard_workload
 
     return {"model": model_id, "repo": ref.repo or (entry or {}).get("repo"), "snapshot": snap.id,
-            "context": args.context, "concurrency": args.concurrency if load.rate is None else None,
+            "context": args.context, "concurrency": args.concurrency,
             "sort": sort, "list": list_name, "format": fmt, "origin": origin, "modelSource": ref.origin,
             "gpuNote": note,
             "filters": {"provider": args.provider, "region": args.region, "maxPrice": args.max_price,

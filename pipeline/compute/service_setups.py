@@ -128,15 +128,43 @@ def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup
         k = min(limit, 4 * k)
 
 
-def why_none(judged: Iterable[Served], level: ServiceLevel) -> str:
-    """One line saying why no listed setup meets ``level``: the nearest miss's shortfall."""
+def why_none(judged: Iterable[Served], level: ServiceLevel, searched: int | None = None) -> str:
+    """One line saying why no setup meets ``level``: the nearest miss's shortfall among ``judged``
+    (``searched``: how many of the cheapest setups were served looking for one)."""
     served = [j for j in judged if j.serving is not None]
+    among = f"none of the {searched} cheapest setups meets the level" if searched else None
     if not served:
-        return "no listed setup serves a request of this load"
+        return among or "no listed setup serves a request of this load"
     near = min(served, key=lambda j: (j.serving.saturated, j.serving.ttft_ms_p90 / (level.ttft_ms_p90 or math.inf)
                                       + (level.min_tokens_per_s or 0) * j.serving.itl_ms / 1000))
-    return (f"none of the {len(served)} listed setups meets the level; the nearest ({near.setup.gpus} x "
+    return (f"{among or f'none of the {len(served)} listed setups meets the level'}; the nearest listed "
+            f"({near.setup.gpus} x "
             f"{near.setup.gpu_name}, {near.setup.format}): {'; '.join(near.shortfall)}")
+
+
+#: candidates served at most, per published load, looking for setups that meet the default floor
+FLOOR_SEARCH_LIMIT = 320
+
+
+def floor_setups(arch: Architecture, grouped: Any, context: int, concurrency: int,  # noqa: ANN401 - OfferGroups
+                 planners: dict[str, Any], *, as_of: Any = None, top: int = 5,  # noqa: ANN401
+                 limit: int = FLOOR_SEARCH_LIMIT) -> list[Setup]:
+    """The ``top`` cheapest setups (most faithful format per rented configuration, by price, RPC chains last)
+    meeting :data:`DEFAULT_FLOOR` at the standard workload of ``concurrency`` requests of ``context`` tokens,
+    among the ``limit`` cheapest; ``planners``: one per format of :data:`~pipeline.compute.answers.FIDELITY` at
+    least (shared with the load's other lists)."""
+    from pipeline.compute.answers import FIDELITY, overall
+
+    server = SetupServer(arch, standard_workload(context, concurrency), context)
+
+    def candidates(k: int) -> list[Setup]:
+        found = practical_setups(arch, FIDELITY, grouped, context=context, concurrency=concurrency, top=k,
+                                 allocations=grouped.allocations, planner={f: planners[f] for f in FIDELITY},
+                                 as_of=as_of, sort="price", allow_rpc=True)
+        return overall(found, top=k, allow_rpc=True)
+
+    kept, _ = at_service_level(server, candidates, DEFAULT_FLOOR, top, limit=limit)
+    return [j.setup for j in kept]
 
 
 def load_answer_serving(arch: Architecture, answer: dict[str, Any]) -> dict[str, Any]:
@@ -158,9 +186,13 @@ def load_answer_serving(arch: Architecture, answer: dict[str, Any]) -> dict[str,
             key = (s.provider, s.instance_type, s.instances, s.price_per_hour, s.format)
             if j.meets and key not in meeting:
                 meeting[key] = ((is_rpc(s), s.rank_key), row)
-    chosen = [row for _, row in sorted(meeting.values(), key=lambda x: x[0])]
-    note = None if chosen else why_none(judged, DEFAULT_FLOOR)
-    return {**{k: v for k, v in answer.items() if k not in ("byPrice", "byCostPerToken")}, **rows,
+    if "atDefaultFloor" in answer:  # the pipeline's own search, deeper than the listed setups
+        chosen = [s.model_dump(mode="json") | {"serving": server.judge(s, DEFAULT_FLOOR).to_json(DEFAULT_FLOOR)}
+                  for s in answer["atDefaultFloor"]]
+    else:
+        chosen = [row for _, row in sorted(meeting.values(), key=lambda x: x[0])]
+    note = None if chosen else why_none(judged, DEFAULT_FLOOR, FLOOR_SEARCH_LIMIT)
+    return {**{k: v for k, v in answer.items() if k not in ("byPrice", "byCostPerToken", "atDefaultFloor")}, **rows,
             "workload": {"inputTokens": load.input_tokens, "outputTokens": load.output_tokens,
                          "concurrency": load.concurrency},
             "defaultFloor": DEFAULT_FLOOR.to_json(), "atDefaultFloor": chosen, "floorNote": note}

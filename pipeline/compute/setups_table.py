@@ -28,7 +28,7 @@ from pipeline.compute.answers import (
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers
 from pipeline.compute.placement_cache import PlacementCache, sizing_version
 from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
-from pipeline.compute.service_setups import practical_setups
+from pipeline.compute.service_setups import floor_setups, practical_setups
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
@@ -85,7 +85,8 @@ def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cach
                      as_of: datetime, now: datetime) -> list[tuple[Any, ...]]:
     """Every ``cheapest_setups`` row of one model (values in :data:`ROW_COLUMNS` order): at each standard load, by
     cost per token (most faithful format per configuration); at the published load (8K x 1) a list per format,
-    on-demand and spot, by price; at every other load the overall list by price."""
+    on-demand and spot, by price; at every other load the overall list by price; at every load the cheapest
+    on-demand setups meeting the default interactive floor (``sort = 'floor'``)."""
     assert t.arch is not None and t.revision is not None
     model = (t.entry.id, t.revision)
     rows = []
@@ -105,6 +106,9 @@ def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cach
                                      planner={f: planners[f] for f in planners if f in wanted}, as_of=as_of,
                                      sort=sort)  # type: ignore[arg-type]
             rows += [(t.entry.id, list_name, rank + 1, now, sort, *setup_values(s)) for rank, s in enumerate(found)]
+        # the cheapest meeting the default interactive floor at the load's standard workload (served lazily)
+        found = floor_setups(t.arch, on_demand, load.context, load.concurrency, planners, as_of=as_of, top=TOP)
+        rows += [(t.entry.id, "on_demand", rank + 1, now, "floor", *setup_values(s)) for rank, s in enumerate(found)]
     return rows
 
 
@@ -252,7 +256,9 @@ def published_answers(rows: list[dict[str, Any]], loads: dict[str, list[Load]]) 
                     "byPrice": overall(lists.get((m, "on_demand", load.context, load.concurrency, "price"), []),
                                        OVERALL_TOP),
                     "byCostPerToken": overall(lists.get((m, "on_demand", load.context, load.concurrency,
-                                                         "per_token"), []), OVERALL_TOP, sort="per_token")}
+                                                         "per_token"), []), OVERALL_TOP, sort="per_token"),
+                    "atDefaultFloor": overall(lists.get((m, "on_demand", load.context, load.concurrency, "floor"),
+                                                        []), OVERALL_TOP)}
                    for load in model_loads]
         out[m] = (overall(lists.get((m, "on_demand", *first, "price"), []), OVERALL_TOP),
                   overall(lists.get((m, "spot", *first, "price"), []), OVERALL_TOP), by_load)
@@ -277,12 +283,12 @@ _OVERALL_CANDIDATES = """
 WITH ranked AS (
     SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at,
            list_position(?::VARCHAR[], format) AS fidelity,
-           CASE WHEN sort = 'price' THEN price_per_hour ELSE usd_per_million_tokens_at_load END
+           CASE WHEN sort = 'per_token' THEN usd_per_million_tokens_at_load ELSE price_per_hour END
            * CASE WHEN coalesce(nullif(nodes, 0), instances) > 1 THEN ? ELSE 1.0 END
            + CASE WHEN deployment = 'llama.cpp-rpc' THEN 1e12 ELSE 0.0 END AS rank_value
     FROM cheapest_setups
     WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) AND list_contains(?::VARCHAR[], format)
-      AND (sort = 'price' OR usd_per_million_tokens_at_load IS NOT NULL)
+      AND (sort <> 'per_token' OR usd_per_million_tokens_at_load IS NOT NULL)
 ), winners AS (
     SELECT * FROM ranked
     QUALIFY fidelity = min(fidelity) OVER (

@@ -460,8 +460,10 @@ class CheapestSetups(PublishedTable):
     context: int | None = col("tokens per request of the load the setup serves (8,192 for the published question)",
                               unit="tokens")
     concurrency: int | None = col("requests of that context served at once", unit="requests")
-    sort: str | None = col("price (cheapest $/h first; rank price with multi-machine setups at 1.25x) or per_token "
-                           "(lowest usd_per_million_tokens_at_load first, same factor)")
+    sort: str | None = col("price (cheapest $/h first; rank price with multi-machine setups at 1.25x), per_token "
+                           "(lowest usd_per_million_tokens_at_load first, same factor) or floor (the cheapest by "
+                           "price meeting the default interactive floor at the load's standard workload; llama.cpp "
+                           "RPC chains last in every list)")
     regions: builtins.list[str] | None = col("every region offering this very setup at this price (one row per "
                                              "provider x instance type x price)", sql_type="VARCHAR[]")
     tokens_per_s_per_request: float | None = col("decode speed of each request while `concurrency` requests run "
