@@ -1,4 +1,4 @@
-"""A replayed Hugging Face Hub listing of N text-generation models, for the whole-Hub scale run (issue #28 item 4).
+"""A replayed Hugging Face Hub listing of N text-generation models, for the whole-Hub scale run.
 
 The bundled Hub replay (``pipeline/replay/hub/``) holds 42 real ``config.json`` files (``configs/SOURCES.md``):
 not enough for a scale run of thousands of models. :func:`build` writes a replay folder that extends it:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Speed and memory of vramlab, printed as a Markdown report with ratios and the #14 acceptance checks.
+"""Speed and memory of vramlab, printed as a Markdown report with ratios and the acceptance checks of its goals.
 
     .venv/bin/python benchmarks/run_benchmarks.py > docs/benchmarks.md      # everything (~5-10 min on 2 cores)
     .venv/bin/python benchmarks/run_benchmarks.py --quick                  # one repetition, no synthetic graph
@@ -21,7 +21,7 @@ disturbed). Cases:
 4. start-up of ``vramlab size`` and ``vramlab fit`` (whole command, interpreter start included).
 
 Nothing here is a test: the figures depend on the machine and its load; the acceptance lines say whether the
-goals of issue #14 hold on this run.
+goals hold on this run.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def _changed_prices_client():  # type: ignore[no-untyped-def]
 
 
 def _cpu_seconds() -> float:
-    """CPU seconds of this process and of its finished child processes (the setups step's workers, #28)."""
+    """CPU seconds of this process and of its finished child processes (the setups step's workers)."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
@@ -223,7 +223,7 @@ def child_graph(data_dir: str, models: int | None, gpus: int | None, second: boo
 
 
 def child_report(snapshot: str, repeat: int) -> dict:
-    """The HTML report (#13) rendered from a published snapshot into a fresh folder, as ``vramlab report`` does."""
+    """The HTML report rendered from a published snapshot into a fresh folder, as ``vramlab report`` does."""
     from pipeline.report import render_report
 
     best = 1e9
@@ -374,7 +374,7 @@ def main() -> None:
     if report_snapshot is not None:
         shutil.rmtree(Path(report_snapshot).parent, ignore_errors=True)
 
-    print(f"\n## Acceptance (issue #14) on this run (load average at the end {load_now()})\n")
+    print(f"\n## Acceptance on this run (load average at the end {load_now()})\n")
     for name, passed, figure in checks:
         print(f"- {name}: {figure} — {ok(passed)}")
 
@@ -469,7 +469,7 @@ def graph_section(args: argparse.Namespace, repeat: int, checks: list[tuple[str,
 
 
 def report_section(report_snapshot: str | None, repeat: int, checks: list[tuple[str, bool, str]]) -> None:
-    # 2b. the HTML report (#13) from the full watchlist run's snapshot
+    # 2b. the HTML report from the full watchlist run's snapshot
     print("\n## HTML report build (`render_report`, English) from the full watchlist run's snapshot\n")
     if report_snapshot is None:
         print("No snapshot: the full watchlist run failed.")
@@ -523,7 +523,7 @@ def startup_section(repeat: int, checks: list[tuple[str, bool, str]]) -> None:
             checks.append((f"`{label.split(' <')[0].split(' kimi')[0]}` starts under 0.3 s", seconds < 0.3,
                            f"{seconds:.2f} s"))
 
-    print(subprocess.run([PY, str(ROOT / "benchmarks" / "startup.py")], capture_output=True, text=True).stdout)  # #12
+    print(subprocess.run([PY, str(ROOT / "benchmarks" / "startup.py")], capture_output=True, text=True).stdout)
 
 
 if __name__ == "__main__":

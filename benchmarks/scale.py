@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole-Hub scale run (issue #28 item 4): N models discovered from a replayed Hub listing x every catalog GPU.
+"""The whole-Hub scale run: N models discovered from a replayed Hub listing x every catalog GPU.
 
     .venv/bin/python benchmarks/scale.py --models 2000 --repeat 2          # full + incremental, in-process
     .venv/bin/python benchmarks/scale.py --models 2000 --repeat 1 --celery 2   # ... and on 2 Celery workers

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole-Hub scale run on Celery workers (issue #28 item 4): the same listing and the same two runs as
+"""The whole-Hub scale run on Celery workers: the same listing and the same two runs as
 ``benchmarks/scale.py``, with every step a Celery task on ``--workers`` dagster-celery workers, Postgres instance
 storage and a Redis broker (``pipeline.ops.cluster.LocalCluster``, loopback only).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CLI start-up of ``vramlab size``, ``fit`` and ``gpus`` (issue #12: whole answer under 0.3 s, no Dagster import).
+"""CLI start-up of ``vramlab size``, ``fit`` and ``gpus``: the whole answer under 0.3 s, no Dagster import.
 
     .venv/bin/python benchmarks/startup.py                    # 7 runs per command, Markdown on stdout
     .venv/bin/python benchmarks/startup.py --runs 15 --data-dir data
@@ -113,7 +113,7 @@ CASES: tuple[tuple[str, list[str], bool], ...] = (
     ("vramlab fit qwen3-8b --gpu h100 --format fp8 --json, no offers cache (reads the Parquet file)",
      ["fit", "qwen3-8b", "--gpu", "h100", "--format", "fp8", "--json"], True),
 )
-#: `cheapest` for a model the snapshot does not publish (issue #23): an untracked Hub repo (looked up once, in the
+#: `cheapest` for a model the snapshot does not publish: an untracked Hub repo (looked up once, in the
 #: warm-up, then read from the data directory's look-up cache), sized and planned on the snapshot's offers
 CHEAPEST_GOAL_S = 2.0
 CHEAPEST_CASES: tuple[tuple[str, list[str]], ...] = (
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             reference.append((label, [timed(cmd, renv) for _ in range(args.runs)]))
         load_after = os.getloadavg()
 
-    print("## CLI start-up (issue #12, `benchmarks/startup.py`)\n")
+    print("## CLI start-up (`benchmarks/startup.py`)\n")
     print(f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}; load average {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after. Whole command, interpreter included: median (and best) of {args.runs} runs "
@@ -175,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     for label, runs in reference:
         print(f"| {label} | {statistics.median(w for w, _ in runs):.3f} | {min(w for w, _ in runs):.3f} | "
               f"{statistics.median(c for _, c in runs):.3f} | - |")
-    print(f"\nGoal (issue #12): size, fit and gpus answer in under {GOAL_S} s (median) without importing Dagster.\n")
+    print(f"\nGoal: size, fit and gpus answer in under {GOAL_S} s (median) without importing Dagster.\n")
     for label, wall, dagster in checks:
         holds = wall < GOAL_S and not dagster
         print(f"- `{label}`: {wall:.3f} s, Dagster {'imported' if dagster else 'not imported'} — "
               f"**{'holds' if holds else 'does not hold'}**")
-    print(f"\nGoal (issue #23): `cheapest` prices any model on the snapshot's offers in under {CHEAPEST_GOAL_S:g} s.\n")
+    print(f"\nGoal: `cheapest` prices any model on the snapshot's offers in under {CHEAPEST_GOAL_S:g} s.\n")
     for label, wall in cheapest:
         print(f"- `{label}`: {wall:.3f} s — **{'holds' if wall < CHEAPEST_GOAL_S else 'does not hold'}**")
     print()

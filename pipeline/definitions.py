@@ -15,7 +15,7 @@ ALL_ASSETS = [*RAW_ASSETS, *CORE_ASSETS, *QUALITY_ASSETS, *OUT_ASSETS]
 
 # in-process by default (UI materializations, vramlab run): no process start-up per step; the scheduled
 # hourly_refresh_job runs under the multiprocess executor (pipeline/schedules.py, docs/decisions.md)
-# the partitioned graph (issue #28, group "parts") beside it: its own jobs, one partitions definition each
+# the partitioned graph (group "parts") beside it: its own jobs, one partitions definition each
 defs = dg.Definitions(assets=[*ALL_ASSETS, *PARTITIONED_ASSETS],
                       jobs=[hourly_refresh_job, vramlab_refresh, *celery_jobs(), *PARTITIONED_JOBS,
                             *celery_partition_jobs()],

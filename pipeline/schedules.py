@@ -1,7 +1,7 @@
 """The hourly refresh: one job over the whole graph, run by a schedule in UTC that never overlaps itself.
 
 Two guards: the schedule skips a tick while ANY run is queued or in progress in this instance (a run launched
-from the UI carries no refresh tag but writes the same DuckDB file and landing: issue #16), and dagster.yaml
+from the UI carries no refresh tag but writes the same DuckDB file and landing), and dagster.yaml
 limits runs tagged ``vramlab/refresh`` to one at a time (for runs queued by other means).
 
 Executors (docs/decisions.md): the refresh job runs under Dagster's **multiprocess executor**, each step in its

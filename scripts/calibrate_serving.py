@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calibration of the serving model at a load (issue #37): predicted vs measured on serving.csv, the fit of the few
+"""Calibration of the serving model at a load: predicted vs measured on serving.csv, the fit of the few
 at-load constants, residual bands, and the at-load section of docs/calibration.md.
 
     python scripts/calibrate_serving.py --fit   # fit the at-load constants (prints them: paste into step.py and
@@ -181,7 +181,7 @@ def doc_tables(cs: list, fig: dict, table: dict, held: tuple[int, int]) -> str:
     step_f = fig["step"]
     inside, total = coverage(cs, table)
     rows = [
-        "| acceptance (issue #37, calibration set) | goal | measured |", "|---|---|---|",
+        "| acceptance (calibration set) | goal | measured |", "|---|---|---|",
         f"| cases predicted | – | {fig['predicted']} of {fig['cases']} |",
         f"| E2E median APE | ≤ 12% | {fig['e2e']['median_ape']:.1%} (n={fig['e2e']['n']}) |",
         f"| ITL median APE | ≤ 12% | {fig['itl']['median_ape']:.1%} (n={fig['itl']['n']}) |",

@@ -32,7 +32,7 @@ COMMANDS = (
     "vramlab cheapest llama-3.1-70b",
     "vramlab cheapest deepseek-v3 --single-machine --top 5",
     "vramlab cheapest qwen3-8b --json | head -12",
-    # issue #23: a new user's seven questions
+    # a new user's seven questions
     "vramlab size Qwen/Qwen3-235B-A22B --contexts 8k,32k",
     "vramlab cheapest meta-llama/Llama-3.3-70B-Instruct --context 32k --concurrency 8 --single-machine --top 5",
     "vramlab cheapest deepseek-v3 --top 3 --sort per-token",

@@ -1,4 +1,4 @@
-"""Parquet parts vs DuckLake on Postgres for the partition steps' writes (issue #28, docs/decisions.md): N model
+"""Parquet parts vs DuckLake on Postgres for the partition steps' writes (docs/decisions.md): N model
 sizing parts written by 2 processes at once, as Parquet parts (temp + rename) and as per-model transactions into one
 DuckLake table (catalog in Postgres, data files on local disk); then counted back.
 

@@ -139,7 +139,7 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(llama4_layers, "chunked local attention on 3 of 4 layers; interleaved MoE with a shared expert"),
     "gemma4_text": Family(gemma4_layers, "sliding and global layers with their own KV shapes; keys double as values"),
     "mimo_v2_flash": Family(mimo_v2_layers, "hybrid_layer_pattern: sliding layers with their own shapes"),
-    # --- issue #25: GPT-2-era and remote-code families; their switches (biases, gated MLP, norm kind, learned
+    # --- GPT-2-era and remote-code families; their switches (biases, gated MLP, norm kind, learned
     # positions, LM-head bias) and width rules are data (data/family_defaults.json), each row citing its source
     **{t: Family(family_decoder(t), family_data(t)["rule"]) for t in (
         "gpt2", "gpt_bigcode", "gptj", "gpt_neox", "bloom", "phi", "phi-msft", "mixformer-sequential", "opt", "mpt",

@@ -3,7 +3,7 @@
 sizing_core memoises what the planner and the grid ask per GPU kind (weight loads, step bytes, stage weights, ...)
 in dicts keyed by the model object's identity, each entry keeping the object itself (an ``id`` is re-used once its
 object is freed, so a hit is checked by ``is``). Each dict clears itself past a few thousand entries, but a worker
-process that plans a thousand models still holds several hundred MiB of them (#28); :func:`forget_models` lets it
+process that plans a thousand models still holds several hundred MiB of them; :func:`forget_models` lets it
 drop them after each batch, since a batch's models are not asked about again."""
 
 from __future__ import annotations

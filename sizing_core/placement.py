@@ -270,7 +270,7 @@ _LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, lis
 def _per_gpu_layers(arch: Architecture, loads: _Loads, tp: int, context: int, concurrency: int,
                     kv_dtype: str) -> tuple[list[float], dict[int, list[int] | None]]:
     """Bytes of each layer on one GPU of a TP group, and a memo of the balanced split per PP size: neither
-    depends on the GPU, and the planner tries the same (TP, PP) on every GPU kind (perf #14). Keyed by object
+    depends on the GPU, and the planner tries the same (TP, PP) on every GPU kind. Keyed by object
     identity, the objects kept so an id is never reused while cached."""
     key = (id(arch), id(loads), tp, context, concurrency, kv_dtype)
     hit = _LAYER_BYTES.get(key)
@@ -391,8 +391,8 @@ class PlanSearch:
 def stage_weights(arch: Architecture, fmt: str, tp: int, pp: int) -> list[tuple[range, float]]:
     """(decoder layers, weight bytes on one GPU) of each of ``pp`` stages split to minimise the largest stage, fit
     or not (the engine start-up model reports a plan that does not fit too); ``pp`` at most the layer count.
-    Memoised per (model object, format, TP, PP): the same for every GPU kind and load (#28: the serving rule asks
-    it for each GPU kind, and the balanced split was a fifth of a cold setups run)."""
+    Memoised per (model object, format, TP, PP): the same for every GPU kind and load (the serving rule asks
+    it for each GPU kind, and the balanced split is a fifth of a cold setups run)."""
     key = (id(arch), fmt, tp, pp)
     hit = _STAGE_WEIGHTS.get(key)
     if hit is None or hit[0] is not arch:

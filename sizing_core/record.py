@@ -1,6 +1,6 @@
 """sizing_core's own types: immutable stdlib dataclasses with the few checks they need, not pydantic models.
 
-Why (issue #12, ``docs/decisions.md``): ``vramlab size`` and ``fit`` must answer in well under 0.3 s, and importing
+Why (``docs/decisions.md``): ``vramlab size`` and ``fit`` must answer in well under 0.3 s, and importing
 pydantic and building the validators of a handful of models costs ~0.2 s on our machine, more than the sizing
 itself. The sizing types are built by our own code from values already checked (``hf_config.Fields`` names the
 config field of every bad value), so a validating framework earns little there; pydantic stays at the edges where
@@ -141,7 +141,7 @@ def record(cls: type[T] | None = None, *, many: bool = False) -> Any:  # noqa: A
 
     Only ``__init__`` is generated; equality, hashing, ``repr`` and immutability come from :class:`Record`. Why
     not ``@dataclass(frozen=True)``: it compiles six methods per class, ~1-2 ms each class on our machine, and the
-    ~30 classes ``vramlab size`` loads took 60 ms of a 155 ms answer (``docs/benchmarks.md``, #12); generating
+    ~30 classes ``vramlab size`` loads took 60 ms of a 155 ms answer (``docs/benchmarks.md``); generating
     ``__init__`` alone costs a fifth of that. The result is still a dataclass (``dataclasses.fields``, ``replace``
     and ``is_dataclass`` work; pydantic validates it as one).
 

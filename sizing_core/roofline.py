@@ -1,6 +1,6 @@
 """The roofline's inputs, shared by the speed model (``engine_speed``) and ``throughput``: the bytes a decode step
 reads (weights a batch touches, routed experts apart, each request's KV cache and state), FLOPs per token, and
-the dense tensor rate of a format on a GPU. Identity-keyed caches (perf #14): setups and exports ask for the same
+the dense tensor rate of a format on a GPU. Identity-keyed caches: setups and exports ask for the same
 model and format many times."""
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
 StepTerms = tuple[float, float, tuple[tuple[int, int, float], ...]]
 
 #: (id(arch), format) -> (arch, :func:`_step_terms`, {batch: bytes}); identity-keyed like placement's weight
-#: loads (perf #14: setups and exports estimate the same model and format many times)
+#: loads (setups and exports estimate the same model and format many times)
 _STEP_CACHE: dict[tuple[int, str], tuple[Architecture, StepTerms, dict[int, float]]] = model_memo()
 
 
 def _step_terms(arch: Architecture, fmt: str) -> StepTerms:
     """The model's weights in :func:`_step_bytes`'s terms, summed per kind: a few numbers instead of one term per
-    tensor (#28: per-tensor terms of a thousand models were several hundred MiB in each worker process)."""
+    tensor (per-tensor terms of a thousand models are several hundred MiB in each worker process)."""
     dense = row = 0.0
     experts: dict[tuple[int, int], float] = {}
     for t, b in zip(arch.tensors, tensor_bits(arch, fmt), strict=True):
@@ -79,7 +79,7 @@ def _expert_step_bytes(arch: Architecture, fmt: str, batch: int) -> float:
     if hit is None or hit[0] is not arch:
         _step_bytes(arch, fmt, batch)  # fills the terms
         hit = _STEP_CACHE[(id(arch), fmt)]
-    experts = _EXPERT_CACHE.get((id(arch), fmt, batch))  # memoised like the totals (#28: asked per GPU and plan)
+    experts = _EXPERT_CACHE.get((id(arch), fmt, batch))  # memoised like the totals (asked per GPU and plan)
     if experts is None or experts[0] is not arch:
         if len(_EXPERT_CACHE) > 16384:
             _EXPERT_CACHE.clear()

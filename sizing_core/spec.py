@@ -19,7 +19,7 @@ from .record import InvalidField, Record, checked, from_mapping, record
 class ModelSpec(Record):
     """A spec file's keys, each checked (type, unknown keys, missing keys, the declared counts' checks): spec
     files are written by hand. Checked by the record's own declarations, so loading one imports no pydantic (a
-    bundled spec such as ``kimi-k3.1-pro`` is sized as quickly as a config, issue #12)."""
+    bundled spec such as ``kimi-k3.1-pro`` is sized as quickly as a config)."""
 
     vramlab_spec: int = checked(kind=int)  # format version of this file
     id: str = checked(kind=str)

@@ -50,7 +50,7 @@ class Throughput(CamelRecord):
     bandwidth_efficiency: float
     mfu: float
     notes: str
-    # issue #22: the calibration's spread (measured / predicted) around each figure
+    # the calibration's spread (measured / predicted) around each figure
     decode_tokens_per_s_range: Range = None
     prefill_tokens_per_s_range: Range = None
     ttft_ms_range: Range = None

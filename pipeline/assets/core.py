@@ -85,7 +85,7 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         new = load_fetch_log(con, [e for e, _ in kept], [n for _, n in kept])
         total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
         schema = column_schema(con, "fetch_log")
-        # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason (#16)
+        # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason
         ignored = dict(con.execute("""SELECT source, arg_max(ignored_reasons, started_at) FROM fetch_log
                                       GROUP BY source HAVING arg_max(ignored, started_at) > 0
                                       ORDER BY source""").fetchall())
@@ -236,7 +236,7 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                        for f in freshness]),
                   # before the quality stage: may name offers core__offer_quality quarantines or merges as
                   # duplicates; the rentable cheapest per GPU (what `vramlab gpus` lists) is core__offer_quality's
-                  # cheapest_gpu_hour (issue #10)
+                  # cheapest_gpu_hour
                   "cheapest_gpu_hour_before_quality": table(
                       [("gpu", "string"), ("usd_per_gpu_hour", "float"), ("provider", "string"),
                        ("instance", "string"), ("region", "string"), ("verified_at", "string")],
@@ -277,7 +277,7 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
         # every Hub attempt in DuckDB's fetch_log too (source hub:<repo>): a failed one is not only in the file
         load_fetch_log(con, [e for e, _ in hub], [n for _, n in hub])
         counts = load_models(con, results, revisions, datetime.now(UTC))
-        counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision (sizing #11)
+        counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision
         present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}
         schema = column_schema(con, "models")
     missing = [e.id for e in watchlist.models if e.id not in present]

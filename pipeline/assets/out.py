@@ -74,8 +74,8 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         changed = [(t.entry.id, (t.revision, t.arch)) for t in tracked if t.entry.id in changed_models]
         # Computed in chunks of models, each chunk written in its own transaction (a model's rows are replaced
         # whole or not at all; a run stopped midway leaves the rest for the next run, which sees their old
-        # revision), so neither the 2 M-row grid of 200 models nor DuckDB's uncommitted rows sit in memory whole
-        # (perf #14). Rows of a changed GPU row for unchanged models are replaced in one transaction.
+        # revision), so neither the 2 M-row grid of 200 models nor DuckDB's uncommitted rows sit in memory
+        # whole. Rows of a changed GPU row for unchanged models are replaced in one transaction.
         computed = 0
         gone = set(done_models) - {t.entry.id for t in tracked} or set(done_gpus) - set(gpus)
         if changed or changed_gpus or gone:
@@ -89,7 +89,7 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                     frame = _with_hashes(compute_grid(chunk, list(gpus.values())), hashes)
                     with transaction(con):
                         old = [m for m in chunk if m in stored]  # (a DELETE scans the whole table: only when
-                        if old:  # the chunk has rows to replace; per chunk on a fresh table it was quadratic, #28)
+                        if old:  # the chunk has rows to replace; per chunk on a fresh table it is quadratic)
                             con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[]))", [old])
                         insert_frame(con, "sizing", frame)
                     computed += frame.height
@@ -192,7 +192,7 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     if offers_md is not None and offers_md.asset_materialization is not None:
         provenance |= dict(offers_md.asset_materialization.metadata["provenance"].value)
     with fewer_gc_passes(), store(duckdb) as con:
-        setups = StoredSetups(con, loads_of(tracked))  # read a chunk of models at a time (#28)
+        setups = StoredSetups(con, loads_of(tracked))  # read a chunk of models at a time, not all at once
         stats: dict = {}
         path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,

@@ -1,4 +1,4 @@
-"""The partitioned graph (issue #28): the refresh split into one step per price source and one per model, each
+"""The partitioned graph: the refresh split into one step per price source and one per model, each
 writing a Parquet part where many writers are safe, and single consolidation steps that own the DuckDB file.
 
     parts__models         discovery: registers the tracked models as dynamic partitions (after raw_hub__models,

@@ -1,4 +1,4 @@
-"""The partitions of the partitioned graph (issue #28): price sources are static partitions (the currency source
+"""The partitions of the partitioned graph: price sources are static partitions (the currency source
 ``ecb`` among them: its part carries its fetch), models are dynamic partitions added by discovery (``parts__models``
 from the watchlist and the discovered models). Each partition is its own step and its own run: a backfill of
 either set runs them side by side, each writing a Parquet part (``pipeline/storage/parts.py``)."""

@@ -38,7 +38,7 @@ def _metadata(entry: FetchLogEntry, replay: bool) -> dict:
             "unmapped": dg.MetadataValue.json(entry.unmapped), "bytes": entry.bytes,
             "message": entry.message or "", "raw_path": dg.MetadataValue.path(entry.raw_path or ""),
             "fetched_at": dg.MetadataValue.timestamp(entry.started_at), "mode": "replay" if replay else "live",
-            # drift canaries (live): the source is degraded, its last good offers stay published (issue #24)
+            # drift canaries (live): the source is degraded, its last good offers stay published
             "degraded": entry.outcome == "degraded", "drift": dg.MetadataValue.json(entry.drift)}
 
 

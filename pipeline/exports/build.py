@@ -80,8 +80,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
     crash injected there must leave ``latest`` on the previous snapshot). With ``reuse`` (the hourly asset), each
     model file's price-independent part comes from the ``export_cache`` table when its inputs are unchanged, and
     what this run sized is stored there; ``stats`` (optional) receives which models were re-used and which were
-    sized (perf #14). The parts to size are computed by ``workers`` processes (#28,
-    :func:`~pipeline.compute.workers.in_workers`)."""
+    sized. The parts to size are computed by ``workers`` processes
+    (:func:`~pipeline.compute.workers.in_workers`)."""
     snap = snapshot_id(now)
     writer = SnapshotWriter(exports_dir, snap)
     hook = between_files or (lambda _name: None)
@@ -89,7 +89,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         freshness = {f["source"]: f for f in source_freshness(con, as_of)}
         fits: dict[str, dict[str, set[str]]] = {}
         default_engines = {g.id: default_engine(g).id for g in catalog().values()}
-        # grouped in DuckDB (#28: 2,000 models have 1.5 M single-GPU cells at 8K, fetched one tuple each before)
+        # grouped in DuckDB: 2,000 models have 1.5 M single-GPU cells at 8K, too many to fetch one tuple each
         for model_id, gpu_id, formats in con.execute(
                 "SELECT model_id, gpu_id, list(format) FROM sizing WHERE context = 8192 AND fits_single "
                 "AND (gpu_id, engine) IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) GROUP BY ALL",
@@ -97,7 +97,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
             fits.setdefault(model_id, {})[gpu_id] = set(formats)
         index = []
         exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
-        static_cache = StaticCache.load(con) if reuse else StaticCache({})  # perf #14: from earlier runs
+        static_cache = StaticCache.load(con) if reuse else StaticCache({})  # re-used from earlier runs
         keys = {t.entry.id: cache_key(t) for t in tracked if t.arch is not None}
         todo = [i for i, t in enumerate(tracked) if t.entry.id in keys and not static_cache.has(t.entry.id,
                                                                                                 keys[t.entry.id])]
@@ -109,7 +109,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                               "parameters": None, "path": None, "reason": t.error})
                 continue
             on_demand, spot, *rest = setups.get(t.entry.id, ([], []))
-            by_load = rest[0] if rest else []  # per standard load (issue #23): cheapestSetupsByLoad
+            by_load = rest[0] if rest else []  # per standard load: cheapestSetupsByLoad
             used = {s.source for s in on_demand}
             verified_dates = [freshness[s]["verified_at"] for s in used if s in freshness and freshness[s]["verified_at"]]
             verified = min(verified_dates).date().isoformat() if verified_dates else None
@@ -128,7 +128,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                               "reason": f"breaks the export contract: {exc.error_count()} errors, first: "
                                         f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"})
                 continue
-            except SizingError as exc:  # e.g. a model whose maximum context is below the files' 8K scenario (#28)
+            except SizingError as exc:  # e.g. a model whose maximum context is below the files' 8K scenario
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
                               "parameters": None, "path": None, "reason": f"cannot be sized for its file: {exc}"})
                 continue
@@ -197,8 +197,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
 
 def _static_part(t: Tracked) -> dict[str, Any]:
     """The price-independent part of a model's file, sized from the checkpoint's own facts: headers (exact bytes
-    and parameters, #11), else the index's total_size and the Hub's stored-element count, each published in its own
-    field (#25)."""
+    and parameters), else the index's total_size and the Hub's stored-element count, each published in its own
+    field."""
     return static_export(t, size_model(t.arch, checkpoint=checkpoint_facts(t.hub)))
 
 

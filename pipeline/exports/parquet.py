@@ -33,7 +33,7 @@ def dictionary_json(table: type[PublishedTable]) -> str:
 
 
 #: rows per Parquet row group (pyarrow's default); the query result is streamed in batches and written one row
-#: group at a time, so a 2 M-row table never sits in memory whole (perf #14)
+#: group at a time, so a 2 M-row table never sits in memory whole
 ROW_GROUP_ROWS = 1024 * 1024
 
 

@@ -38,8 +38,8 @@ IO_THREADS = 4
 
 class SnapshotWriter:
     """Files of one snapshot, written into a hidden temporary folder. JSON files are written whole in one call and
-    fsynced together in :meth:`finish`, before the manifest and the switch (perf #14: one fsync after another
-    cost ~10 ms per model file); durability at the switch is the same as fsyncing each file as it is written."""
+    fsynced together in :meth:`finish`, before the manifest and the switch (one fsync after another costs
+    ~10 ms per model file); durability at the switch is the same as fsyncing each file as it is written."""
 
     def __init__(self, exports_dir: Path, snap_id: str):
         self.exports_dir, self.snapshot_id = exports_dir, snap_id
@@ -56,7 +56,7 @@ class SnapshotWriter:
 
     def write_json(self, rel: str, obj: Any) -> Path:
         """Write ``obj`` as indented UTF-8 JSON (fsynced by :meth:`finish`), encoded and indented by msgspec: the
-        standard library's encoder runs in Python whenever it indents (#28: ~10x slower, a quarter of a price-only
+        standard library's encoder runs in Python whenever it indents (~10x slower: a quarter of a price-only
         publish at 2,000 models). A value JSON has no type for is written as its ``str``."""
         p = self.path(rel)
         p.write_bytes(msgspec.json.format(msgspec.json.encode(obj, enc_hook=str), indent=1) + b"\n")

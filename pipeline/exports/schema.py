@@ -133,7 +133,7 @@ class WeightsGiB(BaseModel):
     __pydantic_extra__: dict[str, float | None]  # one key per further weight format (fp16, int8, q8_0, ... nvfp4)
 
     native: float | None = d("weights in the checkpoint's own format (the safetensors size when known; null when "
-                             "the checkpoint's quantization scheme is unknown, #11)", unit="GiB")
+                             "the checkpoint's quantization scheme is unknown)", unit="GiB")
     bf16: float = d("weights in BF16", unit="GiB")
     fp8: float = d("weights in FP8 (modules a checkpoint keeps in BF16 stay BF16)", unit="GiB")
     q4_k_m: float = d("weights as GGUF Q4_K_M (its per-tensor type mix)", unit="GiB")

@@ -1,4 +1,4 @@
-"""The price-independent part of each model file, kept across runs in DuckDB (``sql/009_export_cache.sql``, perf #14).
+"""The price-independent part of each model file, kept across runs in DuckDB (``sql/009_export_cache.sql``).
 
 Sizing a model for its file (the sizing report, the exact gpusNeeded plans, throughput, fine-tuning) is the
 expensive part of publishing and depends only on the model and the code, so a run in which only prices moved
@@ -85,7 +85,7 @@ class StaticCache:
         if not rows and not stale:
             return 0
         now = datetime.now(UTC)
-        with transaction(con):  # one statement each, not two per model (#28: 2,000 models)
+        with transaction(con):  # one statement each, not two per model (4,000 at 2,000 models)
             con.execute("DELETE FROM export_cache WHERE model_id IN (SELECT UNNEST(?::VARCHAR[]))", [[*stale, *rows]])
             if rows:
                 insert_frame(con, "export_cache", pl.DataFrame(

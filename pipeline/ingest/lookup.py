@@ -1,4 +1,4 @@
-"""Any Hub model on demand (issue #23): a repo id that is neither tracked nor in the local data is fetched through
+"""Any Hub model on demand: a repo id that is neither tracked nor in the local data is fetched through
 the Hub source's own client (``ingest_model``: model info, ``config.json`` at its sha, the ModelOpt sidecar and
 ``model.safetensors.index.json`` when the repo has them, every shard's header by range request) and kept in the
 data directory's look-up cache, ``<data dir>/cache/hub-lookups/`` (its own ``hub/`` revision store, landed raw

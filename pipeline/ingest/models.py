@@ -76,7 +76,7 @@ def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client:
         discover(client, data_dir, watchlist, limit=limit, min_downloads=min_downloads)
         entries += discovered_entries(data_dir)
     out = []
-    # state.json once per 100 new records and the landed payloads synced 100 at a time, not per model (#28)
+    # state.json once per 100 new records and the landed payloads synced 100 at a time, not per model
     with state.batched(), LandingBatch(data_dir) as batch:
         for entry in entries:
             if entry.spec:
@@ -118,7 +118,7 @@ def sizing_outcome(entry: WatchEntry, log: FetchLogEntry | None,
     """(how the architecture was read: ``family`` / ``generic``, or ``failed``; whether the checkpoint headers
     were read, making bytes and parameters exact; the note or the reason it failed). Reads what ``size_entry``
     reads (the architecture and the parameter counts) without the weights of every format, which say nothing
-    of how the model was read (#28: sizing every discovered model in full took half of ``raw_hub__models``)."""
+    of how the model was read (sizing every discovered model in full takes half of ``raw_hub__models``)."""
     if model is None:
         return "failed", False, (f"fetch {log.outcome}" if log else "no revision")
     try:

@@ -83,11 +83,11 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
     console = RunConsole()
     s = settings()
     damaged = _damaged_database(s.db_path)
-    if damaged:  # one clear message, nothing run (issue #16)
+    if damaged:  # one clear message, nothing run
         console.print(f"[red]vramlab: error: {damaged}[/red]")
         return 3
-    # one vramlab run per data directory at a time (issue #16): a second one queues here, saying so, until the
-    # first ends or dies (the kernel drops a dead process's lock); held until the run is summarized
+    # one vramlab run per data directory at a time: a second one queues here, saying so, until the first ends
+    # or dies (the kernel drops a dead process's lock); held until the run is summarized
     with run_lock(s.data_dir, console):
         if ephemeral:
             instance = dg.DagsterInstance.ephemeral()
@@ -391,7 +391,7 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
     return [(a, n) for a, n in per_alloc], quarantined, cheapest
 
 
-# --- issue #16 (reliability): instance config, run lock, dead CLI runs, damaged database ---------------------
+# --- reliability: instance config, run lock, dead CLI runs, damaged database ------------------------------
 
 BUNDLED_INSTANCE_CONFIG = Path(__file__).resolve().parents[2] / "dagster.yaml"
 

@@ -175,7 +175,7 @@ FROM q_flags f LEFT JOIN q_confirmed c USING (offer_key)
 """
 
 
-#: the verdict goes into the history too (issue #24: every historical minimum included quarantined placeholders):
+#: the verdict goes into the history too (else every historical minimum includes quarantined placeholders):
 #: each offer's current observation is stamped once, when first judged, with the ``offers_judged`` view's verdict
 #: (sql/020, the one definition) as of the observation's own time: ``eligible_when_observed`` (an observation is
 #: fresh and listed when it is made; stale and removed are judged against "now" and belong to current offers)

@@ -15,7 +15,7 @@ import polars as pl
 PRICE_CLASS = {"on_demand": "on_demand", "spot": "spot", "interruptible": "spot", "preemptible": "spot",
                "marketplace": "marketplace", "marketplace_median": "marketplace"}
 CLASSES = ("on_demand", "spot", "marketplace")
-#: offer facts shown beside each provider's price (issue #24): form factor, links, capacity at fetch time
+#: offer facts shown beside each provider's price: form factor, links, capacity at fetch time
 MACHINE_FACTS = ("form_factor", "gpu_link", "cluster_fabric", "cluster_gbps", "availability_status")
 
 
@@ -24,7 +24,7 @@ class Snapshot:
     path: Path
     manifest: dict[str, Any]
     index: dict[str, Any]
-    model_paths: tuple[Path, ...]  # the published model files, read one at a time (#28: 2,000 at once held a GiB)
+    model_paths: tuple[Path, ...]  # the published model files, read one at a time (2,000 at once hold a GiB)
     offers: pl.DataFrame
     history: pl.DataFrame
     gpus: dict[str, dict[str, Any]] = field(default_factory=dict)

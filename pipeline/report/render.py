@@ -169,7 +169,7 @@ def _chart_data(t: Texts, history: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None = None,
                   manifest: dict[str, Any] | None = None, workers: int = 1) -> Path:
     """Render the report of the snapshot folder ``snapshot`` into ``out`` (default ``<snapshot>/report``); the
-    model pages by ``workers`` processes (:func:`~pipeline.compute.workers.in_workers`, #28)."""
+    model pages by ``workers`` processes (:func:`~pipeline.compute.workers.in_workers`)."""
     lang = lang or report_language()
     t = Texts(lang)
     snap = load_snapshot(snapshot, manifest)

@@ -36,7 +36,7 @@ NOT_OFFERED_HERE = Ignored(NOT_OFFERED)
 LEARN = "https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/"
 #: armSkuName -> (GPU name, GPUs per VM (a fraction for a slice of one card), GPU memory per GPU device in GB as
 #: Microsoft lists it for the size (a slice: the slice's), the series page that says so). The price API has no
-#: GPU facts at all: before issue #24 every Azure offer had no GPU memory (43 of 43 in a genuine capture).
+#: GPU facts at all (no GPU memory on 43 of 43 offers of a genuine capture).
 GPU_SKUS: dict[str, tuple[str, float, float, str]] = {
     "Standard_ND96isr_H100_v5": ("H100", 8, 80, "nd-h100-v5-series"),
     "Standard_ND96is_H100_v5": ("H100", 8, 80, "nd-h100-v5-series"),

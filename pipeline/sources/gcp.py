@@ -4,7 +4,8 @@
 GPU SKUs are per GPU-hour and the host VM is priced separately from its vCPU and RAM SKUs, so a GPU machine's
 price is composed: ``vCPUs x core SKU + GiB x RAM SKU + GPUs x GPU SKU`` of the same series, usage type and region
 (e.g. a2-highgpu-1g = 12 x 0.031611 + 85 x 0.004237 + 2.933908 = 3.673 $/h). Quoting the GPU SKU alone as the
-machine price is the mistake of skypilot-catalog issue #31. Machine types whose SKUs are missing are skipped.
+machine price is the mistake of skypilot-org/skypilot-catalog#31. Machine types whose SKUs are missing are
+skipped.
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ MACHINES = {
 }
 #: GPU SKU name -> GPU memory per GPU in GB as GCP's GPU models table lists it
 #: (https://cloud.google.com/compute/docs/gpus: A100 40GB, A100 80GB, H100 80GB, H200 141GB, L4 24GB); the
-#: billing catalog states none (before issue #24 GCP offers had no GPU memory)
+#: billing catalog states none (without this table GCP offers have no GPU memory)
 GPU_MEMORY_GB = {"Tesla A100": 40, "A100 80GB": 80, "H100 80GB": 80, "H200 141GB": 141, "L4": 24}
 #: on-demand "Nvidia L4 GPU running in Americas"; spot mostly "Nvidia L4 GPU attached to Spot Preemptible VMs running
 #: in Americas", a few "Spot Preemptible Nvidia ..." (usageType Preemptible says which, the wording varies); newer SKUs
-#: drop the vendor: "H200 141GB GPU running in Americas" (issue #24: a3-ultragpu-8g was never priced)
+#: drop the vendor: "H200 141GB GPU running in Americas" (a3-ultragpu-8g's H200 SKUs among them)
 GPU_SKU = re.compile(r"^(?:Spot Preemptible )?(?:Nvidia )?(?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)?"
                      r" running in (?P<geo>.+)$")
 NO_HOST_SKUS = Ignored("GPU SKU without its series' vCPU/RAM SKUs in that region")

@@ -231,8 +231,8 @@ class HubState:
     @contextmanager
     def batched(self, every: int = STATE_FLUSH_EVERY) -> Iterator[HubState]:
         """Write ``state.json`` after every ``every`` saves and at the end, not after each one: it names every
-        tracked repo, so rewriting it per model made ingesting N models cost N^2 (#28: 2,000 models rewrote a
-        ~300 KB file 2,000 times). A stop in between loses at most the last ``every`` state entries: those
+        tracked repo, so rewriting it per model makes ingesting N models cost N^2 (2,000 models rewrite
+        a ~300 KB file 2,000 times). A stop in between loses at most the last ``every`` state entries: those
         repos' records are on disk, and their next fetch finds a sha it does not know and records it again."""
         self._deferred, self._every = 0, max(1, every)
         try:

@@ -10,7 +10,7 @@ Layout under the data directory::
 ``run_source`` never raises for a source's own failure: it returns the outcome, so one failing source never
 stops the others. The same mechanism lands Hub payloads (``pipeline/sources/huggingface.py``).
 
-Robustness rules (issue #16):
+Robustness rules:
 - every landed fetch gets its own files, even when two fetches carry the same timestamp (replay does): a later
   bad body never overwrites an earlier good one;
 - ``raw_path`` in the fetch log is relative to the data directory, so a moved or restored ``data/`` still
@@ -235,13 +235,13 @@ def append_logs(entries: list[FetchLogEntry], data_dir: Path) -> None:
 
 
 class LandingBatch:
-    """Fetches landed and logged together (#28: the Hub step lands one payload per tracked model every hour; with
-    2,000 models, three fsyncs each were ~6 s of the run). :meth:`land` writes a payload's files without syncing
-    them, :meth:`log` keeps its log line; every ``every`` lines and at the end (:meth:`flush`, also when the
-    block fails) the files are fsynced, in a few threads, and only then their lines appended in one write and
-    one fsync. The rule of the single-fetch path holds: a log line is on disk only after its payload is. A crash
-    before a flush leaves payload files no log line names (never read: every reader goes through the log) and
-    the fetches unlogged, so they are fetched again."""
+    """Fetches landed and logged together (the Hub step lands one payload per tracked model every hour; with
+    2,000 models, three fsyncs each are ~6 s of the run). :meth:`land` writes a payload's files without
+    syncing them, :meth:`log` keeps its log line; every ``every`` lines and at the end (:meth:`flush`, also
+    when the block fails) the files are fsynced, in a few threads, and only then their lines appended in one
+    write and one fsync. The rule of the single-fetch path holds: a log line is on disk only after its payload
+    is. A crash before a flush leaves payload files no log line names (never read: every reader goes through
+    the log) and the fetches unlogged, so they are fetched again."""
 
     def __init__(self, data_dir: Path, every: int = 100):
         self.data_dir, self.every = data_dir, max(1, every)

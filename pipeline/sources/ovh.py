@@ -32,8 +32,8 @@ URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=IE"
 UNITS_PER_CURRENCY = 100_000_000
 MONTHLY_PLAN = Ignored("monthly plan of an hourly flavor (the .consumption plan is kept)")
 #: ``<flavor>.consumption.3AZ`` (3-AZ regions) and ``<flavor>.consumption.LZ.<area>`` (Local Zones) price the same
-#: flavor elsewhere; the catalog carries no region for them, so only the plain plan is read (issue #10 blind set:
-#: a genuine DE catalog lists them beside the plain plans; they were miscounted as monthly plans)
+#: flavor elsewhere; the catalog carries no region for them, so only the plain plan is read (a genuine DE
+#: catalog lists them beside the plain plans; they are regional variants, not monthly plans)
 VARIANT_PLAN = Ignored("regional variant of an hourly plan (.consumption.3AZ / .consumption.LZ.*): the plain "
                        ".consumption plan is kept")
 

@@ -11,7 +11,7 @@ keeps the date it was seen and never becomes fresh by being replayed again.
 (:func:`load_series`): replaying its steps one after another builds a price history through the same assets.
 A transport made for one step serves that step's recordings and the current ones for every other URL.
 
-A request with ``Range: bytes=a-b`` (safetensors headers, #11) gets 206 and that slice of the recording.
+A request with ``Range: bytes=a-b`` (safetensors headers) gets 206 and that slice of the recording.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class ReplayTransport(httpx.BaseTransport):
                    "x-vramlab-observed-at": captured_at(entry)}
         ranged = _byte_range(request.headers.get("range"))
         if ranged is not None and entry.get("status", 200) == 200:
-            # Range requests (safetensors headers, #11): served from the recording, which may hold only a prefix
+            # Range requests (safetensors headers): served from the recording, which may hold only a prefix
             # of the real file (the header bytes); a range past the recording gets what the recording has.
             start, end = ranged
             part = body[start:end + 1]

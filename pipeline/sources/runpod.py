@@ -78,7 +78,7 @@ class RunPod(Source):
                     raise RowRejected(self.name, "displayName", f"{name}: a MIG slice of a card not in the GPU map "
                                                                 f"({parent[0]!r}): its share cannot be sized")
                 _, share, card = sliced
-            offers = RowOffers()  # one bad price rejects that offer only, counted (issue #16)
+            offers = RowOffers()  # one bad price rejects that offer only, counted
             for cloud, price_key, spot_key in (("SECURE", "securePrice", "secureSpotPrice"),
                                                ("COMMUNITY", "communityPrice", "communitySpotPrice")):
                 if t.get(f"{cloud.lower()}Cloud") is False:

@@ -6,7 +6,7 @@ not offer Instances and is skipped; any other error fails the fetch.
 The list is paginated (``per_page`` at most 100; the catalog has ~136 types, total in ``X-Total-Count``): pages
 are read until one comes back with fewer than ``per_page`` types. Types without a GPU are counted as ignored.
 A type with a ``mig_profile`` ("1g.10gb") rents MIG slices: a share of the card (slice memory / card memory),
-never whole GPUs (before issue #24 such a type was flagged fractional but counted as whole GPUs).
+never whole GPUs (a fractional flag alone would still count it as whole GPUs).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ _LITERAL_EVAL = threading.Lock()
 
 @lru_cache(maxsize=4096)
 def _gpu_info(text: str) -> Any:  # noqa: ANN401 - a python literal of any shape
-    """``GpuInfo`` parsed once per distinct text (perf #14: a catalog repeats the same few hundred strings over
+    """``GpuInfo`` parsed once per distinct text (a catalog repeats the same few hundred strings over
     thousands of rows). Callers only read the result."""
     with _LITERAL_EVAL:
         return ast.literal_eval(text)

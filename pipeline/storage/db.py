@@ -96,7 +96,7 @@ def lock_wait_seconds() -> float:
 
 #: DuckDB's buffer pool cap unless ``VRAMLAB_DUCKDB_MEMORY_LIMIT`` says otherwise. DuckDB's own default is 80% of
 #: the machine's memory, and it keeps every block a query read until that is reached: at 2,000 models the exports
-#: step held the whole 31.5 M-row sizing table (~0.9 GiB) while it forked the report's workers (#28). Operators
+#: step would hold the whole 31.5 M-row sizing table (~0.9 GiB) while it forks the report's workers. Operators
 #: that need more spill to ``<db>.tmp``.
 DEFAULT_MEMORY_LIMIT = "512MB"
 

@@ -57,7 +57,7 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame | 
 
 def arrow_rows(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     """Rows (tuples in ``schema``'s column order) as an Arrow table, built column by column: what a forked worker
-    hands back for :func:`insert_frame` (pyarrow is fork-safe, polars' thread pool is not; #28)."""
+    hands back for :func:`insert_frame` (pyarrow is fork-safe, polars' thread pool is not)."""
     import pyarrow as pa
 
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
@@ -364,8 +364,8 @@ MODEL_COLUMNS = ("id", "repo", "name", "lab", "country", "released", "base_model
 def load_models(con: duckdb.DuckDBPyConnection, results: list[tuple[WatchEntry, FetchLogEntry | None, HubModel | None]],
                 revisions: list[HubModel], now: datetime) -> dict[str, int]:
     """Upsert the model list and add every stored Hub revision not yet in ``model_revisions``: the models in one
-    statement, the revisions only when new (perf #14: one statement per model and per stored revision, most of
-    them no-ops, cost ~0.5 s an hour)."""
+    statement, the revisions only when new (one statement per model and per stored revision, most of
+    them no-ops, costs ~0.5 s an hour)."""
     rows = {entry.id: {
         "id": entry.id, "repo": entry.repo, "name": entry.name, "lab": entry.lab, "country": entry.country,
         "released": entry.released or (model.created_at[:10] if model and model.created_at else None),
@@ -387,7 +387,7 @@ def load_models(con: duckdb.DuckDBPyConnection, results: list[tuple[WatchEntry, 
         new = [[rev.repo, rev.sha, rev.last_modified, rev.fetched_at, json.dumps(rev.config),
                 json.dumps(rev.hf_quant_config) if rev.hf_quant_config else None, rev.safetensors_total,
                 rev.checkpoint_bytes] for rev in revisions if (rev.repo, rev.sha) not in stored]
-        if new:  # one statement for all (#28: one per revision took ~3 ms each, 2,000 discovered models)
+        if new:  # one statement for all (one per revision takes ~3 ms each; 2,000 discovered models)
             insert_frame(con, "model_revisions", pl.DataFrame(new, orient="row", schema={
                 "repo": pl.String, "sha": pl.String, "last_modified": pl.String,
                 "fetched_at": pl.Datetime("us", "UTC"), "config": pl.String, "hf_quant_config": pl.String,

@@ -1,4 +1,4 @@
-"""Parquet parts: where partitioned steps write their rows, many writers at once (issue #28).
+"""Parquet parts: where partitioned steps write their rows, many writers at once.
 
 A part is one Parquet file per (kind, partition, run): ``<root>/<kind>/<partition>/<written_ns>-<run>.parquet``, its
 rows plus a JSON header in the file's key-value metadata (what the rows were computed from: the fetch-log entry,
