@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.compute.setups import Setup, cheapest_setups, shaped_gpu
+from pipeline.compute.setups import Setup, cheapest_setups
 from sizing_core import Architecture
 from sizing_core.engines import get_engine
 from sizing_core.gpus import catalog
@@ -78,8 +78,9 @@ class Served:
 
 
 class SetupServer:
-    """Serves setups of one model at one load and ``max_model_len``, memoised per (GPU, GPUs per instance,
-    engine, format, layout)."""
+    """Serves setups of one model at one load and ``max_model_len``, memoised per (GPU, engine, format, layout,
+    machines): the instance size does not enter (TP stays inside an instance, so the all-reduce runs over the
+    GPU's own link either way), and the GPU is the catalog's, as ``fit --gpus N`` serves it."""
 
     def __init__(self, arch: Architecture, load: Workload, context: int, kv_cache_dtype: str = "bf16"):
         self.arch, self.load, self.context, self.kv = arch, load, context, kv_cache_dtype
@@ -87,13 +88,12 @@ class SetupServer:
         self.served = 0  # serve() calls made (the memo's misses)
 
     def serving(self, s: Setup) -> Serving | None:
-        key = (s.gpu, s.gpus_per_instance, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes,
-               s.native_support)
+        key = (s.gpu, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes, s.native_support)
         if key not in self._memo:
             gpu = catalog().get(s.gpu)
             self.served += 1
             self._memo[key] = None if gpu is None else serve_layout(
-                self.arch, shaped_gpu(gpu, s.gpus_per_instance), get_engine(s.engine), s.format, s.tensor_parallel,
+                self.arch, gpu, get_engine(s.engine), s.format, s.tensor_parallel,
                 s.pipeline_parallel, s.nodes, self.load, self.context, self.kv, s.native_support)
         return self._memo[key]
 
