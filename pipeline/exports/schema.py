@@ -385,11 +385,13 @@ class LoadAnswer(_Strict):
     workload: LoadWorkload | None = d("the standard workload the setups are served at: `concurrency` clients, "
                                       "each prompt context - 512 tokens, each answer 512", default=None)
     defaultFloor: ServiceFloor | None = d("the default interactive floor (docs/decisions.md)", default=None)
-    atDefaultFloor: list[LoadSetupItem] = d("the listed setups (byPrice and byCostPerToken) meeting the default "
-                                            "floor at the workload, cheapest $/h first, llama.cpp RPC chains last "
-                                            "(what `vramlab cheapest --concurrency K --input-tokens I "
-                                            "--output-tokens O` answers)", default=[])
-    floorNote: str | None = d("why no listed setup meets the default floor (null: one does)", default=None)
+    atDefaultFloor: list[LoadSetupItem] = d("the cheapest setups meeting the default floor at the workload, "
+                                            "searched in price order among up to 320 candidates (most faithful "
+                                            "format per rented configuration, multi-machine at 1.25x, llama.cpp "
+                                            "RPC chains last): what `vramlab cheapest --concurrency K "
+                                            "--input-tokens I --output-tokens O` answers", default=[])
+    floorNote: str | None = d("why no setup meets the default floor, with the nearest listed miss (null: one "
+                              "does)", default=None)
     byPrice: list[LoadSetupItem] = d("the cheapest setups serving the load, most faithful format per rented "
                                  "configuration, cheapest $/h first (multi-machine setups ranked at 1.25x)")
     byCostPerToken: list[LoadSetupItem] = d("the same ranked by usdPerMillionTokensAtLoad, lowest first (setups whose "
