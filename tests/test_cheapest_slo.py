@@ -170,5 +170,11 @@ def test_published_first_setups_meet_the_floor_and_agree_with_the_cli(published:
                         first["format"]) == (floor[0]["provider"], floor[0]["instanceType"], floor[0]["instances"],
                                              floor[0]["pricePerHour"], floor[0]["format"])
                 assert first["serving"]["ttftMsP90"] == pytest.approx(floor[0]["serving"]["ttftMsP90"])
+                # without a level: the published list by price, in its order
+                plain = cheapest(published["tmp"], d["id"], "--context", str(answer["context"]), "--concurrency",
+                                 str(w["concurrency"]), "--input-tokens", str(w["inputTokens"]),
+                                 "--output-tokens", str(w["outputTokens"]), "--no-slo")
+                assert [(s["provider"], s["instanceType"], s["pricePerHour"], s["format"]) for s in plain["setups"]] \
+                    == [(s["provider"], s["instanceType"], s["pricePerHour"], s["format"]) for s in answer["byPrice"]]
                 agreed += 1
     assert agreed == 2

@@ -216,8 +216,9 @@ def _published_candidates(snap: Any, model_id: str, load: Any, context: int, sou
 
     if source == "asked" or load.rate is not None or load != standard_workload(context, load.concurrency):
         return None
-    if source == "none":
-        return _published(snap, model_id, "on_demand", context, load.concurrency, "price")
+    if source == "none":  # the published list by price: the most faithful format per rented configuration
+        found = _published(snap, model_id, "on_demand", context, load.concurrency, "price")
+        return None if found is None else overall(found, top=len(found))
     model_file = snap.path / "models" / f"{model_id}.json"
     loads = json.loads(model_file.read_text()).get("cheapestSetupsByLoad") if model_file.is_file() else None
     if not any(a["context"] == context and a["concurrency"] == load.concurrency and "atDefaultFloor" in a
