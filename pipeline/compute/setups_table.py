@@ -156,6 +156,7 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
             seeded.add((model_id, fmt))
     price, sort = ROW_COLUMNS.index("price_per_hour"), ROW_COLUMNS.index("sort")
     context, concurrency = ROW_COLUMNS.index("context"), ROW_COLUMNS.index("concurrency")
+    how = ROW_COLUMNS.index("deployment")
     rows: list[tuple[Any, ...]] = []
     best: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
@@ -167,7 +168,7 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
             continue
         cheapest = min((r for r in found if r[1] == "on_demand" and r[sort] == "price" and (
             r[context], r[concurrency]) == (PUBLISHED.context, PUBLISHED.concurrency)),
-            key=lambda r: r[price], default=None)
+            key=lambda r: (r[how] == "llama.cpp-rpc", r[price]), default=None)  # RPC chains last, as listed
         if cheapest is not None:
             best[t.entry.id] = dict(zip(ROW_COLUMNS, cheapest, strict=True))
         rows += found
