@@ -178,3 +178,42 @@ def test_published_first_setups_meet_the_floor_and_agree_with_the_cli(published:
                     == [(s["provider"], s["instanceType"], s["pricePerHour"], s["format"]) for s in answer["byPrice"]]
                 agreed += 1
     assert agreed == 2
+
+
+def test_the_screen_never_drops_a_setup_that_meets_the_level(published: dict) -> None:
+    """The lower-bound screen (one decode step, one prefill step) only skips setups that surely miss the level:
+    the floor lists are the same with and without it, and every screened setup's full figures miss the level."""
+    import duckdb
+
+    from pipeline.compute.answers import FIDELITY, overall
+    from pipeline.compute.offer_groups import ON_DEMAND, OfferGroups, eligible_offers
+    from pipeline.compute.service_setups import SetupServer, at_service_level, practical_setups
+    from pipeline.compute.setups import Planner
+    from pipeline.compute.tracked import tracked_models
+    from sizing_core.serving.service_level import standard_workload
+
+    con = duckdb.connect(str(published["db"]), read_only=True)
+    grouped = OfferGroups(eligible_offers(con), ON_DEMAND)
+    con.close()
+    archs = {t.entry.id: t.arch for t in tracked_models(published["tmp"]) if t.arch is not None}
+    screened = 0
+    for model, context, k in (("qwen3-8b", 32768, 8), ("llama-3.1-70b", 8192, 1), ("mixtral-8x7b-v0.1", 32768, 8)):
+        arch = archs[model]
+        planners = {f: Planner(arch, f, context, k, "bf16") for f in FIDELITY}
+
+        def candidates(n: int, arch=arch, planners=planners, context=context, k=k) -> list:  # noqa: ANN001
+            return overall(practical_setups(arch, FIDELITY, grouped, context=context, concurrency=k, top=n,
+                                            planner=planners, allow_rpc=True), top=n, allow_rpc=True)
+
+        lists = {}
+        for screen in (True, False):
+            server = SetupServer(arch, standard_workload(context, k), context)
+            kept, _ = at_service_level(server, candidates, DEFAULT_FLOOR, 5, limit=80, screen=screen)
+            lists[screen] = [ident(j.setup.model_dump(mode="json", by_alias=False)) for j in kept]
+        assert lists[True] == lists[False], model
+        full = SetupServer(arch, standard_workload(context, k), context)
+        for s in candidates(80):
+            if full.bound_shortfall(s, DEFAULT_FLOOR):
+                screened += 1
+                assert not full.judge(s, DEFAULT_FLOOR).meets, (model, s.gpu, s.format)
+    assert screened > 0

@@ -33,6 +33,8 @@ from sizing_core.serving.service_level import (
 )
 
 RPC = "llama.cpp-rpc"
+#: a lower bound screens a setup out only when it misses the level by more than this factor
+SCREEN_MARGIN = 1.1
 
 
 def is_rpc(s: Setup) -> bool:
@@ -85,6 +87,7 @@ class SetupServer:
     def __init__(self, arch: Architecture, load: Workload, context: int, kv_cache_dtype: str = "bf16"):
         self.arch, self.load, self.context, self.kv = arch, load, context, kv_cache_dtype
         self._memo: dict[tuple, Serving | None] = {}
+        self._bounds: dict[tuple, tuple[str, ...]] = {}
         self.served = 0  # serve() calls made (the memo's misses)
 
     def serving(self, s: Setup) -> Serving | None:
@@ -97,7 +100,42 @@ class SetupServer:
                 s.pipeline_parallel, s.nodes, self.load, self.context, self.kv, s.native_support)
         return self._memo[key]
 
-    def judge(self, s: Setup, level: ServiceLevel | None) -> Served:
+    def bound_shortfall(self, s: Setup, level: ServiceLevel) -> tuple[str, ...]:
+        """What ``s`` surely misses of ``level``, from two lower bounds that cost two steps instead of a steady
+        state: ITL is at least one request's decode step holding its prompt (a step only grows with the batch
+        and the tokens held), TTFT at least the prompt's prefill as one step (chunks each read the weights again
+        and add their fixed cost). Only a miss by more than :data:`SCREEN_MARGIN` counts, so a bound that is a
+        little optimistic never drops a setup that meets the level."""
+        from sizing_core.serving.step import StepModel
+
+        gpu = catalog().get(s.gpu)
+        if gpu is None or gpu.bandwidth_gbs is None:
+            return ()
+        model = StepModel(self.arch, gpu, get_engine(s.engine), s.format, s.tensor_parallel, s.pipeline_parallel,
+                          self.kv, s.native_support, s.nodes)
+        prompt = self.load.input_tokens
+        out = []
+        if level.min_tokens_per_s is not None:
+            itl = model.step(1.0, prompt).total_ms
+            if 1000.0 / itl * SCREEN_MARGIN < level.min_tokens_per_s:
+                out.append(f"under {1000.0 / itl:.1f} tokens/s per user < {level.min_tokens_per_s:g} (one "
+                           "request's decode step)")
+        if level.ttft_ms_p90 is not None:
+            prefill = model.prefill_ms(prompt, prompt)
+            if prefill > level.ttft_ms_p90 * SCREEN_MARGIN:
+                out.append(f"TTFT over {prefill:,.0f} ms > {level.ttft_ms_p90:,.0f} ms (the prompt's prefill alone)")
+        return tuple(out)
+
+    def judge(self, s: Setup, level: ServiceLevel | None, screen: bool = False) -> Served:
+        """``s`` at the load against ``level``; ``screen``: a setup surely missing it (:meth:`bound_shortfall`)
+        is not served (its ``serving`` is None, its shortfall the bound's)."""
+        if screen and level is not None:
+            key = (s.gpu, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes, s.native_support)
+            if key not in self._memo:
+                if key not in self._bounds:
+                    self._bounds[key] = self.bound_shortfall(s, level)
+                if self._bounds[key]:
+                    return Served(s, None, self._bounds[key])
         serving = self.serving(s)
         if serving is None:
             return Served(s, None, ("serves no request of this load",))
@@ -105,11 +143,13 @@ class SetupServer:
 
 
 def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup]], level: ServiceLevel | None,
-                     top: int, allow_rpc: bool = False, limit: int = 2000) -> tuple[list[Served], int]:
+                     top: int, allow_rpc: bool = False, limit: int = 2000,
+                     screen: bool = True) -> tuple[list[Served], int]:
     """The ``top`` cheapest setups meeting ``level`` (None: every setup, the pure ranking), in the candidates'
     order with RPC chains after every other setup unless ``allow_rpc``. ``candidates(k)``: the ``k`` cheapest
     setups; asked for more (4x each time, up to ``limit``) while fewer than ``top`` meet the level. Also returns
-    how many candidates were judged."""
+    how many candidates were judged. ``screen``: skip serving setups a lower bound already fails
+    (:meth:`SetupServer.bound_shortfall`; the same list either way)."""
     judged: dict[int, Served] = {}
     k = max(4 * top, 20) if level is not None else top
     while True:
@@ -118,7 +158,7 @@ def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup
         kept = []
         for i in ordered:
             if i not in judged:
-                judged[i] = server.judge(found[i], level)
+                judged[i] = server.judge(found[i], level, screen)
             if judged[i].meets or level is None:
                 kept.append(judged[i])
                 if len(kept) >= top:
