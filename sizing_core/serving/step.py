@@ -31,6 +31,7 @@ from ..engine_speed import (
 from ..engines import Engine, effective_format
 from ..gpus import GPU
 from ..layers import MoE
+from ..memo import model_memo
 from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_per_request, _step_terms
 from ..units import GB, GIB
 
@@ -85,6 +86,21 @@ class Step:
     total_ms: float
 
 
+#: (id(arch), format) -> (arch, weight terms): a setup search builds a step model per layout of one model and
+#: format, and walking every tensor each time was a third of serving a candidate
+_TERMS: dict[tuple[int, str], tuple[Architecture, tuple]] = model_memo()
+
+
+def step_terms(arch: Architecture, fmt: str) -> tuple:
+    """:func:`~sizing_core.roofline._step_terms`, memoised per model object and format (identity-checked)."""
+    hit = _TERMS.get((id(arch), fmt))
+    if hit is None or hit[0] is not arch:
+        if len(_TERMS) > 4096:
+            _TERMS.clear()
+        hit = _TERMS[(id(arch), fmt)] = (arch, _step_terms(arch, fmt))
+    return hit[1]
+
+
 class StepModel:
     """The step of one setup (model, GPU, engine, format, layout), its per-setup terms computed once."""
 
@@ -93,7 +109,7 @@ class StepModel:
                  cpu_offload_gb: float | None = None) -> None:
         self.arch, self.gpu, self.engine, self.tp, self.pp, self.kv = arch, gpu, engine, tp, pp, kv_cache_dtype
         self.family = family(engine)
-        dense, row, self.experts = _step_terms(arch, fmt)
+        dense, row, self.experts = step_terms(arch, fmt)
         groups: dict[tuple[int, int], int] = {}
         for layer in arch.layers:
             if isinstance(layer.mlp, MoE):
