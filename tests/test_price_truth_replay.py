@@ -139,8 +139,8 @@ def test_cli_and_json_list_the_same_setups_in_the_same_order(snap, capsys, monke
 
 
 def test_ties_are_broken_by_a_total_order(snap) -> None:  # type: ignore[no-untyped-def]
-    """Within every published list (model, list, format, load, order) the setups follow their rank value, then
-    ``Setup.rank_key``, strictly: no two
+    """Within every published list (model, list, format, load, order) the setups follow their rank value (llama.cpp
+    RPC chains after every other setup), then ``Setup.rank_key``, strictly: no two
     setups share a key, so no order depends on how offers happened to arrive; the overall list of every model
     file follows the rank price, then fidelity."""
     from pipeline.compute.answers import rank_value, setup_from_row
@@ -151,7 +151,7 @@ def test_ties_are_broken_by_a_total_order(snap) -> None:  # type: ignore[no-unty
     for r in rows:  # a list per load and order since #23: by price (the rank price) or by cost per output token
         s = setup_from_row(r)
         lists.setdefault((r["model_id"], r["list"], r["format"], r["context"], r["concurrency"], r["sort"]),
-                         []).append((rank_value(s, r["sort"]), s.rank_key))
+                         []).append((s.deployment == "llama.cpp-rpc", rank_value(s, r["sort"]), s.rank_key))
     assert len(lists) > 100
     for where, keys in lists.items():
         assert all(a < b for a, b in zip(keys, keys[1:], strict=False)), where

@@ -83,7 +83,7 @@ def overall(setups: list[Setup], top: int = 5, sort: str = "price", by_region: b
 def rank_value(s: Setup, sort: str = "price") -> float:
     """What a list is ordered by: the rank price, or the cost per output token at the load with the same
     multi-machine factor (``Setup.rank_key[0]`` and ``cheapest_setups``' own rule)."""
-    if sort == "price":
+    if sort in ("price", "floor"):  # the floor list: the cheapest by price meeting the default floor
         return s.rank_key[0]
     factor = MULTI_MACHINE_RANK_FACTOR if s.nodes > 1 else 1.0
     return round((s.usd_per_million_tokens_at_load or math.inf) * factor, 6)
