@@ -3,7 +3,11 @@ fewest, the engine's start-up figures (``engine_memory``), and its speed with er
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .architecture import Architecture
+from .batch import SCALAR, Ops
 from .engine_memory import EngineStartup
 from .engines import Engine, Support, effective_format
 from .gpus import GPU
@@ -18,18 +22,29 @@ from .placement import (
     valid_tensor_parallel,
 )
 
+#: the TP sizes an engine's default layout tries (largest first)
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def default_tp(gpus: Any, node: Any, valid: Callable[[int], Any], tensor_parallel: Any = True,
+               ops: Ops = SCALAR) -> Any:
+    """The TP size of the engine's default layout on ``gpus`` GPUs of machines of ``node``: the largest TP of
+    :data:`TP_SIZES` that fits one machine and ``gpus``, divides ``gpus`` and splits the model (``valid(tp)``);
+    1 for an engine that splits layers. Numbers or columns (``sizing_core.batch``): the grid's plan for its count."""
+    tp = 1
+    for t in TP_SIZES[1:]:
+        tp = ops.where((gpus >= t) & (node >= t) & (gpus % t == 0) & valid(t), t, tp)
+    return ops.where(tensor_parallel, tp, 1)
+
 
 def default_layout(arch: Architecture, gpu: GPU, engine: Engine, gpus: int) -> tuple[int, int]:
     """(TP, PP) an engine uses on exactly ``gpus`` GPUs: vLLM/SGLang the largest TP that divides the heads and
     ``gpus`` inside one machine, pipeline stages for the rest (across machines: TP = a whole machine); llama.cpp
-    and MLX one layer range per device."""
+    and MLX one layer range per device (:func:`default_tp`)."""
     if not engine.tensor_parallel:
         return 1, gpus
-    node = gpu.node_size
-    for tp in (64, 32, 16, 8, 4, 2, 1):
-        if tp <= min(gpus, node) and gpus % tp == 0 and valid_tensor_parallel(arch, tp):
-            return tp, gpus // tp
-    return 1, gpus
+    tp = default_tp(gpus, gpu.node_size, lambda t: valid_tensor_parallel(arch, t))
+    return tp, gpus // tp
 
 
 def engine_startup(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,

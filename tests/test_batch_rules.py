@@ -48,3 +48,24 @@ def test_row_fallback_on_columns_equals_numbers() -> None:
     assert got == [gguf_row_type(k, c) for k, c in rows]
     assert gguf_row_type("Q4_K", 2880) == GGML_FALLBACK["Q4_K"]  # 2880 is not a whole number of 256-blocks
     assert gguf_row_type("Q6_K", 100) == "F16"  # nor of Q8_0's 32-blocks
+
+
+def test_default_tp_on_columns_equals_the_engines_layout() -> None:
+    """The grid's TP for a count is ``deployment.default_tp`` on columns; on numbers it is ``default_layout``."""
+    from helpers import arch
+
+    from sizing_core.deployment import default_layout, default_tp
+    from sizing_core.engines import ENGINES
+    from sizing_core.gpus import catalog
+    from sizing_core.placement import valid_tensor_parallel
+
+    model = arch("Qwen__Qwen3-8B")
+    rows = [(n, node, tp) for n in range(1, 40) for node in (1, 4, 8, 12) for tp in (True, False)]
+    frame = pl.DataFrame(rows, schema=["n", "node", "tp"], orient="row")
+    valid = {t: valid_tensor_parallel(model, t) for t in (2, 4, 8, 16, 32, 64)}
+    got = frame.select(default_tp(pl.col("n"), pl.col("node"), lambda t: pl.lit(valid[t]), pl.col("tp"),
+                                  COLUMNS).alias("t"))["t"].to_list()
+    assert got == [default_tp(n, node, valid.__getitem__, tp) for n, node, tp in rows]
+    h100, vllm = catalog()["h100"], ENGINES["vllm"]
+    assert [default_layout(model, h100, vllm, n) for n in (1, 2, 3, 6, 8, 16)] == \
+        [(1, 1), (2, 1), (1, 3), (2, 3), (8, 1), (8, 2)]

@@ -36,11 +36,13 @@ from typing import NamedTuple
 
 import polars as pl
 
+from pipeline.compute.columns import COLUMNS
 from pipeline.compute.grid_bytes import (
     GRID_FORMATS,
     format_figures,
 )
 from sizing_core import Architecture
+from sizing_core.deployment import default_tp
 from sizing_core.engine_speed import (
     ALLREDUCE_US,
     EXPERT_EFFICIENCY,
@@ -313,7 +315,7 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     cells = cells.with_columns(est_gpus=pl.when(pl.col("feasible") & (pl.col("gpus") <= MAX_GPUS))
                                .then(pl.col("gpus")).otherwise(None).cast(pl.Int64))
     est_gpus = pl.col("est_gpus")
-    cells = cells.with_columns(decode_tp=_decode_tp(est_gpus, tp_cap))
+    cells = cells.with_columns(decode_tp=_decode_tp(est_gpus))
     decode = _decode_tokens_per_s(pl.col("decode_tp"), est_gpus // pl.col("decode_tp"))
     return cells.select(
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
@@ -324,16 +326,13 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
         .otherwise(None)).collect(engine="streaming")
 
 
-def _decode_tp(est_gpus: pl.Expr, tp_cap: pl.Expr) -> pl.Expr:
-    """The TP size of the plan the planner picks for ``est_gpus`` GPUs (``placement._candidate_plans``, largest TP
-    first): the largest valid TP <= the machine dividing the count inside one machine, the whole machine's across
-    machines; 1 for layer-split engines. A TP size is valid where the model's cache at that size is known."""
-    inside = pl.lit(1, dtype=pl.Int64)
-    for t in TPS[1:]:
-        inside = pl.when((tp_cap >= t) & (est_gpus >= t) & (est_gpus % t == 0) & pl.col(f"cache_tp{t}").is_not_null())\
-            .then(pl.lit(t, dtype=pl.Int64)).otherwise(inside)
-    return pl.when(~pl.col("tensor_parallel")).then(1).when(est_gpus > pl.col("node_size")).then(tp_cap)\
-        .otherwise(inside)
+def _decode_tp(est_gpus: pl.Expr) -> pl.Expr:
+    """The TP size of the engine's default layout on ``est_gpus`` GPUs (``sizing_core.deployment.default_tp``, on
+    columns). A TP size is valid where the model's cache at that size is known (the grid's TP sizes: 1-8)."""
+    def valid(t: int) -> pl.Expr:
+        return pl.col(f"cache_tp{t}").is_not_null() if t in TPS else pl.lit(False)
+
+    return default_tp(est_gpus, pl.col("node_size"), valid, pl.col("tensor_parallel"), COLUMNS)
 
 
 def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:
