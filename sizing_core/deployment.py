@@ -131,25 +131,69 @@ def exact(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, con
     return Placement(fits=fits, gpus=gpus, plan=plan, reason=reason, **common), start
 
 
-def fewest(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
-           kv_cache_dtype: str = "bf16") -> tuple[Placement, EngineStartup | None]:
-    """The planner's fewest GPUs (``placement.fewest_gpus``), moved up while the engine's own paging of the pool
-    (block rounding, sliding windows kept for max_num_batched_tokens, state pages) cannot serve the requests."""
-    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
-    if placed.plan is None:
-        return placed, None
-    plan = placed.plan
-    start = startup_for_plan(arch, gpu, engine, placed)
-    n = plan.gpus
-    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
-    while not serves(start, concurrency) and n < MAX_GPUS:
+Layout = tuple[int, int, int]  # GPUs, TP, PP
+StartFor = Callable[[int, int], EngineStartup]  # (TP, PP) -> the engine's start-up figures for the search's load
+
+
+def _start_for(search: PlanSearch, gpu: GPU, engine: Engine) -> StartFor:
+    return lambda tp, pp: startup_for_layout(search.arch, gpu, engine, search.fmt, tp, pp, search.context, search.kv,
+                                             search.concurrency)
+
+
+def serving_layout(search: PlanSearch, gpu: GPU, engine: Engine, found: Layout,
+                   start: StartFor | None = None) -> tuple[Layout, EngineStartup]:
+    """Serve the search's load on ``gpu`` (its ``node_size`` the machine or instance shape): ``found`` (the
+    planner's fewest) when the engine's own paging of the pool (block rounding, sliding windows kept for
+    max_num_batched_tokens, state pages) serves the requests on it, else the next GPU count whose default layout
+    (:func:`default_layout`) fits the planner's budget and serves them; ``found`` when none up to ``MAX_GPUS``
+    does. Returns the layout and its start-up figures. ``start`` answers start-up figures per (TP, PP) (a caller's
+    memo; default :func:`startup_for_layout`). The one rule :func:`fewest`, the cheapest-setup planner and its
+    cache share."""
+    start = start or _start_for(search, gpu, engine)
+    arch, concurrency = search.arch, search.concurrency
+    n, tp, pp = found
+    first = start(tp, pp)
+    if serves(first, concurrency):
+        return found, first
+    while n < MAX_GPUS:
         n += 1
         tp, pp = default_layout(arch, gpu, engine, n)
         if pp > arch.num_layers or not search.fits(gpu, engine, tp, pp):
             continue
-        candidate = engine_startup(arch, gpu, engine, fmt, tp, pp, context, kv_cache_dtype, concurrency)
+        candidate = start(tp, pp)
         if serves(candidate, concurrency):
-            found = search.plan(gpu, engine, tp, pp)
-            if found is not None:
-                return placed.model_copy(update={"gpus": n, "plan": found}), candidate
-    return placed, start
+            return (n, tp, pp), candidate
+    return found, first
+
+
+def fewest_serving(search: PlanSearch, gpu: GPU, engine: Engine,
+                   start: StartFor | None = None) -> tuple[Support, Layout | None]:
+    """:func:`fewest`'s answer without building the plan: the engine's support verdict and the layout that serves
+    the search's load on ``gpu`` (None: the engine cannot run the format, or no plan within ``MAX_GPUS``). The same
+    errors as :func:`fewest`, in its order."""
+    arch = search.arch
+    check_load(arch, search.context, search.concurrency, search.kv)
+    support = engine.supports(gpu, search.fmt, arch)
+    if not support.runs:
+        return support, None
+    found = search.fewest(gpu, engine)
+    if found is None:
+        return support, None
+    return support, serving_layout(search, gpu, engine, found, start)[0]
+
+
+def fewest(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
+           kv_cache_dtype: str = "bf16") -> tuple[Placement, EngineStartup | None]:
+    """The planner's fewest GPUs (``placement.fewest_gpus``), moved up while the engine cannot serve the requests
+    (:func:`serving_layout`)."""
+    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
+    if placed.plan is None:
+        return placed, None
+    plan = placed.plan
+    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
+    found = (plan.gpus, plan.tensor_parallel, plan.pipeline_parallel)
+    layout, start = serving_layout(search, gpu, engine, found)
+    if layout == found:
+        return placed, start
+    n, tp, pp = layout
+    return placed.model_copy(update={"gpus": n, "plan": search.plan(gpu, engine, tp, pp)}), start
