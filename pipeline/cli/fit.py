@@ -30,13 +30,6 @@ DEFAULT_HOURS_PER_DAY = 4.0  # seed 000's rent-vs-buy default ("4 h / day")
 DEFAULT_USD_PER_KWH = 0.15
 
 
-def substitute_format(engine_id: str, fmt: str, gpu: GPU) -> str:
-    """The format that stands for ``fmt`` on an engine that does not serve it, as the export's gpusNeeded columns
-    do (``pipeline/exports/model_json.column_format``): 8-bit is FP8 (INT8 without FP8) with vLLM/SGLang and
-    Q8_0 with llama.cpp; 4-bit GGUF is AWQ int4 with vLLM/SGLang (``Engine.substitute_format``)."""
-    return get_engine(engine_id).substitute_format(fmt, gpu)
-
-
 def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement) -> dict[str, str]:
     """Why this many GPUs: the weights alone, the KV cache/state of the requests, or the parallelism rules."""
     plan = placed.plan
@@ -89,7 +82,7 @@ def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int
     answer_with = None
     if substitute and not placed.fits and engine_id is None and fmt != "native" and not placed.native_support \
             and placed.reason == placed.support_note:
-        alt = substitute_format(engine.id, fmt, gpu)
+        alt = engine.substitute_format(fmt, gpu)
         if alt != fmt:
             other, other_start = answer(alt)
             if other.fits:
