@@ -6,7 +6,8 @@ cell at once): the grid passes its own :class:`Ops` (``pipeline/compute/columns.
 ``fit`` gets a number. ``sizing_core`` never imports polars; a rule has one implementation and the two faces
 agree by construction. Booleans combine with ``&`` and ``|`` (never ``and``/``or``/``if``, which a column cannot
 answer), and :meth:`Ops.where` evaluates both branches, so a branch must be defined (finite or null) for every
-input, not only where it is chosen.
+input, not only where it is chosen. A division by a constant is :meth:`Ops.div` (polars divides a column by a
+scalar as a product with its reciprocal, which can differ from the quotient in the last bit).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ class Ops:
     @staticmethod
     def where(cond: Any, then: Any, otherwise: Any) -> Any:
         return then if cond else otherwise
+
+    @staticmethod
+    def div(a: Any, b: Any) -> Any:
+        """``a / b`` for a constant ``b``: write a division by a constant so (a column face must compute the
+        correctly rounded quotient, and a plain ``/`` by a constant may not)."""
+        return a / b
 
     @staticmethod
     def first(cases: list[tuple[Any, Any]], otherwise: Any) -> Any:

@@ -39,6 +39,14 @@ class Columns(Ops):
         return pl.when(_expr(cond)).then(_expr(then)).otherwise(_expr(otherwise))
 
     @staticmethod
+    def div(a: Any, b: Any) -> Any:
+        """The correctly rounded ``a / b``: polars divides by a scalar as a product with its reciprocal (off by an
+        ulp in about one case of eight), so the divisor is made a column of the constant (``a * 0 + b``; ``a`` is
+        finite in every rule that divides by a constant)."""
+        a = _expr(a)
+        return a / (a * 0.0 + b) if not isinstance(b, pl.Expr) else a / b
+
+    @staticmethod
     def first(cases: list[tuple[Any, Any]], otherwise: Any) -> Any:
         if not cases:
             return _expr(otherwise)

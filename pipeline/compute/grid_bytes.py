@@ -91,6 +91,8 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
                                                "first_layer_row", "n_layers", "native_bits")}
     moe_share: list[float | None] = []  # per decoder layer of every model, in order
+    moe_experts: list[int | None] = []  # (experts, top-k) per decoder layer: the routed-expert group
+    moe_top_k: list[int | None] = []
     attn_v_pos: list[int] = []
     for model_id, arch in models.items():
         tensors = arch.tensors
@@ -111,6 +113,8 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
         moe_share.extend([layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None
                           for layer in arch.layers])
+        moe_experts.extend([layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None for layer in arch.layers])
+        moe_top_k.extend([layer.mlp.top_k if isinstance(layer.mlp, MoE) else None for layer in arch.layers])
         attn_v_pos.extend([attn_v_index.get(i, 0) for i in range(arch.num_layers)])
     frame = pl.DataFrame(fields, schema={"model_id": pl.String, "name": pl.String, "role": pl.String,
                                          "rows": pl.Int64, "cols": pl.Int64, "count": pl.Int64, "layer": pl.Int64,
@@ -129,6 +133,8 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         share=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(row))
         .otherwise(1.0),
         attn_v_pos=pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(row).fill_null(0),
+        n_exp=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_experts, dtype=pl.Int64)).gather(row)),
+        top_k=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_top_k, dtype=pl.Int64)).gather(row)),
         excl_default=_LINEAR & default_excluded, native_bits="native_bits").collect(engine="in-memory")
 
 
@@ -215,7 +221,8 @@ def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
     weights = [f"w_{f}" for f in GRID_FORMATS]
     active = [f"a_{f}" for f in GRID_FORMATS]
     experts = [f"e_{f}" for f in GRID_FORMATS]
-    nbytes = tensor_bits_frame(models).lazy().select(
+    bits = tensor_bits_frame(models).lazy()
+    nbytes = bits.select(
         "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS],
         *[pl.when(not_embd).then(pl.col("numel") * pl.col(f"bits_{f}") / 8 * pl.col("share")).otherwise(0.0)
           .alias(f"a_{f}") for f in GRID_FORMATS],
@@ -227,10 +234,45 @@ def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
     layers = nbytes.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer").agg(pl.col(*weights))\
         .with_columns(pl.col(*weights).list.sum())\
         .group_by("model_id").agg(*[pl.col(f"w_{f}").max().alias(f"l_{f}") for f in GRID_FORMATS])
-    wide = totals.join(layers, on="model_id", how="left").collect(engine="in-memory")
+    wide = totals.join(layers, on="model_id", how="left").join(_step_terms(bits), on="model_id", how="left")\
+        .collect(engine="in-memory")
     return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
                                   max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}",
-                                  expert_bytes=f"e_{f}")
+                                  expert_bytes=f"e_{f}", step_bytes=f"s_{f}", expert_step_bytes=f"x_{f}")
                       for f in GRID_FORMATS])
+
+
+def _seq_sum(expr: pl.Expr) -> pl.Expr:
+    """A group's values added one after another in row order, as Python's ``+=`` and ``sum`` do (``cum_sum`` is a
+    scan; ``sum`` may add in any grouping)."""
+    return expr.cum_sum().last()
+
+
+def _step_terms(bits: pl.LazyFrame) -> pl.LazyFrame:
+    """Per model: the weight bytes one decode step of one request reads (``s_<format>``) and their routed-expert
+    part (``x_<format>``), as ``sizing_core.roofline._step_terms`` adds them, term for term and in its order: the
+    dense tensors in tensor order, one token-embedding row, and per routed-expert group (experts, top-k; groups
+    in order of first appearance) its bytes x (1 - (1 - k/E)), so that the grid's decode speed is ``decode_step``'s
+    to the last bit."""
+    embd = pl.col("role") == Role.TOKEN_EMBD.value
+    routed = _ROUTED & pl.col("layer").is_not_null()
+    frame = bits.with_row_index("tensor_row")
+    nbytes = {f: pl.col("numel") * pl.col(f"bits_{f}") / 8 for f in GRID_FORMATS}
+    dense = frame.filter(~embd & ~routed).group_by("model_id")\
+        .agg(*[_seq_sum(nbytes[f]).alias(f"d_{f}") for f in GRID_FORMATS])
+    row = frame.filter(embd).group_by("model_id")\
+        .agg(*[_seq_sum(pl.col("cols") * pl.col(f"bits_{f}") / 8).alias(f"r_{f}") for f in GRID_FORMATS])
+    groups = frame.filter(routed).group_by("model_id", "n_exp", "top_k")\
+        .agg(pl.col("tensor_row").first(), *[_seq_sum(nbytes[f]).alias(f"g_{f}") for f in GRID_FORMATS])\
+        .sort("model_id", "tensor_row")\
+        .with_columns(*[(pl.col(f"g_{f}") * (1 - (1 - pl.col("top_k") / pl.col("n_exp")))).alias(f"g_{f}")
+                        for f in GRID_FORMATS])
+    experts = groups.group_by("model_id").agg(*[_seq_sum(pl.col(f"g_{f}")).alias(f"x_{f}") for f in GRID_FORMATS])
+    models = frame.select("model_id").unique()
+    out = models.join(dense, on="model_id", how="left").join(row, on="model_id", how="left")\
+        .join(experts, on="model_id", how="left")
+    return out.select("model_id", *[(pl.col(f"d_{f}").fill_null(0.0) + 1 * pl.col(f"r_{f}").fill_null(0.0)
+                                     + pl.col(f"x_{f}").fill_null(0.0)).alias(f"s_{f}") for f in GRID_FORMATS],
+                      *[pl.col(f"x_{f}").fill_null(0.0) for f in GRID_FORMATS])
 
 
