@@ -121,3 +121,18 @@ def test_grid_decode_counts_the_compute_term_where_it_binds() -> None:
                        placed.native_support, plan.nodes)
     assert step.compute_ms > 1.5 * step.bandwidth_ms
     assert row["decode_tokens_per_s"].item() == 1000 / step.total_ms == pytest.approx(32.2, abs=0.1)
+
+
+def test_grid_step_bytes_equal_the_speed_models_for_every_model_and_format(models: dict) -> None:
+    """The weight bytes a decode step of one request reads and their routed-expert part, per model and format:
+    the grid's columnar sums (``grid_bytes._step_terms``) are ``roofline._step_bytes`` / ``_expert_step_bytes``,
+    to the last bit."""
+    from pipeline.compute.grid_bytes import format_figures
+    from sizing_core.roofline import _expert_step_bytes, _step_bytes
+
+    figures = format_figures(models)
+    wrong = [(r["model_id"], r["format"]) for r in figures.iter_rows(named=True)
+             if r["step_bytes"] is not None and not (models[r["model_id"]].native.unsupported and r["format"] == "native")
+             and (r["step_bytes"], r["expert_step_bytes"]) != (_step_bytes(models[r["model_id"]], r["format"], 1),
+                                                               _expert_step_bytes(models[r["model_id"]], r["format"], 1))]
+    assert figures.height > 500 and not wrong, wrong[:5]

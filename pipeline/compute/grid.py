@@ -3,7 +3,7 @@
 How the work is laid out (no Python call per cell, none per tensor per format):
 
 1. **Tensors -> bytes per format.** Every tensor group of every model is one row of a polars frame (role, row
-   length, element count, layer, expert share, exclusion flags). Bits per element for each format are columnar
+   length, element count, layer, expert group, exclusion flags). Bits per element for each format are columnar
    expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
    checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
    GGUF mixes); totals, the largest layer and active bytes are group-bys, summed in tensor order so the grid is

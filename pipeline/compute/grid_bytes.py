@@ -85,13 +85,12 @@ def _excluded_expr(patterns: tuple[str, ...]) -> pl.Expr | None:
 def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     """One row per tensor group of every model, with what the format rules read from it.
 
-    Python only reads the tensors' fields (one list per field); element counts, expert shares, the attn_v
+    Python only reads the tensors' fields (one list per field); element counts, expert groups, the attn_v
     position and the default exclusions are column expressions. A checkpoint's own exclusion list (a few quantized
     native checkpoints) is tested per linear tensor name in Python."""
     fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
                                                "first_layer_row", "n_layers", "native_bits")}
-    moe_share: list[float | None] = []  # per decoder layer of every model, in order
-    moe_experts: list[int | None] = []  # (experts, top-k) per decoder layer: the routed-expert group
+    moe_experts: list[int | None] = []  # per decoder layer of every model, in order: (experts, top-k) of its MoE
     moe_top_k: list[int | None] = []
     attn_v_pos: list[int] = []
     for model_id, arch in models.items():
@@ -104,15 +103,13 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         fields["cols"].extend([t.cols for t in tensors])
         fields["count"].extend([t.count for t in tensors])
         fields["layer"].extend([t.layer for t in tensors])
-        fields["first_layer_row"].extend([len(moe_share)] * n)
+        fields["first_layer_row"].extend([len(moe_experts)] * n)
         fields["n_layers"].extend([arch.num_layers] * n)
         native = arch.native
         # the checkpoint's own scheme, per tensor, from sizing_core itself: a native rule (GPTQ widths, bitsandbytes,
         # compressed-tensors groups, towers) is written once; unknown schemes have no native cells (null)
         fields["native_bits"].extend(tensor_bits(arch, "native") if not native.unsupported else [None] * n)
         attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
-        moe_share.extend([layer.mlp.top_k / layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None
-                          for layer in arch.layers])
         moe_experts.extend([layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None for layer in arch.layers])
         moe_top_k.extend([layer.mlp.top_k if isinstance(layer.mlp, MoE) else None for layer in arch.layers])
         attn_v_pos.extend([attn_v_index.get(i, 0) for i in range(arch.num_layers)])
@@ -130,8 +127,6 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     row = pl.when(layer0 < pl.col("n_layers")).then(pl.col("first_layer_row") + layer0)  # null: no such layer
     return frame.lazy().select(
         "model_id", "role", "cols", numel=pl.col("rows") * pl.col("cols") * pl.col("count"), layer="layer",
-        share=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_share, dtype=pl.Float64)).gather(row))
-        .otherwise(1.0),
         attn_v_pos=pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(row).fill_null(0),
         n_exp=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_experts, dtype=pl.Int64)).gather(row)),
         top_k=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_top_k, dtype=pl.Int64)).gather(row)),
@@ -211,41 +206,26 @@ def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = 
 
 
 def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model and format: weight bytes, largest layer, active bytes per token (top-k of routed experts) and the
-    routed experts' part of them (they stream slower: ``sizing_core.engine_speed.EXPERT_EFFICIENCY``).
+    """Per model and format: weight bytes, largest layer, and the weight bytes one decode step reads with their
+    routed-expert part (:func:`_step_terms`).
 
     Sums are taken per group over its rows in tensor order (``list.sum`` of the group's values): polars' parallel
     group-by ``sum`` adds partial sums in whatever order its threads finish, so the last bits of a total could
     change from one run to the next; the grid must not (incremental runs compare against earlier results)."""
-    not_embd = pl.col("role") != Role.TOKEN_EMBD.value
     weights = [f"w_{f}" for f in GRID_FORMATS]
-    active = [f"a_{f}" for f in GRID_FORMATS]
-    experts = [f"e_{f}" for f in GRID_FORMATS]
     bits = tensor_bits_frame(models).lazy()
     nbytes = bits.select(
-        "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS],
-        *[pl.when(not_embd).then(pl.col("numel") * pl.col(f"bits_{f}") / 8 * pl.col("share")).otherwise(0.0)
-          .alias(f"a_{f}") for f in GRID_FORMATS],
-        *[pl.when(_ROUTED & pl.col("layer").is_not_null()).then(pl.col("numel") * pl.col(f"bits_{f}") / 8
-                                                                 * pl.col("share")).otherwise(0.0)
-          .alias(f"e_{f}") for f in GRID_FORMATS])
-    totals = nbytes.group_by("model_id").agg(pl.col(*weights, *active, *experts))\
-        .with_columns(pl.col(*weights, *active, *experts).list.sum())
+        "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS])
+    totals = nbytes.group_by("model_id").agg(pl.col(*weights)).with_columns(pl.col(*weights).list.sum())
     layers = nbytes.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer").agg(pl.col(*weights))\
         .with_columns(pl.col(*weights).list.sum())\
         .group_by("model_id").agg(*[pl.col(f"w_{f}").max().alias(f"l_{f}") for f in GRID_FORMATS])
     wide = totals.join(layers, on="model_id", how="left").join(_step_terms(bits), on="model_id", how="left")\
         .collect(engine="in-memory")
     return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
-                                  max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), active_bytes=f"a_{f}",
-                                  expert_bytes=f"e_{f}", step_bytes=f"s_{f}", expert_step_bytes=f"x_{f}")
+                                  max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), step_bytes=f"s_{f}",
+                                  expert_step_bytes=f"x_{f}")
                       for f in GRID_FORMATS])
-
-
-def _seq_sum(expr: pl.Expr) -> pl.Expr:
-    """A group's values added one after another in row order, as Python's ``+=`` and ``sum`` do (``cum_sum`` is a
-    scan; ``sum`` may add in any grouping)."""
-    return expr.cum_sum().last()
 
 
 def _step_terms(bits: pl.LazyFrame) -> pl.LazyFrame:
@@ -253,24 +233,28 @@ def _step_terms(bits: pl.LazyFrame) -> pl.LazyFrame:
     part (``x_<format>``), as ``sizing_core.roofline._step_terms`` adds them, term for term and in its order: the
     dense tensors in tensor order, one token-embedding row, and per routed-expert group (experts, top-k; groups
     in order of first appearance) its bytes x (1 - (1 - k/E)), so that the grid's decode speed is ``decode_step``'s
-    to the last bit."""
+    to the last bit. Each sum is a group's values gathered in row order and added by ``list.sum``, which adds them
+    one after another as Python does (a group-by ``sum`` adds partial sums in any grouping)."""
     embd = pl.col("role") == Role.TOKEN_EMBD.value
     routed = _ROUTED & pl.col("layer").is_not_null()
-    frame = bits.with_row_index("tensor_row")
-    nbytes = {f: pl.col("numel") * pl.col(f"bits_{f}") / 8 for f in GRID_FORMATS}
-    dense = frame.filter(~embd & ~routed).group_by("model_id")\
-        .agg(*[_seq_sum(nbytes[f]).alias(f"d_{f}") for f in GRID_FORMATS])
-    row = frame.filter(embd).group_by("model_id")\
-        .agg(*[_seq_sum(pl.col("cols") * pl.col(f"bits_{f}") / 8).alias(f"r_{f}") for f in GRID_FORMATS])
-    groups = frame.filter(routed).group_by("model_id", "n_exp", "top_k")\
-        .agg(pl.col("tensor_row").first(), *[_seq_sum(nbytes[f]).alias(f"g_{f}") for f in GRID_FORMATS])\
-        .sort("model_id", "tensor_row")\
-        .with_columns(*[(pl.col(f"g_{f}") * (1 - (1 - pl.col("top_k") / pl.col("n_exp")))).alias(f"g_{f}")
-                        for f in GRID_FORMATS])
-    experts = groups.group_by("model_id").agg(*[_seq_sum(pl.col(f"g_{f}")).alias(f"x_{f}") for f in GRID_FORMATS])
-    models = frame.select("model_id").unique()
-    out = models.join(dense, on="model_id", how="left").join(row, on="model_id", how="left")\
-        .join(experts, on="model_id", how="left")
+    kind = pl.when(embd).then(1).when(routed).then(2).otherwise(0)  # dense, embedding row, routed experts
+    elements = pl.when(embd).then(pl.col("cols")).otherwise(pl.col("numel"))  # a lookup reads one row
+    terms = bits.with_row_index("tensor_row").with_columns(kind=kind, elements=elements)\
+        .group_by("model_id", "kind", "n_exp", "top_k")\
+        .agg(pl.col("tensor_row").first(),
+             *[(pl.col("elements") * pl.col(f"bits_{f}") / 8).alias(f"t_{f}") for f in GRID_FORMATS])\
+        .with_columns(pl.col(f"t_{f}").list.sum() for f in GRID_FORMATS)
+    dense = terms.filter(pl.col("kind") == 0).select("model_id", *[pl.col(f"t_{f}").alias(f"d_{f}")
+                                                                   for f in GRID_FORMATS])
+    row = terms.filter(pl.col("kind") == 1).select("model_id", *[pl.col(f"t_{f}").alias(f"r_{f}")
+                                                                 for f in GRID_FORMATS])
+    experts = terms.filter(pl.col("kind") == 2).sort("model_id", "tensor_row")\
+        .group_by("model_id", maintain_order=True)\
+        .agg(*[(pl.col(f"t_{f}") * (1 - (1 - pl.col("top_k") / pl.col("n_exp")))).alias(f"x_{f}")
+               for f in GRID_FORMATS])\
+        .with_columns(pl.col(f"x_{f}").list.sum() for f in GRID_FORMATS)
+    out = bits.select("model_id").unique().join(dense, on="model_id", how="left")\
+        .join(row, on="model_id", how="left").join(experts, on="model_id", how="left")
     return out.select("model_id", *[(pl.col(f"d_{f}").fill_null(0.0) + 1 * pl.col(f"r_{f}").fill_null(0.0)
                                      + pl.col(f"x_{f}").fill_null(0.0)).alias(f"s_{f}") for f in GRID_FORMATS],
                       *[pl.col(f"x_{f}").fill_null(0.0) for f in GRID_FORMATS])
