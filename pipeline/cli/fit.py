@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.cli.models import load_ref, model_repo
 from pipeline.cli.resolve import resolve_model
 from sizing_core import Architecture
-from sizing_core.calibration import band
+from sizing_core.calibration import startup_ranges
 from sizing_core.deployment import exact, fewest, served_concurrency
 from sizing_core.engine_memory import EngineStartup
 from sizing_core.engines import Engine, default_engine, get_engine
@@ -95,15 +95,11 @@ def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int
 
 def startup_json(start: EngineStartup | None, engine: Engine, gpu: GPU, arch: Architecture) -> dict[str, Any] | None:
     """``engineStartup``: what the engine would log at start-up (keys are a contract: docs/cli.md), with the
-    calibration's range around the pool and its tokens, and the requests it serves at once."""
+    calibration's range around the pool, its tokens and the weights (``calibration.startup_ranges``), and the
+    requests it serves at once."""
     if start is None:
         return None
-    low, high = band("kv", engine.id, gpu, arch)
-    kv, tokens = start.kv_cache_gib_per_gpu, start.kv_cache_tokens
-    return start.model_dump(mode="json") | {
-        "kvCacheGiBPerGpuRange": [kv * low, kv * high] if kv > 0 else None,
-        "kvCacheTokensRange": [round(tokens * low), round(tokens * high)] if tokens > 0 else None,
-        "weightsGiBPerGpuRange": [start.weights_gib_per_gpu * x for x in band("weights", engine.id, gpu, arch)],
+    return start.model_dump(mode="json") | startup_ranges(start, engine, gpu, arch).model_dump(mode="json") | {
         "servedConcurrency": served_concurrency(start, engine, gpu)}
 
 
