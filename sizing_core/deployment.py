@@ -43,8 +43,17 @@ def default_layout(arch: Architecture, gpu: GPU, engine: Engine, gpus: int) -> t
     and MLX one layer range per device (:func:`default_tp`)."""
     if not engine.tensor_parallel:
         return 1, gpus
-    tp = default_tp(gpus, gpu.node_size, lambda t: valid_tensor_parallel(arch, t))
-    return tp, gpus // tp
+    key = (id(arch), gpu.node_size, gpus)  # memoised: the serving rule asks it for every count up to MAX_GPUS
+    hit = _LAYOUTS.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_LAYOUTS) > 16384:
+            _LAYOUTS.clear()
+        tp = default_tp(gpus, gpu.node_size, lambda t: valid_tensor_parallel(arch, t))
+        hit = _LAYOUTS[key] = (arch, (tp, gpus // tp))
+    return hit[1]
+
+
+_LAYOUTS: dict[tuple[int, int, int], tuple[Architecture, tuple[int, int]]] = model_memo()
 
 
 def engine_startup(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,
@@ -166,11 +175,12 @@ def serving_layout(search: PlanSearch, gpu: GPU, engine: Engine, found: Layout,
     return found, first
 
 
-def fewest_serving(search: PlanSearch, gpu: GPU, engine: Engine,
-                   start: StartFor | None = None) -> tuple[Support, Layout | None]:
+def fewest_serving(search: PlanSearch, gpu: GPU, engine: Engine, start: StartFor | None = None,
+                   serve: Callable[[Layout], Layout] | None = None) -> tuple[Support, Layout | None]:
     """:func:`fewest`'s answer without building the plan: the engine's support verdict and the layout that serves
     the search's load on ``gpu`` (None: the engine cannot run the format, or no plan within ``MAX_GPUS``). The same
-    errors as :func:`fewest`, in its order."""
+    errors as :func:`fewest`, in its order. ``serve``: :func:`serving_layout` of a found layout through a caller's
+    memo (default: computed here with ``start``)."""
     arch = search.arch
     check_load(arch, search.context, search.concurrency, search.kv)
     support = engine.supports(gpu, search.fmt, arch)
@@ -179,7 +189,7 @@ def fewest_serving(search: PlanSearch, gpu: GPU, engine: Engine,
     found = search.fewest(gpu, engine)
     if found is None:
         return support, None
-    return support, serving_layout(search, gpu, engine, found, start)[0]
+    return support, serve(found) if serve is not None else serving_layout(search, gpu, engine, found, start)[0]
 
 
 def fewest(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,

@@ -190,19 +190,39 @@ def gguf_row_type(kind: Any, cols: Any, ops: Ops = SCALAR) -> Any:
     return ops.where(misfit, fallback_kind, kind)
 
 
-def _flags(t: Tensor, ctx: _MixContext) -> dict[str, bool]:
-    i = t.layer or 0
-    return {"tied": ctx.tied, "mxfp4_experts": ctx.mxfp4_experts, "seventy_b": ctx.seventy_b,
-            **mix_features(i, ctx.n_layers, ctx.attn_v_index.get(i, 0), ctx.n_attn_v, ctx.n_expert, ctx.gqa_ratio)}
+def _flags(i: int, ctx: _MixContext) -> tuple[tuple[str, bool], ...]:
+    """The model flags and :func:`mix_features` of a tensor of layer ``i`` (0 outside layers)."""
+    return (("tied", ctx.tied), ("mxfp4_experts", ctx.mxfp4_experts), ("seventy_b", ctx.seventy_b),
+            *mix_features(i, ctx.n_layers, ctx.attn_v_index.get(i, 0), ctx.n_attn_v, ctx.n_expert,
+                          ctx.gqa_ratio).items())
+
+
+@lru_cache(maxsize=1 << 14)
+def _rule_type(mix: str, role: str, flags: tuple[tuple[str, bool], ...]) -> str:
+    """:func:`gguf_rule_type` on numbers, memoised: a model has few distinct (role, flags) and many tensors."""
+    return gguf_rule_type(mix, role, dict(flags).__getitem__)
+
+
+@lru_cache(maxsize=1 << 14)
+def _row_bits(kind: str, cols: int) -> float:
+    return GGML_BPW[gguf_row_type(kind, cols)]
 
 
 def gguf_type(mix: str, t: Tensor, ctx: _MixContext) -> str:
     """The ggml type llama.cpp gives tensor ``t`` in file type ``mix`` (before the row-length fallback)."""
-    return gguf_rule_type(mix, t.role, _flags(t, ctx).__getitem__)
+    return _rule_type(mix, t.role, _flags(t.layer or 0, ctx))
 
 
-def _gguf_bits(mix: str, t: Tensor, ctx: _MixContext) -> float:
-    return GGML_BPW[gguf_row_type(gguf_type(mix, t, ctx), t.cols)]
+def _gguf_bits_all(mix: str, tensors: tuple[Tensor, ...], ctx: _MixContext) -> list[float]:
+    flags: dict[int, tuple[tuple[str, bool], ...]] = {}
+    out = []
+    for t in tensors:
+        i = t.layer or 0
+        f = flags.get(i)
+        if f is None:
+            f = flags[i] = _flags(i, ctx)
+        out.append(_row_bits(_rule_type(mix, t.role, f), t.cols))
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -358,8 +378,7 @@ def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None
 def _tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...]) -> list[float]:
     unquantized = arch.dtype_bytes * 8
     if fmt in GGUF_MIXES:
-        ctx = mix_context(arch)
-        return [_gguf_bits(fmt, t, ctx) for t in tensors]
+        return _gguf_bits_all(fmt, tensors, mix_context(arch))
     if fmt == "native":
         scheme = arch.native
         if scheme.unsupported:

@@ -278,8 +278,9 @@ class Planner:
         ``PlanSearch`` serves every GPU kind and instance shape of this model and load, so whether a (TP, PP) fits
         is computed once per GPU kind (perf #14: about half the placements of a run are the same GPU kind in
         another instance size). ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
-        engine, shaped = self.engine(gpu), shaped_gpu(gpu, per_instance)
-        support, layout = fewest_serving(self._planner(), shaped, engine, self._serving().starts(shaped, engine))
+        engine, shaped, search = self.engine(gpu), shaped_gpu(gpu, per_instance), self._planner()
+        support, layout = fewest_serving(search, shaped, engine,
+                                         serve=lambda found: self._serving().layout(search, shaped, engine, found))
         if layout is None:
             return Placed(None, None, None, support.native, support.note)
         return Placed(*layout, support.native, support.note)
