@@ -192,9 +192,15 @@ def gguf_row_type(kind: Any, cols: Any, ops: Ops = SCALAR) -> Any:
 
 def _flags(i: int, ctx: _MixContext) -> tuple[tuple[str, bool], ...]:
     """The model flags and :func:`mix_features` of a tensor of layer ``i`` (0 outside layers)."""
-    return (("tied", ctx.tied), ("mxfp4_experts", ctx.mxfp4_experts), ("seventy_b", ctx.seventy_b),
-            *mix_features(i, ctx.n_layers, ctx.attn_v_index.get(i, 0), ctx.n_attn_v, ctx.n_expert,
-                          ctx.gqa_ratio).items())
+    return _flags_of(ctx.tied, ctx.mxfp4_experts, ctx.seventy_b, i, ctx.n_layers, ctx.attn_v_index.get(i, 0),
+                     ctx.n_attn_v, ctx.n_expert, ctx.gqa_ratio)
+
+
+@lru_cache(maxsize=1 << 16)
+def _flags_of(tied: bool, mxfp4_experts: bool, seventy_b: bool,
+              *layer: int) -> tuple[tuple[str, bool], ...]:
+    return (("tied", tied), ("mxfp4_experts", mxfp4_experts), ("seventy_b", seventy_b),
+            *mix_features(*layer).items())
 
 
 @lru_cache(maxsize=1 << 14)
