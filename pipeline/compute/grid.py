@@ -35,6 +35,7 @@ speed is ``decode_step``'s to the last bit (``tests/test_grid_decode.py``).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -127,9 +128,9 @@ def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[flo
     kv = [[sum([by_mixer[i] for i in order]) for by_mixer in per_tp] for per_tp in kv_by_mixer]
     state = [sum([by_mixer[i] for i in order]) for by_mixer in state_by_mixer]
     # a request's cache as the speed model adds it (roofline._cache_bytes_per_request): KV + state per layer, in
-    # layer order
-    request = [[sum([by_mixer[i] + st[i] for i in order]) for by_mixer in per_tp]
-               for per_tp, st in zip(kv_by_mixer, state_by_mixer, strict=True)]
+    # layer order; without state that is the KV sum itself (each term + 0.0 is the term)
+    request = [[sum([by_mixer[i] + st[i] for i in order]) for by_mixer in per_tp] if any(st) else per_kv
+               for per_tp, st, per_kv in zip(kv_by_mixer, state_by_mixer, kv, strict=True)]
     return kv, state, request
 
 
@@ -239,14 +240,18 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
             runs.append(s.runs)
             native.append(s.native)
             flops = _peak(gpu, effective_format(arch, fmt), s.native, engine)  # decode_step's compute term
-            peak.append(flops * PREFILL_MFU[family(engine)] if flops else None)
+            # no figure: an infinite peak, so the compute term is 0.0 as decode_step has it
+            peak.append(flops * PREFILL_MFU[family(engine)] if flops else math.inf)
     engine_ids = sorted({e for e in hw["engine"]})
     engine_idx = {e: i for i, e in enumerate(engine_ids)}
     model_ids = sorted(archs)
     # the activation peak follows the engine's defaults on each GPU (vLLM: sequences and batched tokens by memory)
     activation = [float(engine.activation_bytes(archs[m], 1, gpu)) for m in model_ids for gpu, engine in hw_pairs]
     # a decode step's fixed costs at TP 1 and one stage (engine_speed._fixed_floor), per (model, GPU x engine)
-    floors = [_fixed_floor(archs[m], engine) for m in model_ids for _, engine in hw_pairs]
+    floors = []
+    for m in model_ids:
+        by_engine = {e: _fixed_floor(archs[m], ENGINES[e]) for e in engine_ids}
+        floors.extend(by_engine[engine.id] for _, engine in hw_pairs)
 
     mf = pl.DataFrame(mf, schema={"model_id": pl.String, "format": pl.String, "revision": pl.String,
                                   "stored_format": pl.String, "num_layers": pl.Int64, "support_idx": pl.Int64})\
@@ -270,7 +275,7 @@ class _Lookups(NamedTuple):
     activation: pl.Series
     n_hw: int
     n_engines: int
-    peak: pl.Series  # peak FLOPS x the engine's MFU, by (support class, GPU x engine row); null: no figure
+    peak: pl.Series  # peak FLOPS x the engine's MFU, by (support class, GPU x engine row); inf: no figure
     fixed_floor: pl.Series  # ms, by (model, GPU x engine row)
 
 
@@ -360,9 +365,7 @@ def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:
                 expr = pl.when(tp == t).then(pl.col(f"{prefix}{t}")).otherwise(expr)
         return expr
 
-    peak = pl.col("peak")
-    compute = pl.when(peak.is_not_null()).then(decode_compute_ms(pl.col("per_token_flops"), tp, peak))\
-        .otherwise(0.0)
+    compute = decode_compute_ms(pl.col("per_token_flops"), tp, pl.col("peak"))
     _, _, total = decode_ms(pl.col("step_bytes"), pl.col("expert_step_bytes"), by_tp("cache_tp", pl.lit(None)),
                             tp, pp, pl.col("bandwidth"), pl.col("fixed_floor"), by_tp("allreduce_tp", pl.lit(0.0)),
                             pl.col("layers"), compute, ops=COLUMNS)
