@@ -20,10 +20,15 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .architecture import Architecture
 from .engines import Engine, get_engine
 from .gpus import GPU, get_gpu
+from .record import CamelRecord, alias, record
+
+if TYPE_CHECKING:
+    from .engine_memory import EngineStartup
 
 DATA = Path(__file__).parent / "data" / "calibration"
 COUNTED = ("fit", "check")  # rows whose residuals count in the published figures and bands
@@ -199,6 +204,27 @@ def band(quantity: str, engine: str, gpu: GPU, arch: Architecture) -> tuple[floa
             low, high = table[key]["band"]
             return float(low), float(high)
     return 1.0, 1.0
+
+
+@record
+class StartupRanges(CamelRecord):
+    """The calibration's range around an engine's start-up figures (measured / predicted on published start-up
+    logs, ``calibration.band``): the KV pool per GPU and its tokens (None when the pool is empty) and the weights
+    per GPU. Part of the library's answer, so every reader publishes the same range from the same call."""
+
+    kv_cache_gib_per_gpu_range: list[float] | None = alias("kvCacheGiBPerGpuRange")
+    kv_cache_tokens_range: list[int] | None = alias("kvCacheTokensRange")
+    weights_gib_per_gpu_range: list[float] = alias("weightsGiBPerGpuRange")
+
+
+def startup_ranges(start: EngineStartup, engine: Engine, gpu: GPU, arch: Architecture) -> StartupRanges:
+    """:class:`StartupRanges` of ``start``, the engine's start-up figures for ``arch`` on ``gpu``."""
+    low, high = band("kv", engine.id, gpu, arch)
+    kv, tokens = start.kv_cache_gib_per_gpu, start.kv_cache_tokens
+    return StartupRanges(
+        kv_cache_gib_per_gpu_range=[kv * low, kv * high] if kv > 0 else None,
+        kv_cache_tokens_range=[round(tokens * low), round(tokens * high)] if tokens > 0 else None,
+        weights_gib_per_gpu_range=[start.weights_gib_per_gpu * x for x in band("weights", engine.id, gpu, arch)])
 
 
 def _speed_engine(row: dict[str, str]) -> Engine:

@@ -3,7 +3,11 @@ fewest, the engine's start-up figures (``engine_memory``), and its speed with er
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .architecture import Architecture
+from .batch import SCALAR, Ops
 from .engine_memory import EngineStartup
 from .engines import Engine, Support, effective_format
 from .gpus import GPU
@@ -18,18 +22,38 @@ from .placement import (
     valid_tensor_parallel,
 )
 
+#: the TP sizes an engine's default layout tries (largest first)
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def default_tp(gpus: Any, node: Any, valid: Callable[[int], Any], tensor_parallel: Any = True,
+               ops: Ops = SCALAR) -> Any:
+    """The TP size of the engine's default layout on ``gpus`` GPUs of machines of ``node``: the largest TP of
+    :data:`TP_SIZES` that fits one machine and ``gpus``, divides ``gpus`` and splits the model (``valid(tp)``);
+    1 for an engine that splits layers. Numbers or columns (``sizing_core.batch``): the grid's plan for its count."""
+    tp = 1
+    for t in TP_SIZES[1:]:
+        tp = ops.where((gpus >= t) & (node >= t) & (gpus % t == 0) & valid(t), t, tp)
+    return ops.where(tensor_parallel, tp, 1)
+
 
 def default_layout(arch: Architecture, gpu: GPU, engine: Engine, gpus: int) -> tuple[int, int]:
     """(TP, PP) an engine uses on exactly ``gpus`` GPUs: vLLM/SGLang the largest TP that divides the heads and
     ``gpus`` inside one machine, pipeline stages for the rest (across machines: TP = a whole machine); llama.cpp
-    and MLX one layer range per device."""
+    and MLX one layer range per device (:func:`default_tp`)."""
     if not engine.tensor_parallel:
         return 1, gpus
-    node = gpu.node_size
-    for tp in (64, 32, 16, 8, 4, 2, 1):
-        if tp <= min(gpus, node) and gpus % tp == 0 and valid_tensor_parallel(arch, tp):
-            return tp, gpus // tp
-    return 1, gpus
+    key = (id(arch), gpu.node_size, gpus)  # memoised: the serving rule asks it for every count up to MAX_GPUS
+    hit = _LAYOUTS.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(_LAYOUTS) > 16384:
+            _LAYOUTS.clear()
+        tp = default_tp(gpus, gpu.node_size, lambda t: valid_tensor_parallel(arch, t))
+        hit = _LAYOUTS[key] = (arch, (tp, gpus // tp))
+    return hit[1]
+
+
+_LAYOUTS: dict[tuple[int, int, int], tuple[Architecture, tuple[int, int]]] = model_memo()
 
 
 def engine_startup(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,
@@ -116,25 +140,70 @@ def exact(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, con
     return Placement(fits=fits, gpus=gpus, plan=plan, reason=reason, **common), start
 
 
-def fewest(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
-           kv_cache_dtype: str = "bf16") -> tuple[Placement, EngineStartup | None]:
-    """The planner's fewest GPUs (``placement.fewest_gpus``), moved up while the engine's own paging of the pool
-    (block rounding, sliding windows kept for max_num_batched_tokens, state pages) cannot serve the requests."""
-    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
-    if placed.plan is None:
-        return placed, None
-    plan = placed.plan
-    start = startup_for_plan(arch, gpu, engine, placed)
-    n = plan.gpus
-    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
-    while not serves(start, concurrency) and n < MAX_GPUS:
+Layout = tuple[int, int, int]  # GPUs, TP, PP
+StartFor = Callable[[int, int], EngineStartup]  # (TP, PP) -> the engine's start-up figures for the search's load
+
+
+def _start_for(search: PlanSearch, gpu: GPU, engine: Engine) -> StartFor:
+    return lambda tp, pp: startup_for_layout(search.arch, gpu, engine, search.fmt, tp, pp, search.context, search.kv,
+                                             search.concurrency)
+
+
+def serving_layout(search: PlanSearch, gpu: GPU, engine: Engine, found: Layout,
+                   start: StartFor | None = None) -> tuple[Layout, EngineStartup]:
+    """Serve the search's load on ``gpu`` (its ``node_size`` the machine or instance shape): ``found`` (the
+    planner's fewest) when the engine's own paging of the pool (block rounding, sliding windows kept for
+    max_num_batched_tokens, state pages) serves the requests on it, else the next GPU count whose default layout
+    (:func:`default_layout`) fits the planner's budget and serves them; ``found`` when none up to ``MAX_GPUS``
+    does. Returns the layout and its start-up figures. ``start`` answers start-up figures per (TP, PP) (a caller's
+    memo; default :func:`startup_for_layout`). The one rule :func:`fewest`, the cheapest-setup planner and its
+    cache share."""
+    start = start or _start_for(search, gpu, engine)
+    arch, concurrency = search.arch, search.concurrency
+    n, tp, pp = found
+    first = start(tp, pp)
+    if serves(first, concurrency):
+        return found, first
+    while n < MAX_GPUS:
         n += 1
         tp, pp = default_layout(arch, gpu, engine, n)
         if pp > arch.num_layers or not search.fits(gpu, engine, tp, pp):
             continue
-        candidate = engine_startup(arch, gpu, engine, fmt, tp, pp, context, kv_cache_dtype, concurrency)
+        candidate = start(tp, pp)
         if serves(candidate, concurrency):
-            found = search.plan(gpu, engine, tp, pp)
-            if found is not None:
-                return placed.model_copy(update={"gpus": n, "plan": found}), candidate
-    return placed, start
+            return (n, tp, pp), candidate
+    return found, first
+
+
+def fewest_serving(search: PlanSearch, gpu: GPU, engine: Engine, start: StartFor | None = None,
+                   serve: Callable[[Layout], Layout] | None = None) -> tuple[Support, Layout | None]:
+    """:func:`fewest`'s answer without building the plan: the engine's support verdict and the layout that serves
+    the search's load on ``gpu`` (None: the engine cannot run the format, or no plan within ``MAX_GPUS``). The same
+    errors as :func:`fewest`, in its order. ``serve``: :func:`serving_layout` of a found layout through a caller's
+    memo (default: computed here with ``start``)."""
+    arch = search.arch
+    check_load(arch, search.context, search.concurrency, search.kv)
+    support = engine.supports(gpu, search.fmt, arch)
+    if not support.runs:
+        return support, None
+    found = search.fewest(gpu, engine)
+    if found is None:
+        return support, None
+    return support, serve(found) if serve is not None else serving_layout(search, gpu, engine, found, start)[0]
+
+
+def fewest(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, context: int = 8192, concurrency: int = 1,
+           kv_cache_dtype: str = "bf16") -> tuple[Placement, EngineStartup | None]:
+    """The planner's fewest GPUs (``placement.fewest_gpus``), moved up while the engine cannot serve the requests
+    (:func:`serving_layout`)."""
+    placed = fewest_gpus(arch, gpu, engine, fmt, context, concurrency, kv_cache_dtype)
+    if placed.plan is None:
+        return placed, None
+    plan = placed.plan
+    search = PlanSearch(arch, fmt, context, concurrency, kv_cache_dtype)
+    found = (plan.gpus, plan.tensor_parallel, plan.pipeline_parallel)
+    layout, start = serving_layout(search, gpu, engine, found)
+    if layout == found:
+        return placed, start
+    n, tp, pp = layout
+    return placed.model_copy(update={"gpus": n, "plan": search.plan(gpu, engine, tp, pp)}), start

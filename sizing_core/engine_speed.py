@@ -19,7 +19,10 @@ calibration set (``calibration.py``) and written here.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .architecture import Architecture
+from .batch import SCALAR, Ops
 from .engines import Engine, effective_format
 from .gpus import GPU
 from .layers import CompressedSparseAttention, MLAAttention, MoE
@@ -132,23 +135,47 @@ def fixed_ms(arch: Architecture, gpu: GPU, engine: Engine, tp: int, pp: int, nod
     return fixed + (pp - 1) * HOP_MS
 
 
+def decode_ms(step_bytes: Any, expert_bytes: Any, cache: Any, tp: Any, pp: Any, bandwidth: Any, fixed_floor: Any,
+              allreduce_us: Any, layers: Any, compute_ms: Any, batch: Any = 1,
+              ops: Ops = SCALAR) -> tuple[Any, Any, Any]:
+    """(bandwidth, fixed, total) milliseconds of one decode step: the rule, on numbers (:func:`decode_step`) or on
+    the sizing grid's columns (``sizing_core.batch``). ``step_bytes``: the weights the step reads (all GPUs),
+    ``expert_bytes`` their routed-expert part (streamed at :data:`EXPERT_EFFICIENCY`, counted as extra bytes);
+    ``cache``: one request's cache on one GPU of the TP group; ``bandwidth``: bytes/s the engine reaches;
+    ``fixed_floor``: the fixed costs at TP 1 and one stage; ``allreduce_us``: one all-reduce on the TP group's link
+    (0 at TP 1); ``compute_ms``: the compute-bound time (:func:`decode_compute_ms`, 0 without a FLOPS figure).
+    Pipeline stages run one after another: pp x (1/pp) of the bytes."""
+    experts = expert_bytes / tp
+    per_gpu = step_bytes / tp + batch * cache
+    per_gpu = per_gpu + experts * (1 / EXPERT_EFFICIENCY - 1)
+    bandwidth_ms = per_gpu / bandwidth * 1000
+    fixed = fixed_floor + ops.div(2 * layers * allreduce_us, 1000) + (pp - 1) * HOP_MS
+    return bandwidth_ms, fixed, ops.maximum(bandwidth_ms, compute_ms) + fixed
+
+
+def decode_compute_ms(per_token_flops: Any, tp: Any, peak: Any, batch: Any = 1) -> Any:
+    """The compute-bound time of a decode step: ``batch`` tokens of ``per_token_flops`` on one GPU of the TP group
+    at ``peak`` (the GPU's dense FLOPS x the engine's MFU). Numbers or columns."""
+    return batch * per_token_flops / tp / peak * 1000
+
+
 def decode_step(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, context: int,
                 batch: int = 1, kv_cache_dtype: str = "bf16", native: bool = True, nodes: int = 1) -> StepTime | None:
-    """One decode step of ``batch`` sequences of ``context`` tokens; None without a bandwidth figure."""
+    """One decode step of ``batch`` sequences of ``context`` tokens (:func:`decode_ms`); None without a bandwidth
+    figure."""
     if gpu.bandwidth_gbs is None:
         return None
     eff = bandwidth_efficiency(engine, gpu)
-    experts = _expert_step_bytes(arch, fmt, batch) / tp
-    per_gpu = _step_bytes(arch, fmt, batch) / tp + batch * _cache_bytes_per_request(arch, context, kv_cache_dtype, tp)
-    per_gpu += experts * (1 / EXPERT_EFFICIENCY - 1)  # the experts' slower streaming as extra bytes
-    bandwidth_ms = per_gpu / (gpu.bandwidth_gbs * GB * eff) * 1000  # stages run one after another: pp x (1/pp)
     flops = _peak(gpu, effective_format(arch, fmt), native, engine)
     compute_ms = 0.0
     if flops:
         per_token = 2 * _active_params(arch) + _attention_flops_per_token(arch, 2 * context)
-        compute_ms = batch * per_token / tp / (flops * PREFILL_MFU[family(engine)]) * 1000
-    fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
-    total = max(bandwidth_ms, compute_ms) + fixed
+        compute_ms = decode_compute_ms(per_token, tp, flops * PREFILL_MFU[family(engine)], batch)
+    allreduce = ALLREDUCE_US[link(gpu, tp, nodes if tp > gpu.node_size else 1)] if tp > 1 else 0.0
+    bandwidth_ms, fixed, total = decode_ms(
+        _step_bytes(arch, fmt, batch), _expert_step_bytes(arch, fmt, batch),
+        _cache_bytes_per_request(arch, context, kv_cache_dtype, tp), tp, pp, gpu.bandwidth_gbs * GB * eff,
+        _fixed_floor(arch, engine), allreduce, arch.num_layers, compute_ms, batch)
     return StepTime(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=fixed, total_ms=total)
 
 

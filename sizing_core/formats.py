@@ -10,27 +10,35 @@ mmproj file, vLLM leaves it unquantized). See ``docs/sizing.md`` for sources.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
 
 from .architecture import Architecture, QuantScheme
+from .batch import SCALAR, Ops
 from .errors import UnknownFormatError, UnsupportedQuantization
 from .memo import model_memo
 from .tensors import Role, Tensor
 
+#: The rules as data (``data/format_bits.json``), read here and by the sizing grid (``pipeline/compute/grid_bytes``).
+_DATA = json.loads((Path(__file__).parent / "data" / "format_bits.json").read_text())
+
+
+def _scaled(entry: dict) -> float:
+    """Bits of a value plus its scales' share: ``bits + scale_bits / elements`` for each scale, in order."""
+    bits = float(entry["bits"])
+    for scale_bits, elements in entry.get("scales", ()):
+        bits = bits + scale_bits / elements
+    return bits
+
+
 #: ggml block types: (elements per block, bytes per block).
-GGML_TYPES: dict[str, tuple[int, int]] = {
-    "F32": (1, 4), "F16": (1, 2), "BF16": (1, 2),
-    "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
-    "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210),
-    "IQ4_XS": (256, 136), "IQ4_NL": (32, 18), "IQ3_S": (256, 110), "IQ3_XXS": (256, 98), "IQ2_S": (256, 82),
-    "IQ2_XS": (256, 74), "IQ2_XXS": (256, 66), "IQ1_M": (256, 56), "IQ1_S": (256, 50), "TQ1_0": (256, 54),
-    "TQ2_0": (256, 66), "MXFP4": (32, 17), "NVFP4": (64, 36),
-}
+GGML_TYPES: dict[str, tuple[int, int]] = {k: (v[0], v[1]) for k, v in _DATA["ggml_types"].items()}
 #: llama.cpp ``tensor_type_fallback``: used when a row length is not a multiple of the block size.
-GGML_FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
-                 "IQ4_XS": "IQ4_NL"}
+GGML_FALLBACK: dict[str, str] = dict(_DATA["ggml_fallback"])
 
 
 def ggml_bpw(ggml_type: str) -> float:
@@ -38,26 +46,24 @@ def ggml_bpw(ggml_type: str) -> float:
     return 8 * nbytes / elements
 
 
+#: bits per element and elements per block of each ggml type
+GGML_BPW = {k: ggml_bpw(k) for k in GGML_TYPES}
+GGML_BLOCK = {k: v[0] for k, v in GGML_TYPES.items()}
+
 #: GGUF mixes: base type per file type.
 #: ``q4_0`` (the legacy 4.5-bit type llama-bench tables still use) sizes calibration cases only: it is not one of
 #: the published WEIGHT_FORMATS.
-GGUF_MIXES = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q4_k_m": "Q4_K", "iq4_xs": "IQ4_XS",
-              "q3_k_m": "Q3_K", "q2_k": "Q2_K", "q4_0": "Q4_0"}
+GGUF_MIXES: dict[str, str] = dict(_DATA["gguf_mixes"])
 
 #: Non-GGUF formats: bits per element of a quantized linear weight, with the scale overhead included.
 #: fp8_block: 1 fp32 scale per 128x128 block; int8: W8 with one fp32 scale per output row (added per tensor);
 #: nvfp4: FP4 E2M1 + one FP8 E4M3 scale per 16; mxfp4: FP4 + one E8M0 scale per 32;
 #: awq_int4: 4-bit + fp16 scale + 4-bit zero per group of 128; int4: symmetric, fp16 scale per group.
-LINEAR_BITS = {
-    "bf16": 16.0, "fp16": 16.0, "fp32": 32.0,
-    "fp8": 8.0, "fp8_block": 8.0 + 32 / (128 * 128), "int8": 8.0,
-    "nvfp4": 4.0 + 8 / 16, "mxfp4": 4.0 + 8 / 32, "awq_int4": 4.0 + (16 + 4) / 128,
-}
+LINEAR_BITS: dict[str, float] = {k: _scaled(v) for k, v in _DATA["linear_bits"].items()}
 
 #: The format names the CLI and exports use (plus ``native``).
 WEIGHT_FORMATS = ("bf16", "fp16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "iq4_xs", "q3_k_m", "q2_k",
                   "nvfp4", "mxfp4", "awq_int4")
-
 
 @dataclass(frozen=True)
 class _MixContext:
@@ -71,9 +77,19 @@ class _MixContext:
     mxfp4_experts: bool = False  # routed experts stay MXFP4 in every mix (GGUF_KEEPS_MXFP4_EXPERTS)
 
 
-def _use_more_bits(i: int, n: int) -> bool:
-    """llama.cpp ``use_more_bits``: first and last eighth of layers, and every third layer in between."""
-    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+def use_more_bits(i: Any, n: Any) -> Any:
+    """llama.cpp ``use_more_bits``: first and last eighth of layers, and every third layer in between (numbers or
+    columns: ``sizing_core.batch``)."""
+    return (i < n // 8) | (i >= 7 * n // 8) | ((i - n // 8) % 3 == 2)
+
+
+def mix_features(i: Any, n: Any, k: Any, n_attn_v: Any, n_expert: Any, gqa_ratio: Any) -> dict[str, Any]:
+    """What llama.cpp's mix rules (``gguf_rules`` of ``data/format_bits.json``) ask of a tensor besides its role and
+    the model flags (``tied``, ``mxfp4_experts``, ``seventy_b``): ``i`` its layer (0 outside layers) of ``n``, ``k``
+    its layer's position among the ``n_attn_v`` layers with an attn_v-like tensor. Numbers or columns."""
+    return {"eight_experts": n_expert == 8, "gqa4": gqa_ratio >= 4, "more_bits_layer": use_more_bits(i, n),
+            "first_sixteenth": i < n // 16, "first_eighth": i < n // 8,
+            "more_bits_attn_v": use_more_bits(k, n_attn_v), "first_two_attn_v": k < 2}
 
 
 #: Model types whose GGUF files keep the checkpoint's MXFP4 routed experts in every mix: llama.cpp's converter
@@ -104,69 +120,115 @@ def mix_context(arch: Architecture) -> _MixContext:
                        arch.num_layers == 80 and ratio == 8, arch.tie_word_embeddings, _native_mxfp4_experts(arch))
 
 
-_ATTN_V_ROLES = {Role.ATTN_V, Role.ATTN_KV_B}
+Choice = str | tuple[str, "Choice", "Choice"]  # a ggml type, or (feature, if it holds, if not)
+
+
+@dataclass(frozen=True)
+class GgufRule:
+    """One rule of ``data/format_bits.json``'s ``gguf_rules`` for one mix: tensors of ``roles`` (None: any) where
+    feature ``when`` holds (None: always) get ``choice``; ``promote`` = (feature, types, to)."""
+
+    roles: frozenset[str] | None
+    when: str | None
+    choice: Choice
+    promote: tuple[str, frozenset[str], str] | None
+
+
+def _resolve(choice: Any, mix: str) -> Choice:
+    if isinstance(choice, str):
+        return GGUF_MIXES[mix] if choice == "base" else choice
+    if "if" in choice:
+        return (choice["if"], _resolve(choice["then"], mix), _resolve(choice["else"], mix))
+    return _resolve(choice.get(mix, "base"), mix)
+
+
+@cache
+def gguf_rules(mix: str) -> tuple[GgufRule, ...]:
+    """The rules that apply in ``mix``, in order (the first that matches a tensor decides its type)."""
+    rules = []
+    for raw in _DATA["gguf_rules"]:
+        if "mixes" in raw and mix not in raw["mixes"]:
+            continue
+        promote = raw.get("promote")
+        rules.append(GgufRule(frozenset(raw["roles"]) if "roles" in raw else None, raw.get("if"),
+                              _resolve(raw["type"], mix),
+                              (promote["if"], frozenset(promote["types"]), promote["to"]) if promote else None))
+    return tuple(rules)
+
+
+def _choose(choice: Choice, flag: Any, ops: Ops) -> Any:
+    if isinstance(choice, str):
+        return ops.const(choice)
+    feature, then, otherwise = choice
+    return ops.where(flag(feature), _choose(then, flag, ops), _choose(otherwise, flag, ops))
+
+
+def gguf_rule_type(mix: str, role: Any, flag: Any, ops: Ops = SCALAR) -> Any:
+    """The ggml type of a tensor of ``role`` in file type ``mix``, before the row-length fallback: ``flag(name)``
+    answers the features of :func:`mix_features` and the model flags. Numbers or columns (``sizing_core.batch``)."""
+    cases = []
+    for rule in gguf_rules(mix):
+        cond = True if rule.roles is None else ops.is_in(role, rule.roles)
+        if rule.when is not None:
+            cond = cond & flag(rule.when)
+        kind = _choose(rule.choice, flag, ops)
+        if rule.promote is not None:
+            feature, types, to = rule.promote
+            kind = ops.where(flag(feature) & ops.is_in(kind, types), ops.const(to), kind)
+        cases.append((cond, kind))
+        if cond is True:
+            break
+    return ops.first(cases, ops.const(GGUF_MIXES[mix]))
+
+
+def gguf_row_type(kind: Any, cols: Any, ops: Ops = SCALAR) -> Any:
+    """llama.cpp's ``tensor_type_fallback``: ``kind``, or its fallback when a row of ``cols`` elements is not a
+    whole number of its blocks, or F16 when the fallback's blocks do not fit either. Numbers or columns."""
+    fallback = ops.lookup(kind, GGML_FALLBACK, None)
+    misfit = (cols % ops.lookup(kind, GGML_BLOCK) != 0) & ops.not_null(fallback)
+    fallback_kind = ops.where(cols % ops.lookup(fallback, GGML_BLOCK, 1) != 0, ops.const("F16"), fallback)
+    return ops.where(misfit, fallback_kind, kind)
+
+
+def _flags(i: int, ctx: _MixContext) -> tuple[tuple[str, bool], ...]:
+    """The model flags and :func:`mix_features` of a tensor of layer ``i`` (0 outside layers)."""
+    return _flags_of(ctx.tied, ctx.mxfp4_experts, ctx.seventy_b, i, ctx.n_layers, ctx.attn_v_index.get(i, 0),
+                     ctx.n_attn_v, ctx.n_expert, ctx.gqa_ratio)
+
+
+@lru_cache(maxsize=1 << 16)
+def _flags_of(tied: bool, mxfp4_experts: bool, seventy_b: bool,
+              *layer: int) -> tuple[tuple[str, bool], ...]:
+    return (("tied", tied), ("mxfp4_experts", mxfp4_experts), ("seventy_b", seventy_b),
+            *mix_features(*layer).items())
+
+
+@lru_cache(maxsize=1 << 14)
+def _rule_type(mix: str, role: str, flags: tuple[tuple[str, bool], ...]) -> str:
+    """:func:`gguf_rule_type` on numbers, memoised: a model has few distinct (role, flags) and many tensors."""
+    return gguf_rule_type(mix, role, dict(flags).__getitem__)
+
+
+@lru_cache(maxsize=1 << 14)
+def _row_bits(kind: str, cols: int) -> float:
+    return GGML_BPW[gguf_row_type(kind, cols)]
 
 
 def gguf_type(mix: str, t: Tensor, ctx: _MixContext) -> str:
     """The ggml type llama.cpp gives tensor ``t`` in file type ``mix`` (before the row-length fallback)."""
-    base = GGUF_MIXES[mix]
-    if t.role in (Role.NORM, Role.SSM_CONV, Role.ROUTER):
-        return "F32"
-    if t.is_tower or t.role == Role.POSITION:  # mmproj file; llama.cpp never quantizes position_embd
-        return "F16"
-    if ctx.mxfp4_experts and t.is_routed_expert:
-        return "MXFP4"
-    if mix == "q8_0":
-        return "Q8_0"
-    if t.role == Role.OUTPUT or (t.role == Role.TOKEN_EMBD and ctx.tied):
-        return "Q6_K"
-    if t.role == Role.TOKEN_EMBD:
-        return base
-    i, n = (t.layer or 0), ctx.n_layers
-    if t.role in _ATTN_V_ROLES:
-        k = ctx.attn_v_index.get(i, 0)
-        new = base
-        if mix == "q2_k":
-            new = "Q4_K" if ctx.gqa_ratio >= 4 else "Q3_K"
-        elif mix == "q3_k_m":
-            new = "Q5_K" if k < 2 else "Q4_K"
-        elif mix == "iq4_xs" and ctx.gqa_ratio >= 4:
-            new = "Q5_K"
-        elif mix in ("q4_k_m", "q5_k_m") and _use_more_bits(k, ctx.n_attn_v):
-            new = "Q6_K"
-        if ctx.seventy_b and new in ("Q3_K", "Q4_K"):
-            new = "Q5_K"
-        return "Q8_0" if ctx.n_expert == 8 else new
-    if t.role == Role.ATTN_K and ctx.n_expert == 8:
-        return "Q8_0"
-    if t.role == Role.ATTN_QKV:
-        return {"q2_k": "Q4_K", "q3_k_m": "Q4_K", "q4_k_m": "Q5_K", "q5_k_m": "Q6_K"}.get(mix, base)
-    if t.role in (Role.FFN_DOWN, Role.FFN_DOWN_EXPS, Role.FFN_DOWN_SHEXP):
-        if mix == "q2_k":
-            return "Q3_K"
-        if mix == "q3_k_m":
-            return "Q5_K" if i < n // 16 else "Q4_K"
-        if mix in ("q4_k_m", "q5_k_m") and _use_more_bits(i, n):
-            return "Q6_K"
-        if mix == "iq4_xs" and i < n // 8:
-            return "Q5_K"
-        return base
-    if t.role == Role.ATTN_OUTPUT:
-        if ctx.n_expert == 8 and mix in ("q2_k", "q3_k_m", "q4_k_m", "iq4_xs"):
-            return "Q5_K"
-        if ctx.n_expert != 8:
-            return {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(mix, base)
-    return base
+    return _rule_type(mix, t.role, _flags(t.layer or 0, ctx))
 
 
-def _gguf_bits(mix: str, t: Tensor, ctx: _MixContext) -> float:
-    kind = gguf_type(mix, t, ctx)
-    block = GGML_TYPES[kind][0]
-    if t.cols % block and kind in GGML_FALLBACK:
-        kind = GGML_FALLBACK[kind]
-        if t.cols % GGML_TYPES[kind][0]:
-            kind = "F16"
-    return ggml_bpw(kind)
+def _gguf_bits_all(mix: str, tensors: tuple[Tensor, ...], ctx: _MixContext) -> list[float]:
+    flags: dict[int, tuple[tuple[str, bool], ...]] = {}
+    out = []
+    for t in tensors:
+        i = t.layer or 0
+        f = flags.get(i)
+        if f is None:
+            f = flags[i] = _flags(i, ctx)
+        out.append(_row_bits(_rule_type(mix, t.role, f), t.cols))
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -203,36 +265,39 @@ def is_excluded(name: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-_BNB_4BIT = {"bnb_nf4": 4.0 + 32 / 64, "bnb_fp4": 4.0 + 32 / 64,  # 4-bit values + a float32 absmax per 64
-             # double quantization: an 8-bit absmax per 64 and a float32 scale per 256 absmax values
-             "bnb_nf4_dq": 4.0 + 8 / 64 + 32 / (64 * 256), "bnb_fp4_dq": 4.0 + 8 / 64 + 32 / (64 * 256)}
+_BNB_4BIT: dict[str, float] = {k: _scaled(v) for k, v in _DATA["bnb_4bit"].items()}
 _WIDTH = re.compile(r"(gptq|mlx|awq)_int(\d)$|int(\d)_group$")
 
 
-def _format_bits(fmt: str, group: int | None, t: Tensor, unquantized: float) -> float:
-    """Bits per element of a linear weight stored in ``fmt`` with its scales (``group`` None: one per row)."""
+def linear_bits(fmt: str, group: int | None, rows: Any, cols: Any, unquantized: Any) -> Any:
+    """Bits per element of a ``rows`` x ``cols`` linear weight stored in ``fmt`` with its scales (``group`` None:
+    one per row). Numbers or columns (``sizing_core.batch``): the grid passes its row and column lengths."""
     if fmt in ("bf16", "fp16", "fp32"):
         return unquantized
     if fmt == "int4":  # compressed-tensors symmetric int4: a 16-bit scale per group
         return 4.0 + 16 / (group or 128)
     if fmt == "int4_channel":
-        return 4.0 + 16 / t.cols
+        return 4.0 + 16 / cols
     if fmt in ("int8", "bnb_int8", "fp8_channel"):  # a float32 scale per output row
-        return 8.0 + 32 / t.cols
+        return 8.0 + 32 / cols
     if fmt in _BNB_4BIT:
         return _BNB_4BIT[fmt]
     m = _WIDTH.match(fmt)
     if m is not None:
         kind, bits = (m.group(1), int(m.group(2))) if m.group(1) else ("int", int(m.group(3)))
-        g = group or t.cols
+        g = group or cols
         if kind == "gptq":  # packed values, a 16-bit scale and a b-bit zero per group, an int32 g_idx per input
-            return bits + (16 + bits) / g + 32 / t.rows
+            return bits + (16 + bits) / g + 32 / rows
         if kind == "awq":  # AWQ: a 16-bit scale and a 4-bit zero per group (of 128 unless the config says)
             return bits + (16 + bits) / (group or 128)
         if kind == "mlx":  # MLX affine: a 16-bit scale and a 16-bit bias per group
             return bits + 32 / g
         return bits + 16 / g
     return LINEAR_BITS[fmt]
+
+
+def _format_bits(fmt: str, group: int | None, t: Tensor, unquantized: float) -> float:
+    return linear_bits(fmt, group, t.rows, t.cols, unquantized)
 
 
 _EXPERT_INDEX = re.compile(r"\.experts\.\d+(?=\.|$)")
@@ -319,8 +384,7 @@ def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None
 def _tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...]) -> list[float]:
     unquantized = arch.dtype_bytes * 8
     if fmt in GGUF_MIXES:
-        ctx = mix_context(arch)
-        return [_gguf_bits(fmt, t, ctx) for t in tensors]
+        return _gguf_bits_all(fmt, tensors, mix_context(arch))
     if fmt == "native":
         scheme = arch.native
         if scheme.unsupported:

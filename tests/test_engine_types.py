@@ -182,3 +182,25 @@ def test_vllm_hybrid_pool_raises_the_attention_block_to_hold_a_state_page() -> N
     specs = [FullAttentionSpec(token_bytes=4096.0), StateSpec(state_bytes=float(2**20))]
     pool = vllm_pool(specs, 10 * 2**20, 4096, 2048)
     assert (pool.block_size, pool.groups, pool.max_concurrency) == (256, 2, 10 / 17)
+
+
+def test_stand_in_formats_have_one_home() -> None:
+    """The formats that stand for another (fit's substitute, the model JSON's fp8 and q4_k_m columns) are the
+    engine's ``substitute_format``, nowhere else: the JSON's column format is that method's answer."""
+    from pipeline.exports.model_json import column_format
+    from pipeline.exports.schema import COLUMNS
+    from sizing_core.engines import ENGINES
+    from sizing_core.gpus import catalog
+
+    for engine in ENGINES.values():
+        assert not hasattr(engine, "column_format")
+        for gpu in catalog().values():
+            for column in COLUMNS:
+                assert column_format(engine.id, column, gpu) == engine.substitute_format(column, gpu)
+    h100, l40s, a100 = catalog()["h100"], catalog()["l40s"], catalog()["a100-80gb-sxm"]
+    vllm, llama = ENGINES["vllm"], ENGINES["llama.cpp"]
+    assert [vllm.substitute_format(f, h100) for f in ("fp8", "q4_k_m", "q8_0", "bf16")] == \
+        ["fp8", "awq_int4", "fp8", "bf16"]
+    assert vllm.substitute_format("fp8", a100) == "int8" and l40s.supports_fp8
+    assert [llama.substitute_format(f, h100) for f in ("fp8", "int8", "awq_int4", "nvfp4", "q4_k_m")] == \
+        ["q8_0", "q8_0", "q4_k_m", "q4_k_m", "q4_k_m"]

@@ -75,17 +75,11 @@ def kimi():
     return load_registered("kimi-k3.1-pro")[1]
 
 
-def _format_for(engine_id: str, column: str, gpu) -> str:
-    if engine_id == "vllm":
-        return {"fp8": "fp8" if gpu.supports_fp8 else "int8", "q4_k_m": "awq_int4"}.get(column, column)
-    return {"fp8": "q8_0"}.get(column, column)
-
-
 @pytest.mark.parametrize(("gpu_id", "column"), CELLS)
 def test_cell(kimi, gpu_id: str, column: str) -> None:
     gpu = get_gpu(gpu_id)
     engine = default_engine(gpu)
-    placed = fewest_gpus(kimi, gpu, engine, _format_for(engine.id, column, gpu), context=8192, concurrency=1)
+    placed = fewest_gpus(kimi, gpu, engine, engine.substitute_format(column, gpu), context=8192, concurrency=1)
     assert placed.gpus == OURS[gpu_id][column]
     seed = next(r for r in SEED["gpus"] if r["gpu"] == gpu_id)["byFormat"][column]
     if placed.gpus != seed:

@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.cli.models import load_ref, model_repo
 from pipeline.cli.resolve import resolve_model
 from sizing_core import Architecture
-from sizing_core.calibration import band
+from sizing_core.calibration import startup_ranges
 from sizing_core.deployment import exact, fewest, served_concurrency
 from sizing_core.engine_memory import EngineStartup
 from sizing_core.engines import Engine, default_engine, get_engine
@@ -28,13 +28,6 @@ ALL_FORMATS = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_i
                "iq4_xs", "q3_k_m", "q2_k")
 DEFAULT_HOURS_PER_DAY = 4.0  # seed 000's rent-vs-buy default ("4 h / day")
 DEFAULT_USD_PER_KWH = 0.15
-
-
-def substitute_format(engine_id: str, fmt: str, gpu: GPU) -> str:
-    """The format that stands for ``fmt`` on an engine that does not serve it, as the export's gpusNeeded columns
-    do (``pipeline/exports/model_json.column_format``): 8-bit is FP8 (INT8 without FP8) with vLLM/SGLang and
-    Q8_0 with llama.cpp; 4-bit GGUF is AWQ int4 with vLLM/SGLang (``Engine.substitute_format``)."""
-    return get_engine(engine_id).substitute_format(fmt, gpu)
 
 
 def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement) -> dict[str, str]:
@@ -89,7 +82,7 @@ def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int
     answer_with = None
     if substitute and not placed.fits and engine_id is None and fmt != "native" and not placed.native_support \
             and placed.reason == placed.support_note:
-        alt = substitute_format(engine.id, fmt, gpu)
+        alt = engine.substitute_format(fmt, gpu)
         if alt != fmt:
             other, other_start = answer(alt)
             if other.fits:
@@ -102,15 +95,11 @@ def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int
 
 def startup_json(start: EngineStartup | None, engine: Engine, gpu: GPU, arch: Architecture) -> dict[str, Any] | None:
     """``engineStartup``: what the engine would log at start-up (keys are a contract: docs/cli.md), with the
-    calibration's range around the pool and its tokens, and the requests it serves at once."""
+    calibration's range around the pool, its tokens and the weights (``calibration.startup_ranges``), and the
+    requests it serves at once."""
     if start is None:
         return None
-    low, high = band("kv", engine.id, gpu, arch)
-    kv, tokens = start.kv_cache_gib_per_gpu, start.kv_cache_tokens
-    return start.model_dump(mode="json") | {
-        "kvCacheGiBPerGpuRange": [kv * low, kv * high] if kv > 0 else None,
-        "kvCacheTokensRange": [round(tokens * low), round(tokens * high)] if tokens > 0 else None,
-        "weightsGiBPerGpuRange": [start.weights_gib_per_gpu * x for x in band("weights", engine.id, gpu, arch)],
+    return start.model_dump(mode="json") | startup_ranges(start, engine, gpu, arch).model_dump(mode="json") | {
         "servedConcurrency": served_concurrency(start, engine, gpu)}
 
 

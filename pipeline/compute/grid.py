@@ -3,7 +3,7 @@
 How the work is laid out (no Python call per cell, none per tensor per format):
 
 1. **Tensors -> bytes per format.** Every tensor group of every model is one row of a polars frame (role, row
-   length, element count, layer, expert share, exclusion flags). Bits per element for each format are columnar
+   length, element count, layer, expert group, exclusion flags). Bits per element for each format are columnar
    expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
    checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
    GGUF mixes); totals, the largest layer and active bytes are group-bys, summed in tensor order so the grid is
@@ -24,11 +24,18 @@ is the opposite case and runs streaming (see ``_cells``).
 The GPU count is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole
 nodes of pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports
 show comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that the two agree.
+
+The plan's TP for that count and the decode speed are sizing_core's own functions called on columns
+(``deployment.default_tp``, ``engine_speed.decode_ms``; ``pipeline/compute/columns.py``), fed the terms
+``decode_step`` adds, in its order (the step's weight bytes per kind from ``grid_bytes._step_terms``, the request's
+cache per layer, the fixed floor per model and engine, the compute term): on the planner's plan the grid's decode
+speed is ``decode_step``'s to the last bit (``tests/test_grid_decode.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -36,29 +43,29 @@ from typing import NamedTuple
 
 import polars as pl
 
+from pipeline.compute.columns import COLUMNS
 from pipeline.compute.grid_bytes import (
     GRID_FORMATS,
     format_figures,
 )
 from sizing_core import Architecture
+from sizing_core.deployment import default_tp
 from sizing_core.engine_speed import (
     ALLREDUCE_US,
-    EXPERT_EFFICIENCY,
-    HOP_MS,
-    MLA_LAYER_US,
-    MOE_LAYER_US,
-    STEP_MS,
+    PREFILL_MFU,
+    _fixed_floor,
+    _peak,
     bandwidth_efficiency,
+    decode_compute_ms,
+    decode_ms,
     family,
-    layer_us,
     link,
-    mla_layer_count,
-    moe_layer_count,
 )
 from sizing_core.engines import ENGINES, effective_format
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import cache_bytes
 from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
+from sizing_core.roofline import _active_params, _attention_flops_per_token
 from sizing_core.units import GB, GIB
 
 GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
@@ -102,7 +109,7 @@ def _mixer_key(mixer: object) -> object:
     return mixer
 
 
-def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[float]], list[float]]:
+def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[float]], list[float], list[list[float]]]:
     """``kv_bytes_per_request(arch, context, "bf16", tp)`` for every grid context and ``state_bytes_per_request(arch,
     tp)``, for each ``tp``. The same per-layer sums sizing_core.kv_cache takes, in the same layer order (so the
     same floats), with each distinct mixer asked once instead of once per layer. ``tests/grid_reference.py`` calls
@@ -120,7 +127,11 @@ def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[flo
     state_by_mixer = [[m.state_bytes(tp) for m in mixers] for tp in tps]
     kv = [[sum([by_mixer[i] for i in order]) for by_mixer in per_tp] for per_tp in kv_by_mixer]
     state = [sum([by_mixer[i] for i in order]) for by_mixer in state_by_mixer]
-    return kv, state
+    # a request's cache as the speed model adds it (roofline._cache_bytes_per_request): KV + state per layer, in
+    # layer order; without state that is the KV sum itself (each term + 0.0 is the term)
+    request = [[sum([by_mixer[i] + st[i] for i in order]) for by_mixer in per_tp] if any(st) else per_kv
+               for per_tp, st, per_kv in zip(kv_by_mixer, state_by_mixer, kv, strict=True)]
+    return kv, state, request
 
 
 def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
@@ -129,14 +140,14 @@ def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
     engine's fixed step costs follow (MoE and latent-attention layers)."""
     cache_cols = [f"cache_tp{t}" for t in TPS]
     cols: dict[str, list] = {k: [] for k in ("model_id", "context", "above_max_context", "kv1", "state1", "max_tp",
-                                             "kv_max_tp", "state_max_tp", "moe_layers", "mla_layers",
+                                             "kv_max_tp", "state_max_tp", "per_token_flops",
                                              *cache_cols)}
     for model_id, arch in models.items():
         valid = tuple(t for t in TPS if valid_tensor_parallel(arch, t))
         if not valid:
             continue
         max_tp = max(valid)
-        kv, state = _cache_sums(arch, valid)
+        kv, state, request = _cache_sums(arch, valid)
         at = dict(zip(valid, range(len(valid)), strict=True))
         kv1, state1 = kv[at[1]] if 1 in at else kv[0], state[at[1]] if 1 in at else state[0]
         n = len(GRID_CONTEXTS)
@@ -149,14 +160,15 @@ def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
         cols["max_tp"].extend([max_tp] * n)
         cols["kv_max_tp"].extend(kv[at[max_tp]])
         cols["state_max_tp"].extend([state[at[max_tp]]] * n)
-        cols["moe_layers"].extend([moe_layer_count(arch)] * n)
-        cols["mla_layers"].extend([mla_layer_count(arch)] * n)
+        # a decode step's FLOPs per token at each context (engine_speed.decode_step's compute term)
+        cols["per_token_flops"].extend([2 * _active_params(arch) + _attention_flops_per_token(arch, 2 * c)
+                                        for c in GRID_CONTEXTS])
         for t, name in zip(TPS, cache_cols, strict=True):
-            cols[name].extend([k + state[at[t]] for k in kv[at[t]]] if t in at else [None] * n)
+            cols[name].extend(request[at[t]] if t in at else [None] * n)
     return pl.DataFrame(cols, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
                                       "kv1": pl.Float64, "state1": pl.Float64, "max_tp": pl.Int64,
                                       "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64,
-                                      "moe_layers": pl.Int64, "mla_layers": pl.Int64,
+                                      "per_token_flops": pl.Float64,
                                       **{name: pl.Float64 for name in cache_cols}})
 
 
@@ -172,12 +184,11 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
                          "usable_bytes": float(engine.usable_bytes(gpu)), "node_size": gpu.node_size,
                          "tensor_parallel": engine.tensor_parallel,
                          "bandwidth": float(gpu.bandwidth_gbs or 0) * GB * bandwidth_efficiency(engine, gpu),
-                         "layer_us": layer_us(engine), "step_ms": STEP_MS[family(engine)],
                          **{f"allreduce_tp{t}": ALLREDUCE_US[link(gpu, t)] for t in TPS[1:]}})
     return pl.DataFrame(rows, schema={"gpu_id": pl.String, "engine": pl.String, "gpu_kind": pl.String,
                                       "usable_bytes": pl.Float64, "node_size": pl.Int64,
                                       "tensor_parallel": pl.Boolean, "bandwidth": pl.Float64,
-                                      "layer_us": pl.Float64, "step_ms": pl.Float64, **{f"allreduce_tp{t}": pl.Float64 for t in TPS[1:]}})
+                                      **{f"allreduce_tp{t}": pl.Float64 for t in TPS[1:]}})
 
 
 def _support_class(arch: Architecture, fmt: str, moe: bool) -> tuple[str, str | None, bool, bool]:
@@ -220,7 +231,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
         mf["revision"].extend([revisions[model_id]] * len(formats))
         mf["stored_format"].extend([effective_format(arch, f) for f in formats])
         mf["num_layers"].extend([arch.num_layers] * len(formats))
-    runs, native = [], []
+    runs, native, peak = [], [], []
     hw_pairs = [(gpu_by_id[gpu_id], ENGINES[engine_id])
                 for gpu_id, engine_id in hw.select("gpu_id", "engine").iter_rows()]
     for (fmt, _, _, _), arch in class_arch.items():
@@ -228,11 +239,19 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
             s = engine.supports(gpu, fmt, arch)
             runs.append(s.runs)
             native.append(s.native)
+            flops = _peak(gpu, effective_format(arch, fmt), s.native, engine)  # decode_step's compute term
+            # no figure: an infinite peak, so the compute term is 0.0 as decode_step has it
+            peak.append(flops * PREFILL_MFU[family(engine)] if flops else math.inf)
     engine_ids = sorted({e for e in hw["engine"]})
     engine_idx = {e: i for i, e in enumerate(engine_ids)}
     model_ids = sorted(archs)
     # the activation peak follows the engine's defaults on each GPU (vLLM: sequences and batched tokens by memory)
     activation = [float(engine.activation_bytes(archs[m], 1, gpu)) for m in model_ids for gpu, engine in hw_pairs]
+    # a decode step's fixed costs at TP 1 and one stage (engine_speed._fixed_floor), per (model, GPU x engine)
+    floors = []
+    for m in model_ids:
+        by_engine = {e: _fixed_floor(archs[m], ENGINES[e]) for e in engine_ids}
+        floors.extend(by_engine[engine.id] for _, engine in hw_pairs)
 
     mf = pl.DataFrame(mf, schema={"model_id": pl.String, "format": pl.String, "revision": pl.String,
                                   "stored_format": pl.String, "num_layers": pl.Int64, "support_idx": pl.Int64})\
@@ -242,7 +261,8 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     mfc = mf.join(context_table(archs), on="model_id").sort("model_id", "format", "context")
     hw = hw.with_columns(engine_idx=pl.col("engine").replace_strict(engine_idx, return_dtype=pl.Int64))
     lookups = _Lookups(runs=pl.Series(runs, dtype=pl.Boolean), native=pl.Series(native, dtype=pl.Boolean),
-                       activation=pl.Series(activation, dtype=pl.Float64), n_hw=n_hw, n_engines=len(engine_ids))
+                       activation=pl.Series(activation, dtype=pl.Float64), n_hw=n_hw, n_engines=len(engine_ids),
+                       peak=pl.Series(peak, dtype=pl.Float64), fixed_floor=pl.Series(floors, dtype=pl.Float64))
     return _cells(mfc, hw, lookups)
 
 
@@ -255,6 +275,8 @@ class _Lookups(NamedTuple):
     activation: pl.Series
     n_hw: int
     n_engines: int
+    peak: pl.Series  # peak FLOPS x the engine's MFU, by (support class, GPU x engine row); inf: no figure
+    fixed_floor: pl.Series  # ms, by (model, GPU x engine row)
 
 
 def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame:
@@ -269,12 +291,8 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     gib = pl.lit(GIB)
     left = mfc.lazy().select(
         "model_id", "revision", "format", "stored_format", "context", "above_max_context", "support_idx", "model_idx",
-        "weights_bytes", "max_layer_bytes", "active_bytes", "kv1", "max_tp", *[f"cache_tp{t}" for t in TPS],
-        layers="num_layers",
-        # bytes a decode step streams besides the cache, the routed experts' slower streaming counted as extra bytes
-        step_bytes=pl.col("active_bytes") + pl.col("expert_bytes") * (1 / EXPERT_EFFICIENCY - 1),
-        # fixed step costs of the model's layers (microseconds per layer kind; the per-layer base is the engine's)
-        layer_kind_us=pl.col("moe_layers") * MOE_LAYER_US + pl.col("mla_layers") * MLA_LAYER_US,
+        "weights_bytes", "max_layer_bytes", "kv1", "max_tp", *[f"cache_tp{t}" for t in TPS],
+        "step_bytes", "expert_step_bytes", "per_token_flops", layers="num_layers",
         single=pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1"),
         # whole layers per GPU: a stage holds floor(budget / per-layer load) layers (largest layer, cache spread)
         layer_load=pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / pl.col("num_layers"),
@@ -282,12 +300,14 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
         weights_gib=pl.col("weights_bytes") / gib, kv_gib=pl.col("kv1") / gib, state_gib=pl.col("state1") / gib,
     ).with_columns(cache_max_layer=pl.col("cache_max") / pl.col("layers"))
     right = hw.lazy().select("hw_idx", "gpu_id", "gpu_kind", "engine", "engine_idx", "usable_bytes", "node_size",
-                             "tensor_parallel", "bandwidth", "layer_us", "step_ms", *[f"allreduce_tp{t}" for t in TPS[1:]],
+                             "tensor_parallel", "bandwidth", *[f"allreduce_tp{t}" for t in TPS[1:]],
                              usable_gib=pl.col("usable_bytes") / gib)
     support = pl.col("support_idx") * lookups.n_hw + pl.col("hw_idx")
     cells = left.join(right, how="cross", maintain_order="left_right").with_columns(
         runs=pl.lit(lookups.runs).gather(support), native_support=pl.lit(lookups.native).gather(support),
         activation_bytes=pl.lit(lookups.activation).gather(pl.col("model_idx") * lookups.n_hw + pl.col("hw_idx")),
+        fixed_floor=pl.lit(lookups.fixed_floor).gather(pl.col("model_idx") * lookups.n_hw + pl.col("hw_idx")),
+        peak=pl.lit(lookups.peak).gather(support),
         tp_cap=pl.min_horizontal(pl.col("max_tp"), pl.col("node_size")),  # (max_tp: the largest valid TP <= 8)
     ).with_columns(budget=pl.col("usable_bytes") - pl.col("activation_bytes"))
     budget, single, tp_cap, layers = pl.col("budget"), pl.col("single"), pl.col("tp_cap"), pl.col("layers")
@@ -313,7 +333,7 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     cells = cells.with_columns(est_gpus=pl.when(pl.col("feasible") & (pl.col("gpus") <= MAX_GPUS))
                                .then(pl.col("gpus")).otherwise(None).cast(pl.Int64))
     est_gpus = pl.col("est_gpus")
-    cells = cells.with_columns(decode_tp=_decode_tp(est_gpus, tp_cap))
+    cells = cells.with_columns(decode_tp=_decode_tp(est_gpus))
     decode = _decode_tokens_per_s(pl.col("decode_tp"), est_gpus // pl.col("decode_tp"))
     return cells.select(
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
@@ -324,24 +344,20 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
         .otherwise(None)).collect(engine="streaming")
 
 
-def _decode_tp(est_gpus: pl.Expr, tp_cap: pl.Expr) -> pl.Expr:
-    """The TP size of the plan the planner picks for ``est_gpus`` GPUs (``placement._candidate_plans``, largest TP
-    first): the largest valid TP <= the machine dividing the count inside one machine, the whole machine's across
-    machines; 1 for layer-split engines. A TP size is valid where the model's cache at that size is known."""
-    inside = pl.lit(1, dtype=pl.Int64)
-    for t in TPS[1:]:
-        inside = pl.when((tp_cap >= t) & (est_gpus >= t) & (est_gpus % t == 0) & pl.col(f"cache_tp{t}").is_not_null())\
-            .then(pl.lit(t, dtype=pl.Int64)).otherwise(inside)
-    return pl.when(~pl.col("tensor_parallel")).then(1).when(est_gpus > pl.col("node_size")).then(tp_cap)\
-        .otherwise(inside)
+def _decode_tp(est_gpus: pl.Expr) -> pl.Expr:
+    """The TP size of the engine's default layout on ``est_gpus`` GPUs (``sizing_core.deployment.default_tp``, on
+    columns). A TP size is valid where the model's cache at that size is known (the grid's TP sizes: 1-8)."""
+    def valid(t: int) -> pl.Expr:
+        return pl.col(f"cache_tp{t}").is_not_null() if t in TPS else pl.lit(False)
+
+    return default_tp(est_gpus, pl.col("node_size"), valid, pl.col("tensor_parallel"), COLUMNS)
 
 
 def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:
-    """One request's decode speed on the plan, as ``sizing_core.engine_speed.decode_step`` has it for a batch of
-    one: the weights, routed experts and the request's cache one GPU of the TP group streams at the engine's share
-    of the bandwidth, plus the fixed costs (layers, MoE routing, latent-attention kernels, two all-reduces per layer
-    under TP, pipeline hops, the per-step cost). The compute-bound term is left out: at one request it stays below the bandwidth term on every GPU
-    with a bandwidth figure (``tests/test_grid_decode.py`` checks the grid against ``decode_step``)."""
+    """One request's decode speed on the plan: ``sizing_core.engine_speed.decode_ms`` on columns, fed what
+    ``decode_step`` feeds it (the step's weight bytes and their routed-expert part, the request's cache on one GPU
+    of the TP group, the engine's share of the bandwidth, the fixed costs at TP 1, the all-reduce of the link, the
+    compute term), so the figure is ``1000 / decode_step(...).total_ms`` of the same plan."""
     def by_tp(prefix: str, otherwise: pl.Expr) -> pl.Expr:
         expr = otherwise
         for t in TPS:
@@ -349,9 +365,8 @@ def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:
                 expr = pl.when(tp == t).then(pl.col(f"{prefix}{t}")).otherwise(expr)
         return expr
 
-    cache = by_tp("cache_tp", pl.lit(None, dtype=pl.Float64))
-    allreduce = by_tp("allreduce_tp", pl.lit(0.0))
-    bandwidth_ms = (pl.col("step_bytes") / tp + cache) / pl.col("bandwidth") * 1000
-    fixed_ms = (pl.col("layers") * (pl.col("layer_us") + 2 * allreduce) + pl.col("layer_kind_us")) / 1000 \
-        + (pp - 1) * HOP_MS + pl.col("step_ms")
-    return 1000 / (bandwidth_ms + fixed_ms)
+    compute = decode_compute_ms(pl.col("per_token_flops"), tp, pl.col("peak"))
+    _, _, total = decode_ms(pl.col("step_bytes"), pl.col("expert_step_bytes"), by_tp("cache_tp", pl.lit(None)),
+                            tp, pp, pl.col("bandwidth"), pl.col("fixed_floor"), by_tp("allreduce_tp", pl.lit(0.0)),
+                            pl.col("layers"), compute, ops=COLUMNS)
+    return 1000 / total

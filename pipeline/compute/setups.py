@@ -38,9 +38,10 @@ from pipeline.compute.setup_costs import costs_from_rates, layout_rates, placeme
 from sizing_core import Architecture
 from sizing_core.calibration import band
 from sizing_core.cost import HOURS_PER_MONTH
+from sizing_core.deployment import fewest_serving
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, catalog
-from sizing_core.placement import Placement, PlanSearch, check_load, fewest_gpus
+from sizing_core.placement import Placement, PlanSearch, fewest_gpus
 from sizing_core.record import CamelRecord, described, record
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
@@ -272,21 +273,17 @@ class Planner:
         return self._serving_state
 
     def _search(self, gpu: GPU, per_instance: int) -> Placed:
-        """:func:`sizing_core.placement.fewest_gpus`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances
-        of ``per_instance`` GPUs, by the same search (``PlanSearch.fewest``) without building the plan. One
+        """:func:`sizing_core.deployment.fewest`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances of
+        ``per_instance`` GPUs, by the same rule (``deployment.fewest_serving``) without building the plan. One
         ``PlanSearch`` serves every GPU kind and instance shape of this model and load, so whether a (TP, PP) fits
         is computed once per GPU kind (perf #14: about half the placements of a run are the same GPU kind in
         another instance size). ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
-        arch, engine = self.arch, self.engine(gpu)
-        check_load(arch, self.context, self.concurrency, self.kv)  # the same errors as fewest_gpus, in its order
-        support = engine.supports(gpu, self.fmt, arch)
-        if not support.runs:
+        engine, shaped, search = self.engine(gpu), shaped_gpu(gpu, per_instance), self._planner()
+        support, layout = fewest_serving(search, shaped, engine,
+                                         serve=lambda found: self._serving().layout(search, shaped, engine, found))
+        if layout is None:
             return Placed(None, None, None, support.native, support.note)
-        shaped = shaped_gpu(gpu, per_instance)
-        found = self._planner().fewest(shaped, engine)
-        if found is None:
-            return Placed(None, None, None, support.native, support.note)
-        return Placed(*self._serving().layout(self._planner(), shaped, engine, found), support.native, support.note)
+        return Placed(*layout, support.native, support.note)
 
     def placed(self, gpu: GPU, per_instance: int) -> Placed:
         """What a setup needs of the placement: read from the cross-run cache when it has it."""

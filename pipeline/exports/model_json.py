@@ -41,9 +41,10 @@ def site_url() -> str:
 
 
 def column_format(engine_id: str, column: str, gpu: GPU) -> str:
-    """The format that stands for a seed column on an engine: 8-bit is FP8 (INT8 without FP8) with vLLM and Q8_0
-    with llama.cpp; 4-bit is AWQ with vLLM (at its own size) and Q4_K_M with llama.cpp."""
-    return get_engine(engine_id).column_format(column, gpu)
+    """The format that stands for a seed column on an engine (``Engine.substitute_format``, the stand-ins' one
+    home): 8-bit is FP8 (INT8 without FP8) with vLLM and Q8_0 with llama.cpp; 4-bit is AWQ with vLLM (at its own
+    size) and Q4_K_M with llama.cpp."""
+    return get_engine(engine_id).substitute_format(column, gpu)
 
 
 def architecture_text(arch: Architecture) -> str:

@@ -381,9 +381,11 @@ class Sizing(PublishedTable):
         "why est_gpus is null (null when it is set): engine_cannot_run_format, above_max_context, "
         "no_plan_within_max_gpus (no plan of at most 128 GPUs, or a single layer does not fit), or the exact "
         "planner's own reason", sql="{est_gpus_reason}")
-    decode_tokens_per_s: float | None = col("one request's decode speed on the closed-form plan, by the engine "
-                                            "model (sizing_core.engine_speed: the engine's share of the bandwidth, "
-                                            "per-layer, MoE and all-reduce costs)", unit="tokens/s")
+    decode_tokens_per_s: float | None = col("one request's decode speed on the closed-form plan (the engine's "
+                                            "default TP for closed_form_gpus), by the engine model "
+                                            "(sizing_core.engine_speed.decode_ms: the engine's share of the "
+                                            "bandwidth, per-layer, MoE and all-reduce costs, the compute term); the "
+                                            "figure fit gives for the same plan", unit="tokens/s")
     snapshot_id: str = SNAPSHOT_ID
 
 

@@ -213,11 +213,9 @@ class Engine(Record):
         raise NotImplementedError
 
     def substitute_format(self, fmt: str, gpu: GPU) -> str:
-        """The format that stands for ``fmt`` when the engine does not serve it (``vramlab fit``)."""
-        raise NotImplementedError
-
-    def column_format(self, column: str, gpu: GPU) -> str:
-        """The format that stands for a seed column (``fp8``, ``q4_k_m``, ...) on this engine (the model JSON)."""
+        """The format that stands for ``fmt`` on this engine and GPU: the one home of the stand-ins, read by
+        ``vramlab fit`` (when the engine does not serve the format asked) and by the model JSON (its ``fp8`` and
+        ``q4_k_m`` columns are the engine's 8-bit and 4-bit formats)."""
         raise NotImplementedError
 
     # --- speed ----------------------------------------------------------------------------------------------

@@ -89,9 +89,6 @@ class LlamaCpp(Engine):
         """8-bit is Q8_0, 4-bit is Q4_K_M."""
         return {"fp8": "q8_0", "int8": "q8_0", "awq_int4": "q4_k_m", "nvfp4": "q4_k_m"}.get(fmt, fmt)
 
-    def column_format(self, column: str, gpu: GPU) -> str:
-        return {"fp8": "q8_0"}.get(column, column)
-
     def layer_cost_key(self) -> str:
         """Builds of 2024 and earlier (``b<build>`` below 4400, or a year before 2025) pay more per layer."""
         text = (self.version or "").lower()

@@ -70,9 +70,6 @@ class ServerEngine(Engine):
             return "fp8" if gpu.supports_fp8 else "int8"
         return fmt
 
-    def column_format(self, column: str, gpu: GPU) -> str:
-        return {"fp8": "fp8" if gpu.supports_fp8 else "int8", "q4_k_m": "awq_int4"}.get(column, column)
-
     def supports_format(self, gpu: GPU, fmt: str, arch: Architecture | None) -> Support:
         if gpu.kind in ("apple", "unified") and not gpu.is_nvidia:
             return Support(runs=False, native=False, note=f"{self.name} does not run on {gpu.name}")
