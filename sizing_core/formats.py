@@ -252,7 +252,7 @@ def is_excluded(name: str, patterns: tuple[str, ...]) -> bool:
     ``model.layers.3.self_attn.q_proj`` unquantized; ``model.layers.0.mlp.gate`` does not match ``gate_proj``).
 
     Memoized (a pure function of its arguments): every non-GGUF format and every copy of a model asks again for the
-    same tensor names, and the pattern matching was most of ``tensor_bits`` (graph's 200 x 60 profile, #14)."""
+    same tensor names, and the pattern matching was most of ``tensor_bits`` (graph's 200 x 60 profile)."""
     parts = name.split(".")
     prefixes = [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
     for raw in patterns:
@@ -368,7 +368,7 @@ _BITS_CACHE: dict[tuple[int, str], tuple[Architecture, tuple[float, ...]]] = mod
 def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None = None) -> list[float]:
     """Bits per element for each tensor of ``arch`` in ``fmt`` (a name of WEIGHT_FORMATS or ``native``).
 
-    The whole-model answer is cached (perf #14: setups and exports ask for the same model and format once per
+    The whole-model answer is cached (setups and exports ask for the same model and format once per
     priced setup), keyed by object identity with the object kept so an id is never reused while cached."""
     if tensors is not None:
         return _tensor_bits(arch, fmt, tensors)

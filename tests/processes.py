@@ -1,12 +1,16 @@
 """Processes a test run leaves behind: this process's descendants, and any process whose command line names the
 run's temporary folder (a child that was re-parented to init after its parent died still holds a data dir there).
-Zombies are not counted: they hold nothing."""
+Zombies are not counted: they hold nothing; nor are the helpers multiprocessing keeps for this process itself."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+
+#: processes Python's multiprocessing starts for the process that uses it (Dagster's multiprocess executor uses the
+#: forkserver): they serve it for its lifetime and exit when it exits
+OWN_HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
 
 
 def _stat(pid: str) -> tuple[int, str] | None:
@@ -40,6 +44,8 @@ def left_behind(root: int, mentioning: str | None) -> list[str]:
         while ancestor not in (None, 0, 1, root) and seen < 64:
             ancestor, seen = parents.get(ancestor), seen + 1
         command = _cmdline(str(pid))
+        if parents.get(pid) == root and any(helper in command for helper in OWN_HELPERS):
+            continue  # this process's own multiprocessing helpers: they end when it does
         if ancestor == root or (mentioning and mentioning in command):
             found.append(f"{pid}: {command[:160]}")
     return found

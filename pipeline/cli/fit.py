@@ -112,7 +112,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     """The ``vramlab fit --json`` object for one format (keys are a contract: see docs/cli.md); ``gpus``: exactly
     that many GPUs in the engine's default layout (else the fewest); ``settings``: the engine's start-up flags;
     ``gguf_files``: the GGUF repos the model's Hub revision lists, by quant type (launch commands name only those);
-    ``load``: a :class:`sizing_core.serving.Workload`, adding the ``serving`` object (issue #37; without one the
+    ``load``: a :class:`sizing_core.serving.Workload`, adding the ``serving`` object (without one the
     answer is unchanged)."""
     if arch is None:
         if data_dir is None:
@@ -123,7 +123,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
         arch = load_ref(ref)
         repo = model_repo(ref, arch)
     gpu = get_gpu(gpu_id)
-    if load is not None:  # memory for the pool at max_model_len = context; llama.cpp: its slots (issue #37)
+    if load is not None:  # memory for the pool at max_model_len = context; llama.cpp: its slots
         from sizing_core.serving import memory_requests
 
         concurrency = memory_requests(get_engine(engine_id) if engine_id else default_engine(gpu), load)
@@ -143,7 +143,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     launch = launch_command(launched, repo or arch.model, **known_sources(placed, repo or arch.model,
                                                                         arch.native.weight_format, gguf_files)) \
         if plan else None
-    fewest_count = placed.gpus  # `--gpu H100:2`: also the fewest that hold it (#23)
+    fewest_count = placed.gpus  # `--gpu H100:2`: also the fewest that hold it
     if gpus is not None:
         fewest_count = place(arch, gpu, fmt, context, concurrency, engine_id, kv_cache_dtype, substitute, None,
                              settings)[0].gpus

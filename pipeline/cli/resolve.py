@@ -112,7 +112,7 @@ def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] 
 
 def _bundled_config(key: str) -> Path | None:
     """A Hub repo id that is not tracked but whose config ships with the project: the Hub replay's configs, then
-    the calibration set's (``sizing_core/data/calibration/configs``, issue #22), by normalized ``org/name``."""
+    the calibration set's (``sizing_core/data/calibration/configs``), by normalized ``org/name``."""
     for folder in (REPLAY_CONFIGS, CALIBRATION_CONFIGS):
         for path in sorted(folder.glob("*.json")):
             if not path.name.endswith(".hf_quant_config.json") and norm(path.stem.replace("__", "/")) == key:

@@ -200,7 +200,7 @@ def _ms(value: float) -> str:
 
 
 def serving_lines(serving: dict[str, Any] | None) -> list[str]:
-    """``fit`` at a load, one line each: TTFT, ITL, E2E and throughput, saturation (issue #37)."""
+    """``fit`` at a load, one line each: TTFT, ITL, E2E and throughput, saturation."""
     if serving is None:
         return ["at the load: no answer (no deployment, or no bandwidth figure for this GPU)"]
 

@@ -1,6 +1,6 @@
 """What the cheapest setups answer: the row shape of ``cheapest_setups`` (DuckDB and the published Parquet), the
 most faithful format per rented configuration (the overall list the model JSON and ``vramlab cheapest`` show) and
-the standard loads every model is answered at (issue #23)."""
+the standard loads every model is answered at ."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def setup_row(s: Setup) -> dict[str, Any]:
 
 
 def setup_values(s: Setup) -> tuple[Any, ...]:
-    """:func:`setup_row`'s values alone, in :data:`SETUP_COLUMNS` order (#28: rows inserted as typed tuples, not
+    """:func:`setup_row`'s values alone, in :data:`SETUP_COLUMNS` order (rows inserted as typed tuples, not
     inferred dicts)."""
     return tuple(getattr(s, f) for f in _ROW_FIELDS)
 

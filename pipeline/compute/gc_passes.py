@@ -1,4 +1,4 @@
-"""Fewer garbage-collector passes while a step builds millions of small objects (#28).
+"""Fewer garbage-collector passes while a step builds millions of small objects.
 
 CPython starts a young-generation pass every 700 net container allocations, and every so often a full pass over
 every tracked object. The setups, exports and Hub steps of a 2,000-model run allocate tens of millions of dicts,

@@ -219,7 +219,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     for model_id, arch in archs.items():
         moe = arch.is_moe
         formats = [f for f in GRID_FORMATS if not (f == "native" and arch.native.unsupported)]
-        # (an unknown checkpoint scheme has no native cells: sizing #11)
+        # (an unknown checkpoint scheme has no native cells)
         for fmt in formats:
             key = _support_class(arch, fmt, moe)
             if key not in classes:

@@ -1,5 +1,5 @@
 """One model's share of the out layer, computed alone: its sizing grid rows and its cheapest-setups rows (the
-partitioned steps of issue #28 call these, one model per step; ``out__sizing`` and ``out__cheapest_setups`` compute
+partitioned steps call these, one model per step; ``out__sizing`` and ``out__cheapest_setups`` compute
 the same rows for every model in one step). Nothing here opens DuckDB: the offers come in as rows."""
 
 from __future__ import annotations

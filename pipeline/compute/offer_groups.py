@@ -32,7 +32,7 @@ def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
 class OfferGroups:
     """Usable offers of some allocations grouped by (GPU, GPUs per instance), each group cheapest first (a stable
     sort: equal prices keep their input order), with each group's cheapest price: built once per run and shared by
-    every model and format (perf #14). Cheapest first lets :func:`cheapest_setups` stop in a group at the first
+    every model and format. Cheapest first lets :func:`cheapest_setups` stop in a group at the first
     offer priced out of the top, instead of building a Setup for every offer cheaper than the top so far."""
 
     def __init__(self, offers: Iterable[dict[str, Any]], allocations: tuple[str, ...] = ON_DEMAND):
@@ -45,5 +45,5 @@ class OfferGroups:
         for group in self.groups.values():
             group.sort(key=lambda o: o["price_per_hour_usd"])
         self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
-        #: every group at its cheapest offer's price, sorted (a heap): where a search by price starts (#28)
+        #: every group at its cheapest offer's price, sorted (a heap): where a search by price starts
         self.queue = sorted((price, False, key) for key, price in self.cheapest.items())

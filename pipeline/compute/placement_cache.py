@@ -1,4 +1,4 @@
-"""What the cheapest-setups planner learnt, kept across runs in DuckDB (``sql/008_placement_cache.sql``, perf #14).
+"""What the cheapest-setups planner learnt, kept across runs in DuckDB (``sql/008_placement_cache.sql``).
 
 A placement (fewest GPUs and the TP x PP plan of a model in a format on one GPU kind and instance shape), the
 weights-only GPU floor the pruning prices groups at, and the decode rates of a placement do not depend on prices.
@@ -71,7 +71,7 @@ class Rates:
     decode_tokens_per_s: float | None
     batch: int
     aggregate_tokens_per_s: float | None
-    load_tokens_per_s: float | None = None  # all requests of the planned load together (issue #23)
+    load_tokens_per_s: float | None = None  # all requests of the planned load together
 
 
 #: (model_id, revision, format, context, concurrency, kv dtype, gpu_id, gpu row hash, GPUs per instance)
@@ -110,7 +110,7 @@ assert set(_VALUES) == set(_SCHEMA) - set(_KEY_COLUMNS) - {"sizing_version"}
 class PlacementCache:
     """Rows of ``placement_cache`` still valid for this run (for some models), plus what this run computes;
     :meth:`delta` and :meth:`write` write the rows this run added or completed (a run that only re-used rows writes
-    nothing). A row is held as a list of its :data:`_VALUES` under its key (#28: a dict per row made the 1.9 M rows
+    nothing). A row is held as a list of its :data:`_VALUES` under its key (a dict per row made the 1.9 M rows
     of 2,000 models ~3x larger and slower to read)."""
 
     def __init__(self, rows: dict[Key, list[Any]] | None = None):
@@ -127,13 +127,13 @@ class PlacementCache:
     @staticmethod
     def read_table(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> Any:
         """The rows of the current sizing code for these models (id -> revision) and GPUs (current rows), as an
-        Arrow table for :meth:`from_table` (a worker process builds the cache from it, #28): only these models'
+        Arrow table for :meth:`from_table` (a worker process builds the cache from it): only these models'
         rows are read (a run reads the table a chunk of models at a time). Rows of other code, revisions or GPU
         rows are dropped by :meth:`prune`, once per run, before."""
         import polars as pl
 
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        # the valid rows selected in SQL and read through Arrow (issue #23: fetchall() and a filter in Python cost
+        # the valid rows selected in SQL and read through Arrow (fetchall() and a filter in Python cost
         # three times as much)
         valid = pl.DataFrame({"model_id": list(models), "revision": list(models.values())},
                              schema={"model_id": pl.String, "revision": pl.String})
@@ -177,7 +177,7 @@ class PlacementCache:
     def delta(self) -> tuple[Any, Any] | None:
         """The rows to write, as Arrow tables: (keys of re-used rows this run completed, rows added or completed),
         or None when nothing changed; the cache then counts as saved. A worker process computes it and the step's
-        own process writes it (:meth:`write`, #28; Arrow, not polars: polars' thread pool is not fork-safe)."""
+        own process writes it (:meth:`write`; Arrow, not polars: polars' thread pool is not fork-safe)."""
         if not self.dirty:
             return None
         completed = [k for k in self.touched if k in self.loaded]  # re-used rows this run added rates to

@@ -1,4 +1,4 @@
-"""Cost per output token at a load (issue #23): the rate a placement decodes the whole load at, and the bound that
+"""Cost per output token at a load: the rate a placement decodes the whole load at, and the bound that
 lets the cheapest-setups search (``pipeline/compute/setups.py``) rank by cost per token without placing every
 group. The cost fields themselves: ``pipeline/compute/setup_costs.py``."""
 
@@ -33,7 +33,7 @@ def known_weight_bytes(arch: Architecture, fmt: str) -> tuple[float, float] | No
 
 
 def remember_weight_bytes(arch: Architecture, fmt: str, value: tuple[float, float]) -> None:
-    """Seed :func:`weight_bytes` with a value an earlier run computed for this model revision and code (#28)."""
+    """Seed :func:`weight_bytes` with a value an earlier run computed for this model revision and code."""
     if len(_WEIGHTS) > 4096:
         _WEIGHTS.clear()
     _WEIGHTS[(id(arch), fmt)] = (arch, value)

@@ -1,4 +1,4 @@
-"""The cost fields of a setup (issues #12, #22): decode rates of its placement from the calibrated engine model,
+"""The cost fields of a setup: decode rates of its placement from the calibrated engine model,
 $/1M output tokens single stream and at the concurrency the engine serves, and the calibration's ranges."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_toke
 def placement_rates(arch: Architecture, gpu: GPU, placed: Placement, engine: Engine | None = None) -> Rates:
     """Decode rate of one request, the aggregate rate at the requests of the planned context the engine serves
     at once (its KV pool, capped by vLLM's max_num_seqs: ``sizing_core.throughput``), and the aggregate rate at the
-    planned load (the placement's concurrency, issue #23)."""
+    planned load (the placement's concurrency)."""
     engine = engine or default_engine(gpu)
     speed = estimate(arch, gpu, engine, placed)  # batch = the placement's concurrency: the load
     batch = max(1, speed.max_concurrent_requests)
@@ -35,7 +35,7 @@ def placement_rates(arch: Architecture, gpu: GPU, placed: Placement, engine: Eng
 def layout_rates(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, layout: tuple[int, int, int],
                  load: tuple[int, int, str], native: bool) -> Rates:
     """:func:`placement_rates` from the layout alone (TP, PP, and the nodes its plan spans), without building the
-    placement's plan (#28: the full plan search again and prefill and TTFT figures, unused here, were half of a cold
+    placement's plan (the full plan search again and prefill and TTFT figures, unused here, were half of a cold
     setups run): the same decode steps (``sizing_core.throughput.estimate``'s) and the same engine start-up.
     ``load``: (context, concurrency, KV cache dtype). ``tests/test_setups_planner.py`` compares the two."""
     tp, pp, nodes = layout
@@ -60,7 +60,7 @@ def costs_from_rates(rates: Rates, price_per_hour: float, decode_band: tuple[flo
                      concurrency: int = 1) -> dict[str, Any]:
     """The cost fields of a setup from its placement's decode rates, its price and the calibration's decode band
     (measured / predicted low and high: ``sizing_core.calibration.band``); with the aggregate at the load
-    (``concurrency`` requests), the load's own fields (issue #23)."""
+    (``concurrency`` requests), the load's own fields ."""
     single, aggregate = rates.decode_tokens_per_s, rates.aggregate_tokens_per_s
     at_load = rates.load_tokens_per_s if rates.load_tokens_per_s is not None else (single if concurrency == 1 else None)
     low, high = decode_band

@@ -35,7 +35,7 @@ def tracked_models(data_dir: Path) -> list[Tracked]:
     """Every watchlist (and discovered) entry with its latest ingested revision and parsed architecture.
 
     Within one process the same entry parsed from the same inputs gets the same :class:`Architecture` object back
-    (perf #14): ``vramlab run`` executes its steps in one process (sizing, setups, exports each call this), and
+    : ``vramlab run`` executes its steps in one process (sizing, setups, exports each call this), and
     ``sizing_core`` memoises per-model work by object identity (tensor bits per format, per-layer weight loads,
     decode-step bytes), so the exports step re-uses what the setups step computed for the same model instead of
     recomputing it for a fresh copy. The key is the entry's own id (two entries never share an object, whatever

@@ -1,4 +1,4 @@
-"""A step's CPU-bound work on the machine's cores (#28): jobs run by processes forked from the step.
+"""A step's CPU-bound work on the machine's cores : jobs run by processes forked from the step.
 
 The steps of ``vramlab run`` execute in one process (Dagster's in-process executor), and the pure-Python work of the
 largest ones (the cheapest setups of every model, the price-independent part of every model file) used one core of

@@ -290,10 +290,10 @@ class PriceObservations(PublishedTable):
     gpu_count: int | None = col(_OFFER_DOC["gpu_count"], unit="GPUs", sql="CASE WHEN NOT fractional THEN gpu_count END")
     gpu_fraction: float | None = col(_OFFER_DOC["gpu_fraction"], unit="GPUs",
                                      sql="CASE WHEN fractional THEN gpu_count END")
-    gpu_share: float | None = col(_OFFER_DOC["gpu_share"] + " (null: observed before issue #24)", unit="ratio")
+    gpu_share: float | None = col(_OFFER_DOC["gpu_share"] + " (null: observed before the field was recorded)", unit="ratio")
     fractional: bool = col("the offer rents a share of a GPU")
     gpu_memory_gb: float | None = col(_OFFER_DOC["gpu_memory_gb"], unit="as listed (mixed)")
-    gpu_memory_gib: float | None = col(_OFFER_DOC["gpu_memory_gib"] + " (also null: observed before issue #24)",
+    gpu_memory_gib: float | None = col(_OFFER_DOC["gpu_memory_gib"] + " (also null: observed before the field was recorded)",
                                        unit="GiB (2^30 bytes)")
     gpu_memory_gb_marketed: float | None = col(_OFFER_DOC["gpu_memory_gb_marketed"], unit="GB (as marketed)")
     form_factor: str | None = col(_OFFER_DOC["form_factor"])
@@ -439,7 +439,7 @@ class CheapestSetups(PublishedTable):
                                 "snapshot's as-of time")
     availability: str | None = col("available at fetch time (low stock), unavailable at fetch time, or listed, "
                                    "capacity unknown: what the offer's source stated when its price was fetched "
-                                   "(null: computed before issue #24)")
+                                   "(null: computed before the field was recorded)")
     decode_tokens_per_s: float | None = col("decode speed of one request on this plan (null: no bandwidth figure)",
                                             unit="tokens/s")
     max_concurrent_requests: int | None = col("requests of the load's context the plan holds at once",
@@ -449,8 +449,7 @@ class CheapestSetups(PublishedTable):
                                                "request at a time", unit="USD per 1M output tokens")
     usd_per_million_tokens_batched: float | None = col("price_per_hour_usd / (aggregate_tokens_per_s x 3600) x 1e6: "
                                                        "the plan kept full", unit="USD per 1M output tokens")
-    decode_tokens_per_s_low: float | None = col("low end of decode_tokens_per_s's range (calibration band, issue "
-                                                "#22)", unit="tokens/s")
+    decode_tokens_per_s_low: float | None = col("low end of decode_tokens_per_s's range (calibration band)", unit="tokens/s")
     decode_tokens_per_s_high: float | None = col("high end of decode_tokens_per_s's range", unit="tokens/s")
     aggregate_tokens_per_s_low: float | None = col("low end of aggregate_tokens_per_s's range", unit="tokens/s")
     aggregate_tokens_per_s_high: float | None = col("high end of aggregate_tokens_per_s's range", unit="tokens/s")
@@ -458,7 +457,7 @@ class CheapestSetups(PublishedTable):
                                                            "range", unit="USD per 1M output tokens")
     usd_per_million_tokens_batched_high: float | None = col("usd_per_million_tokens_batched at the slow end of the "
                                                             "range", unit="USD per 1M output tokens")
-    # the load and the ranking (issue #23): rows of older snapshots are the 8K x 1 price list (nulls)
+    # the load and the ranking: rows of older snapshots are the 8K x 1 price list (nulls)
     context: int | None = col("tokens per request of the load the setup serves (8,192 for the published question)",
                               unit="tokens")
     concurrency: int | None = col("requests of that context served at once", unit="requests")

@@ -1,4 +1,4 @@
-"""A serving model at a load (issue #37): request rate or concurrency -> TTFT, ITL, E2E, mean batch, saturation.
+"""A serving model at a load: request rate or concurrency -> TTFT, ITL, E2E, mean batch, saturation.
 
 - ``workload``: the load as its own input (:class:`Workload`);
 - ``step``: one batched step with the KV actually held, MoE experts by batch, prompt chunks costed as compute;

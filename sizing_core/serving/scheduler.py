@@ -1,4 +1,4 @@
-"""How each engine's scheduler shares a step between running requests and waiting prompts (issue #37), one class
+"""How each engine's scheduler shares a step between running requests and waiting prompts, one class
 per engine type, found through :data:`SCHEDULERS` by the engine's class (its nearest ancestor with a scheduler:
 MLX serves through llama-server and gets the llama.cpp server's).
 

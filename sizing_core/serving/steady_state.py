@@ -1,4 +1,4 @@
-"""The steady state of a setup at a load (issue #37): the running batch as a fixed point, the prefill queue, and
+"""The steady state of a setup at a load: the running batch as a fixed point, the prefill queue, and
 saturation. Analytical: a few hundred step evaluations per answer.
 
 Open loop at ``R`` requests/s (Poisson, or evenly spaced): with ``T`` the mean step, a request decodes for

@@ -1,4 +1,4 @@
-"""One engine step at a load (issue #37): ``B`` running requests each decoding one token while holding ``held``
+"""One engine step at a load: ``B`` running requests each decoding one token while holding ``held``
 tokens of KV, plus ``p`` prompt tokens of waiting requests in the same step (chunked prefill), on one GPU of the TP
 group::
 

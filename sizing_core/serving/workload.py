@@ -1,4 +1,4 @@
-"""The load a setup serves, as its own input (issue #37): mean prompt and output lengths and either an arrival rate
+"""The load a setup serves, as its own input: mean prompt and output lengths and either an arrival rate
 (open loop) or a number of clients (closed loop). ``--context`` stays the engine's ``max_model_len``: a request
 holds its prompt plus the tokens generated so far, ``I + O/2`` on average over its decode life, not the context."""
 

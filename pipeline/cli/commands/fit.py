@@ -93,7 +93,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
     from sizing_core.gpus import get_gpu
 
-    name, count = split_count(args.gpu)  # `--gpu H100:2` = `--gpu H100 --gpus 2` (#23)
+    name, count = split_count(args.gpu)  # `--gpu H100:2` = `--gpu H100 --gpus 2`
     if count is not None and args.gpus is not None and count != args.gpus:
         raise CliError(f"--gpu {args.gpu} and --gpus {args.gpus} ask for different GPU counts")
     gpus = args.gpus if args.gpus is not None else count
@@ -108,7 +108,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 "max_num_seqs": args.max_num_seqs, "version": args.engine_version}
     offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
     limit = context_of(ref, arch, args.rope_scaling)
-    planned = arch  # above max_position_embeddings: answered as size answers it, and said (#23)
+    planned = arch  # above max_position_embeddings: answered as size answers it, and said
     if arch.max_context is not None and args.context > arch.max_context:
         planned = arch.model_copy(update={"max_context": None})
 

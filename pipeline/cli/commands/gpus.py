@@ -87,7 +87,7 @@ def _offer_row(o: dict[str, Any]) -> dict[str, Any]:
             "provider": o["provider"], "source": o["source"], "instance_type": o["instance_type"],
             "region": o["region"], "allocation": o["allocation"], "currency": o["currency"],
             "verified_at": _iso(o["verified_at"]),
-            # issue #24 (added keys): memory in two stated units, form factor, interconnect, availability
+            # added keys: memory in two stated units, form factor, interconnect, availability
             **{k: o.get(k) for k in ("gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
                                      "cluster_fabric", "cluster_gbps", "availability_status", "available_count")},
             "availability_observed_at": _iso(o.get("availability_observed_at"))}

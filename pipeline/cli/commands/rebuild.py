@@ -16,6 +16,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from pipeline.ops.rebuild import rebuild_main  # logic lives with the storage layer (issue #16)
+    from pipeline.ops.rebuild import rebuild_main  # logic lives with the storage layer
 
     return rebuild_main(Path(args.data_dir) if args.data_dir else None)
