@@ -5,7 +5,7 @@ A tracked model asked the question the snapshot published (a standard load, no f
 ``cheapest_setups.parquet``, so the CLI and the model JSON give the same rows; any other model or question re-runs
 the same planner (``pipeline/compute/setups.py``) on the snapshot's offers, sizing the model on the fly. Rows are
 distinct setups: one per provider x instance type x price, the regions offering it in one cell (``--by-region``:
-a row per region, as before #23).
+a row per region).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _published(snap: Any, model_id: str, list_name: str, context: int, concurren
                sort: str) -> list[Any] | None:
     """The snapshot's own rows for this question, or None when it does not publish it. A snapshot publishes the
     on-demand lists of the loads its model file names (``cheapestSetupsByLoad``), by price and by cost per token,
-    and the spot list of 8K x 1 by price; one from before #23 only the 8K x 1 lists by price."""
+    and the spot list of 8K x 1 by price; an older snapshot, only the 8K x 1 lists by price."""
     import polars as pl
 
     from pipeline.compute.answers import setup_from_row

@@ -98,7 +98,7 @@ class Setup(CamelRecord):
                                       "snapshot's as-of time (fx_date says which)")
     availability: str = described(CAPACITY_UNKNOWN, "available at fetch time (low stock), unavailable at fetch "
                                   "time, or listed, capacity unknown (the source's API states none)")
-    # cost of the answer (issue #12): decode rate of the plan, $/1M output tokens single stream and at the
+    # cost of the answer: decode rate of the plan, $/1M output tokens single stream and at the
     # concurrency the plan allows at its context; None when the GPU has no bandwidth figure
     decode_tokens_per_s: float | None = described(None, "decode speed of one request on this plan", unit="tokens/s")
     max_concurrent_requests: int | None = described(
@@ -111,7 +111,7 @@ class Setup(CamelRecord):
     usd_per_million_tokens_batched: float | None = described(
         None, "price_per_hour / (aggregate_tokens_per_s x 3600) x 1e6: the plan kept full",
         unit="USD per 1M output tokens")
-    # issue #22: the calibration's range (measured / predicted on published measurements) around the speeds and the
+    # the calibration's range (measured / predicted on published measurements) around the speeds and the
     # cost at the served concurrency
     decode_tokens_per_s_low: float | None = described(None, "low end of decode_tokens_per_s's range", unit="tokens/s")
     decode_tokens_per_s_high: float | None = described(None, "high end of decode_tokens_per_s's range",
@@ -124,7 +124,7 @@ class Setup(CamelRecord):
         None, "usd_per_million_tokens_batched at the high end of the speed range", unit="USD per 1M output tokens")
     usd_per_million_tokens_batched_high: float | None = described(
         None, "usd_per_million_tokens_batched at the low end of the speed range", unit="USD per 1M output tokens")
-    # issue #23: the load answered (`concurrency` requests of `context` tokens), every region of this setup
+    # the load answered (`concurrency` requests of `context` tokens), every region of this setup
     regions: list[str] = described(default_factory=list, description="every region offering this very setup at "
                                    "this price (region is the first); empty when the offer names none")
     context: int | None = described(None, "tokens per request of the load the setup serves", unit="tokens")
@@ -169,7 +169,7 @@ def instances_needed(gpus_needed: int, gpus_per_instance: int, spans_machines: b
 
 
 def shaped_gpu(gpu: GPU, per_instance: int) -> GPU:
-    """``gpu`` in machines of ``per_instance`` GPUs (memoised per catalog row: #28, one copy per shape per run)."""
+    """``gpu`` in machines of ``per_instance`` GPUs (memoised per catalog row: one copy per shape per run)."""
     hit = _SHAPED.get((id(gpu), per_instance))
     if hit is None or hit[0] is not gpu:
         hit = _SHAPED[(id(gpu), per_instance)] = (gpu, gpu.model_copy(update={"max_gpus_per_node": per_instance}))
@@ -181,7 +181,7 @@ _SHAPED: dict[tuple[int, int], tuple[GPU, GPU]] = {}
 
 class Planner:
     """Caches the fewest-GPU placement per (GPU, GPUs per instance) for one model, format and scenario; with a
-    :class:`PlacementCache` and the model's (id, revision), also across runs (perf #14): the floors, placements
+    :class:`PlacementCache` and the model's (id, revision), also across runs: the floors, placements
     and decode rates a price-only run needs are read back instead of re-planned."""
 
     def __init__(self, arch: Architecture, fmt: str, context: int, concurrency: int, kv_cache_dtype: str, *,
@@ -276,7 +276,7 @@ class Planner:
         """:func:`sizing_core.deployment.fewest`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances of
         ``per_instance`` GPUs, by the same rule (``deployment.fewest_serving``) without building the plan. One
         ``PlanSearch`` serves every GPU kind and instance shape of this model and load, so whether a (TP, PP) fits
-        is computed once per GPU kind (perf #14: about half the placements of a run are the same GPU kind in
+        is computed once per GPU kind (about half the placements of a run are the same GPU kind in
         another instance size). ``tests/test_setups_planner.py`` checks this equals ``fewest_gpus`` on every shape."""
         engine, shaped, search = self.engine(gpu), shaped_gpu(gpu, per_instance), self._planner()
         support, layout = fewest_serving(search, shaped, engine,
@@ -340,15 +340,15 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     grouped = offers if isinstance(offers, OfferGroups) else OfferGroups(offers, allocations)
     assert grouped.allocations == allocations, "OfferGroups built for other allocations"
     groups = grouped.groups
-    # Pruning (perf #14), exact: every setup of a group ranks at least at its group's bound, so groups are visited
+    # Pruning, exact: every setup of a group ranks at least at its group's bound, so groups are visited
     # by bound and the search stops at the first bound above the current top-th rank value; the placements (the
     # expensive part) of the remaining groups are never computed. By price the bound is the cheapest offer times
     # the instances the weights alone need (``Planner.gpus_floor``; the multi-machine factor is >= 1). By cost per
     # token (:func:`token_bound`) the cheapest offer times the engine's slowest possible decode step on as many
     # instances: a step takes at least a / TP + b (``Planner.token_floor``) and TP <= the GPUs rented, so n
-    # instances of g GPUs cost at least price x (a / g + n x b) (#28: the fixed per-layer costs make large
+    # instances of g GPUs cost at least price x (a / g + n x b) (the fixed per-layer costs make large
     # instances of a small model dear per token; the bandwidth-only bound placed ~5x the groups). With several
-    # formats, the least of theirs. Floors lazily (#28): a group is queued at a lower bound of its bound (one
+    # formats, the least of theirs. Floors lazily: a group is queued at a lower bound of its bound (one
     # instance) and its weight floor computed only when that entry is the lowest left, so a group above the limit
     # needs none. Exact entries leave the queue in (bound, group) order.
     # the formats with the fewest weight bytes in all and per decode step: their floors bound every format's
@@ -416,7 +416,7 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
                     best[key], keys[key], leads[key] = fields, rank_key, first
                     bisect.insort(ranks, value)
                     if len(best) >= top:  # follows the top as it fills, not once per group (a sorted list kept
-                        limit = ranks[top - 1] + 1e-6  # as it changes: a heapq.nsmallest per new best was ~7 %, #28)
+                        limit = ranks[top - 1] + 1e-6  # as it changes: a heapq.nsmallest per new best was ~7 %)
     out = []
     for key in sorted(best, key=keys.__getitem__)[:top]:
         f = best[key]

@@ -1,10 +1,10 @@
 """The ``cheapest_setups`` table for every tracked model, computed and written a chunk of models at a time.
 
 What the step holds in memory is one chunk's placement-cache rows and setups rows, whatever the number of models
-(#28: with 2,000 models the cache is ~2 M rows; loaded whole it took ~4 GiB). The table is still replaced in one
+(with 2,000 models the cache is ~2 M rows; loaded whole it took ~4 GiB). The table is still replaced in one
 transaction (a reader sees the old setups or the new ones, never a mix), and the placement cache is pruned of rows
 no longer valid once per run, then read and written chunk by chunk. Every model is answered at its standard loads
-(issue #23, :func:`~pipeline.compute.answers.standard_loads`).
+(:func:`~pipeline.compute.answers.standard_loads`).
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, pa.Schema,
     """:func:`compute_chunk` of models ``start:stop`` (in a worker process: ``shared`` is what it forked with),
     from the cache rows the step read; the cache handed back holds its counters only (its new rows travel as the
     chunk's delta). The chunk's per-model memos are dropped after it: no later chunk asks about its models, and a
-    worker given a thousand models would otherwise hold hundreds of MiB of them (#28)."""
+    worker given a thousand models would otherwise hold hundreds of MiB of them."""
     tracked, on_demand, spot, schema, as_of, now = shared
     done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_table(cache), seeds, schema,
                          as_of=as_of, now=now)
@@ -210,7 +210,7 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
     one (:func:`~pipeline.compute.workers.in_workers`); this process reads each chunk's cache rows, writes the
     results in chunk order and is the only one that touches DuckDB, so the table is the same either way."""
     offers = eligible_offers(con)
-    on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model (#14)
+    on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model
     gpus = catalog()
     run = SetupsRun()
     schema = _row_schema(con)
@@ -272,7 +272,7 @@ def loads_of(tracked: list[Tracked]) -> dict[str, list[Load]]:
 
 
 #: the rows that can be in a model's overall lists (:func:`~pipeline.compute.answers.overall`), found in DuckDB so
-#: that only those are read back as records (#28: a few dozen of ~300 rows per model). Both filters are exact or
+#: that only those are read back as records (a few dozen of ~300 rows per model). Both filters are exact or
 #: err on the side of keeping a row: ``overall`` takes, per list (list, load, sort) and rented configuration
 #: (provider, instance type, instances, price), the row of the most faithful format (an integer order, compared
 #: exactly here; a list holds one row per configuration and format), then the 5 lowest by rank value (by price the
@@ -307,7 +307,7 @@ def read_overall(con: Any, loads: dict[str, list[Load]]) -> dict[str, Answers]:
     """:func:`published_answers` of the models of ``loads`` from their candidate rows only.
 
     ``verified_at`` is read as UTC wall time and marked UTC here: DuckDB converting TIMESTAMPTZ values to the
-    session's time zone one by one was a third of this read (#28), and the session's zone is the machine's (the
+    session's time zone one by one was a third of this read, and the session's zone is the machine's (the
     Parquet files pin UTC the same way)."""
     cursor = con.execute(_OVERALL_CANDIDATES, [list(FIDELITY), MULTI_MACHINE_RANK_FACTOR, list(loads),
                                                list(FIDELITY), OVERALL_TOP])
@@ -323,7 +323,7 @@ def read_overall(con: Any, loads: dict[str, list[Load]]) -> dict[str, Answers]:
 class StoredSetups:
     """The overall setups lists of the models of ``loads`` (in its order), read from ``cheapest_setups`` ``chunk``
     models at a time as they are asked for (``get``, like a dict's): only one chunk's Setup records live at once
-    (#28: the whole table read back as records was ~600 k of them for 2,000 models)."""
+    (the whole table read back as records was ~600 k of them for 2,000 models)."""
 
     def __init__(self, con: Any, loads: dict[str, list[Load]], chunk: int = 4 * SETUP_CHUNK_MODELS):
         self.con, self.loads, self.chunk = con, loads, max(1, chunk)

@@ -146,7 +146,7 @@ def recommendations(single_fit: dict[str, set[str]], cheapest: list[Setup]) -> d
 
 
 #: the model file's fields that depend only on the model (revision, Hub facts), the GPU catalog and the code, not
-#: on prices or the run: computed once per model revision and cached across runs (``export_cache``, perf #14)
+#: on prices or the run: computed once per model revision and cached across runs (``export_cache``)
 STATIC_FIELDS = ("parameters", "activeParameters", "activeParametersModelCard", "maxContext", "architecture",
                  "weightsGiB", "kvCacheGiBPerRequest", "recurrentStateGiBPerRequest", "gpusNeeded", "runsWith",
                  "throughput", "fineTuning", "parameterCounts")
@@ -207,7 +207,7 @@ def static_export(t: Tracked, report: SizingReport) -> dict[str, Any]:
 def best_setup_launch(t: Tracked, static: dict[str, Any], best: Setup) -> dict[str, Any] | None:
     """The launch command of the model's cheapest setup. It depends only on the model, the GPU, the instance
     size, the engine and the format, not on the price, so it is kept in the model's cached static part
-    (``static["launches"]``, perf #14: re-planning it cost a placement per model file each hour); a new entry is
+    (``static["launches"]``: re-planning it cost a placement per model file each hour); a new entry is
     what :class:`~pipeline.exports.static_cache.StaticCache` saves back."""
     key = f"{best.gpu}:{best.gpus_per_instance}:{best.engine}:{best.format}"
     launches = static.setdefault("launches", {})
