@@ -165,6 +165,18 @@ def rope_flag(p: argparse.ArgumentParser) -> None:
                         "embeddings), e.g. yarn:4:32k, Qwen3's documented way to 131,072 tokens")
 
 
+def load_flags(p: argparse.ArgumentParser, rate_help: str) -> None:
+    """The load as its own input, the same on every command that answers at one: ``--rate R`` (with
+    ``--concurrency K``, which each command declares with its own default, the exclusive alternative) and the
+    request's mean lengths."""
+    p.add_argument("--rate", type=RATE, default=None, metavar="R",
+                   help="with --input-tokens/--output-tokens: requests per second (Poisson arrivals); " + rate_help)
+    p.add_argument("--input-tokens", type=POSITIVE, default=None, metavar="I",
+                   help="mean prompt tokens of a request at the load (--rate or --concurrency)")
+    p.add_argument("--output-tokens", type=POSITIVE, default=None, metavar="O",
+                   help="mean output tokens of a request at the load (--rate or --concurrency)")
+
+
 def context_json(limit: Any) -> dict[str, Any]:  # noqa: ANN401 - a sizing_core.context.ContextLimit
     """``contextLimit`` of size and fit --json."""
     return {"maxContext": limit.max_context, "ropeType": limit.rope_type, "factor": limit.factor,

@@ -9,11 +9,11 @@ from pipeline.cli.args import (
     CONTEXT,
     POSITIVE,
     PRICE,
-    RATE,
     data_dir_flag,
     data_dir_of,
     examples,
     json_flag,
+    load_flags,
     print_json,
 )
 
@@ -45,13 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cheapest.add_argument("--concurrency", type=POSITIVE, default=1, metavar="K",
                           help="requests served at once, each of --context tokens (default 1); with "
                                "--input-tokens/--output-tokens: K clients in a closed loop")
-    cheapest.add_argument("--rate", type=RATE, default=None, metavar="R",
-                          help="with --input-tokens/--output-tokens: requests per second (Poisson arrivals); "
-                               "ranks setups meeting a service level at that load")
-    cheapest.add_argument("--input-tokens", type=POSITIVE, default=None, metavar="I",
-                          help="mean prompt tokens of a request at the load (--rate or --concurrency)")
-    cheapest.add_argument("--output-tokens", type=POSITIVE, default=None, metavar="O",
-                          help="mean output tokens of a request at the load (--rate or --concurrency)")
+    load_flags(cheapest, "ranks setups meeting a service level at that load")
     cheapest.add_argument("--ttft-p90", type=AMOUNT, default=None, metavar="MS",
                           help="at a load: time to first token at p90 at most MS milliseconds")
     cheapest.add_argument("--min-tokens-per-s", type=AMOUNT, default=None, metavar="X",

@@ -11,11 +11,11 @@ from pipeline.cli.args import (
     HOURS,
     NONNEG,
     POSITIVE,
-    RATE,
     data_dir_flag,
     data_dir_of,
     examples,
     json_flag,
+    load_flags,
     print_json,
     rope_flag,
 )
@@ -44,13 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--concurrency", type=POSITIVE, default=None, metavar="K",
                      help="requests of --context tokens at once (default 1); with --input-tokens/--output-tokens: K "
                           "clients in a closed loop, each sending its next request when the last one ends")
-    fit.add_argument("--rate", type=RATE, default=None, metavar="R",
-                     help="with --input-tokens/--output-tokens: requests per second (Poisson arrivals); adds the "
-                          "serving figures at that load (TTFT, ITL, E2E, saturation)")
-    fit.add_argument("--input-tokens", type=POSITIVE, default=None, metavar="I",
-                     help="mean prompt tokens of a request at the load (--rate or --concurrency)")
-    fit.add_argument("--output-tokens", type=POSITIVE, default=None, metavar="O",
-                     help="mean output tokens of a request at the load (--rate or --concurrency)")
+    load_flags(fit, "adds the serving figures at that load (TTFT, ITL, E2E, saturation)")
     fit.add_argument("--cpu-offload-gb", type=NONNEG, default=None, metavar="G",
                      help="vLLM's --cpu-offload-gb: GiB of weights per GPU streamed over PCIe every step (counted "
                           "in the serving figures at a load, not in the memory plan)")
