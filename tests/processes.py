@@ -1,5 +1,6 @@
-"""Processes a test run leaves behind: this process's descendants, and any process whose command line names the
-run's temporary folder (a child that was re-parented to init after its parent died still holds a data dir there).
+"""Processes a test run leaves behind: this process's descendants, and any process whose command line or
+environment names the run's temporary folder (a child re-parented to init after its parent died still holds a
+data dir there; a forked worker keeps its parent's command line, its environment names the data dir).
 Zombies are not counted: they hold nothing; nor are the helpers multiprocessing keeps for this process itself."""
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
+def _environ(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def left_behind(root: int, mentioning: str | None) -> list[str]:
     """Live descendants of ``root`` and live processes whose command line contains ``mentioning``."""
     parents, states = {}, {}
@@ -46,7 +54,7 @@ def left_behind(root: int, mentioning: str | None) -> list[str]:
         command = _cmdline(str(pid))
         if parents.get(pid) == root and any(helper in command for helper in OWN_HELPERS):
             continue  # this process's own multiprocessing helpers: they end when it does
-        if ancestor == root or (mentioning and mentioning in command):
+        if ancestor == root or (mentioning and (mentioning in command or mentioning in _environ(str(pid)))):
             found.append(f"{pid}: {command[:160]}")
     return found
 

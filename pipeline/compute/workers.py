@@ -24,10 +24,12 @@ _PR_SET_PDEATHSIG = 1
 
 def die_with_parent() -> None:
     """Ask the kernel to end this process when its parent ends (Linux ``PR_SET_PDEATHSIG``): a worker process
-    never outlives the step or command that started it, however that ended (SIGKILL, ``os._exit`` on SIGTERM)."""
+    never outlives the step or command that started it, however that ended (SIGKILL, ``os._exit`` on SIGTERM).
+    The signal is SIGKILL: a forked worker inherits its parent's SIGTERM handler (``vramlab run``'s only sets a
+    flag), so a SIGTERM would be caught and ignored, and the worker, whose parent is gone, has nothing to finish."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the pool's own shutdown still ends its workers on a normal exit
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import dagster as dg
 from harness import ROOT
+from processes import wait_until_none_left
 
 VRAMLAB = Path(sys.executable).parent / "vramlab"
 
@@ -60,3 +61,6 @@ def test_sigterm_while_publishing_cleans_up_at_once(tmp_path: Path) -> None:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs()
     assert len(runs) == 1 and runs[0].status == dg.DagsterRunStatus.FAILURE, [r.status for r in runs]
+    # and nothing of the stopped run lives on: its forked workers ended with it (they held the DuckDB file and its
+    # writer lock; before, two were still alive hours later)
+    assert wait_until_none_left(os.getpid(), str(tmp_path / "data"), seconds=30) == []
