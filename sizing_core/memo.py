@@ -24,3 +24,18 @@ def forget_models() -> None:
     """Empty every per-model memo (the values are recomputed when asked again)."""
     for memo in _MEMOS:
         memo.clear()
+
+
+#: entries a memo holds before it empties itself
+MEMO_LIMIT = 4096
+
+
+def remembered(memo: dict[Any, Any], key: tuple, arch: Any, make: Any) -> Any:  # noqa: ANN401 - any model, any value
+    """``make()`` for ``arch`` under ``key`` (``key[0]`` is ``id(arch)``), computed once: an entry keeps the model
+    itself and a hit is checked by ``is``; the memo empties itself past :data:`MEMO_LIMIT` entries."""
+    hit = memo.get(key)
+    if hit is None or hit[0] is not arch:
+        if len(memo) > MEMO_LIMIT:
+            memo.clear()
+        hit = memo[key] = (arch, make())
+    return hit[1]

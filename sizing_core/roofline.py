@@ -10,7 +10,7 @@ from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
 from .layers import FullAttention, MLAAttention, MoE
-from .memo import model_memo
+from .memo import model_memo, remembered
 
 
 def peak_flops(gpu: GPU, weight_format: str, native: bool) -> float | None:
@@ -96,12 +96,7 @@ _FLOPS_CACHE: dict[tuple[int, int], tuple[Architecture, float]] = model_memo()
 
 def _attention_flops_per_token(arch: Architecture, context: int) -> float:
     """Causal attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens."""
-    hit = _FLOPS_CACHE.get((id(arch), context))
-    if hit is None or hit[0] is not arch:
-        if len(_FLOPS_CACHE) > 4096:
-            _FLOPS_CACHE.clear()
-        hit = _FLOPS_CACHE[(id(arch), context)] = (arch, _compute_attention_flops(arch, context))
-    return hit[1]
+    return remembered(_FLOPS_CACHE, (id(arch), context), arch, lambda: _compute_attention_flops(arch, context))
 
 
 def _compute_attention_flops(arch: Architecture, context: int) -> float:

@@ -31,7 +31,7 @@ from ..engine_speed import (
 from ..engines import Engine, effective_format
 from ..gpus import GPU
 from ..layers import MoE
-from ..memo import model_memo
+from ..memo import model_memo, remembered
 from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_per_request, _step_terms
 from ..units import GB, GIB
 
@@ -93,12 +93,7 @@ _TERMS: dict[tuple[int, str], tuple[Architecture, tuple]] = model_memo()
 
 def step_terms(arch: Architecture, fmt: str) -> tuple:
     """:func:`~sizing_core.roofline._step_terms`, memoised per model object and format (identity-checked)."""
-    hit = _TERMS.get((id(arch), fmt))
-    if hit is None or hit[0] is not arch:
-        if len(_TERMS) > 4096:
-            _TERMS.clear()
-        hit = _TERMS[(id(arch), fmt)] = (arch, _step_terms(arch, fmt))
-    return hit[1]
+    return remembered(_TERMS, (id(arch), fmt), arch, lambda: _step_terms(arch, fmt))
 
 
 class StepModel:
