@@ -18,6 +18,8 @@ import os
 
 import dagster as dg
 
+from pipeline.executors import celery_executor
+
 #: the hourly cron; ``VRAMLAB_SCHEDULE_CRON`` overrides it (tests use every minute)
 SCHEDULE_CRON = os.environ.get("VRAMLAB_SCHEDULE_CRON") or "0 * * * *"
 #: the schedule is off until someone turns it on, except under ``vramlab serve``, which sets VRAMLAB_SCHEDULE_ON=1
@@ -67,8 +69,6 @@ def celery_jobs() -> list:
     import otherwise: the single-host install never pays for it)."""
     if not CELERY_BROKER:
         return []
-    from dagster_celery import celery_executor
-
-    executor = celery_executor.configured({"broker": CELERY_BROKER, "backend": CELERY_BROKER}, name="celery")
+    executor = celery_executor(CELERY_BROKER, name="celery")
     return [dg.define_asset_job("celery_refresh_job", selection=WHOLE_GRAPH, executor_def=executor,
                                 tags=REFRESH_TAG, description="The refresh job with each step on a Celery worker.")]

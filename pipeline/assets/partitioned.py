@@ -323,9 +323,9 @@ def celery_partition_jobs() -> list:
     broker = os.environ.get("VRAMLAB_CELERY_BROKER")
     if not broker:
         return []
-    from dagster_celery import celery_executor
+    from pipeline.executors import celery_executor
 
-    executor = celery_executor.configured({"broker": broker, "backend": broker}, name="parts_celery")
+    executor = celery_executor(broker, name="parts_celery")
     return [dg.define_asset_job("parts_prices_celery_job", selection=["parts__prices"], executor_def=executor,
                                 description="parts_prices_job with its step on a Celery worker."),
             dg.define_asset_job("parts_models_celery_job", selection=["parts__sizing", "parts__setups"],

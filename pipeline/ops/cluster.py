@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
+from pipeline.executors import WORKER_SETTINGS
 from pipeline.settings import REPO_ROOT
 
 PG_USER = "vramlab"
@@ -119,15 +120,21 @@ class LocalCluster:
                               cwd=REPO_ROOT, env=self.env(), capture_output=True, text=True, timeout=300)
         if made.returncode != 0:
             raise UserError(f"the Postgres instance storage could not be set up: {made.stderr.strip()[-500:]}")
-        worker_config = self.root / "celery.yaml"
-        worker_config.write_text(f"execution:\n  config:\n    broker: {self.broker}\n    backend: {self.broker}\n")
-        celery = Path(sys.executable).parent / "dagster-celery"
+        # the worker's Celery configuration as the module dagster_celery.app reads (what `dagster-celery worker
+        # start` would write); the worker is started directly, not through that wrapper, so that it is this
+        # process's child and ends with it (the wrapper's own child outlived a killed parent)
+        config_dir = self.root / "celery_config"
+        config_dir.mkdir(parents=True, exist_ok=True)
+        settings = {"broker_url": self.broker, "result_backend": self.broker, **WORKER_SETTINGS}
+        (config_dir / "dagster_celery_config.py").write_text("".join(f"{k} = {v!r}\n" for k, v in settings.items()))
+        env = self.env() | {"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{config_dir}"}
+        celery = Path(sys.executable).parent / "celery"
         for n in range(self.workers):
             log = open(self.root / f"worker-{n}.log", "w")  # noqa: SIM115 - open for the worker's lifetime
             self.processes.append(subprocess.Popen(
-                [str(celery), "worker", "start", "-A", "dagster_celery.app", "-y", str(worker_config),
-                 "-n", f"vramlab-{n}@%h", "--", "--concurrency", "1"],
-                cwd=REPO_ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                [str(celery), "-A", "dagster_celery.app", "worker", "--prefetch-multiplier=1", "--loglevel", "INFO",
+                 "-n", f"vramlab-{n}@%h", "--concurrency", "1"],
+                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=die_with_parent))
         self._wait_workers()
 
@@ -180,7 +187,7 @@ class LocalCluster:
         process of its own so the broker is set before the code location is imported. Returns the run's id,
         success and which worker ran each step."""
         out = subprocess.run([sys.executable, "-m", "pipeline.ops.cluster_run"], cwd=REPO_ROOT, env=self.env(),
-                             capture_output=True, text=True, timeout=timeout)
+                             capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent)
         if out.returncode != 0 and not out.stdout.strip():
             raise UserError(f"the Celery refresh did not run: {out.stderr.strip()[-800:]}")
         import json
