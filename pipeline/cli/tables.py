@@ -307,23 +307,30 @@ def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None
 
 
 def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool, limit: int | None, spot: bool,
-                       console: _RichConsole | None = None) -> None:
+                       console: _RichConsole | None = None, per_provider: bool = False) -> None:
+    """Offers, cheapest $/GPU-h first; ``per_provider``: a row is the cheapest offer of a provider and GPU, with
+    how many offers and regions it stands for."""
     console = console or Console()
     shown = rows[:limit] if limit else rows
     what = "spot/marketplace" if spot else "on-demand"
-    title = (f"Cheapest {what} offer per GPU" if per_kind else f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
+    title = (f"Cheapest {what} offer per GPU" if per_kind else
+             f"Cheapest {what} offer per provider and GPU ({len(rows)} rows, "
+             f"{sum(r['offer_count'] for r in rows)} offers)" if per_provider else
+             f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
     more = f"; {len(rows) - len(shown)} more with --all" if len(rows) > len(shown) else ""
-    table = _table(title, caption=f"snapshot {snapshot}{more}")
+    every = "; every offer with --offers" if per_provider else ""
+    table = _table(title, caption=f"snapshot {snapshot}{more}{every}")
+    where = ("regions", "offers") if per_provider else ("region",)
     for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("form", "left"), ("vCPU", "right"),
                       ("RAM", "right"), ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"),
-                      ("region", "left"), ("verified", "left")):
+                      *((c, "right" if per_provider else "left") for c in where), ("verified", "left")):
         table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
     for r in shown:
         memory = r["gpu_memory_gb"] if r["gpu_memory_gb"] is not None else r.get("catalog_memory_gb")
+        place = (str(r["region_count"]), str(r["offer_count"])) if per_provider else (r["region"] or "-",)
         table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r), _num(r["vcpus"], 0),
                       _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
-                      r["provider"] + (f" ({r['allocation']})" if spot else ""), r["region"] or "-",
-                      _day(r["verified_at"]))
+                      r["provider"] + (f" ({r['allocation']})" if spot else ""), *place, _day(r["verified_at"]))
     _show(console, table)
 
 

@@ -159,5 +159,22 @@ def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | N
     return out
 
 
+def cheapest_by(offers: list[dict[str, Any]], *key: str) -> list[dict[str, Any]]:
+    """The first (cheapest: :func:`current_offers`' order) offer per value of the ``key`` columns, in that order,
+    each with ``offer_count`` (the offers of its group) and ``regions`` (their distinct regions, sorted; an offer
+    naming none adds none)."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    regions: dict[tuple[Any, ...], set[str]] = {}
+    for offer in offers:
+        k = tuple(offer[c] for c in key)
+        if k not in groups:
+            groups[k] = dict(offer) | {"offer_count": 0}
+            regions[k] = set()
+        groups[k]["offer_count"] += 1
+        if offer.get("region"):
+            regions[k].add(offer["region"])
+    return [row | {"regions": sorted(regions[k])} for k, row in groups.items()]
+
+
 def providers(snapshot: Snapshot) -> list[str]:
     return _offer_columns(snapshot)[1]
