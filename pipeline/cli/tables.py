@@ -421,8 +421,48 @@ def _regions(r: dict[str, Any], width: int = 13) -> str:
     return regions[0][:width - 4] + "…" + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
 
 
+#: the cluster fabric's short name as the setups tables abbreviate it (the JSON keeps the full description)
+_FABRICS = {"InfiniBand": "IB", "NVLink domain + RoCE": "NVL+RoCE"}
+
+
+def _fabric(r: dict[str, Any]) -> str:
+    """What joins a setup's machines, short: ``IB``, ``RoCE``, ``EFA``, ``RPC`` (llama.cpp over the public
+    network); ``-`` for one machine."""
+    if r["instances"] == 1:
+        return "-"
+    if r["deployment"] == "llama.cpp-rpc":
+        return "RPC"
+    from pipeline.compute.fabric import fabric_short_names
+
+    name = fabric_short_names().get(r.get("interconnect") or "", r.get("interconnect") or "?")
+    return _FABRICS.get(name, name)
+
+
+def _capacity(r: dict[str, Any]) -> str:
+    """The offer's availability at fetch time, short: ``yes``, ``low``, ``no``, ``?`` (not stated)."""
+    from pipeline.compute.setups import AVAILABILITY_NOTES
+
+    short = {AVAILABILITY_NOTES["available"]: "yes", AVAILABILITY_NOTES["low"]: "low",
+             AVAILABILITY_NOTES["unavailable"]: "no"}
+    return short.get(r.get("availability") or "", "?")
+
+
+def _two(first: str, second: str) -> Text:
+    """A two-line cell: the figure, and under it (dim) what goes with it."""
+    cell = Text(clean(first))
+    cell.append("\n")
+    cell.append(clean(second), style="dim")
+    return cell
+
+
+_SETUP_KEY = ("setup = instances x GPUs and GPU, the instance type under it; plan = TP x PP, under it the fabric "
+              "joining the machines (IB InfiniBand, RoCE, EFA, NVL+RoCE an NVLink rack over RoCE, RPC llama.cpp "
+              "over the public network); provider, its regions under it; cap = capacity the provider stated at "
+              "fetch time (yes, low, no; ? not stated)")
+
+
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
-    """``cheapest`` at a load: one line per setup meeting the service level, with its figures at that load."""
+    """``cheapest`` at a load: one row per setup meeting the service level, with its figures at that load."""
     console = console or Console()
     load, level = result["load"], result.get("serviceLevel")
     what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
@@ -434,37 +474,45 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
         if x) + (" (the default interactive floor)" if result["serviceLevelSource"] == "default" else "")
     title = f"{result['model']}: cheapest {what} setups at {asked}, {bound}"
     table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}; {result['judged']} setups "
-                                  "served); $/1M out = output tokens at this load (range from the at-load bands); "
-                                  "TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / rate")
-    for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
-                      ("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
-                      ("headroom", "right")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
+                                  f"served); {_SETUP_KEY}; $/1M out = output tokens at this load, under it the "
+                                  "range from the at-load bands; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
+                                  "sustainable rate / rate")
+    for col, just, width in (("setup", "left", 17), ("plan", "left", 8), ("format", "left", 8),
+                             ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
+                             ("$/1M out", "right", 13), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
+                             ("headroom", "right", 8)):
+        table.add_column(col, justify=just, overflow="fold", max_width=width)
     for r in result["setups"]:
         s = r["serving"] or {}
         span = s.get("usdPerMillionOutputTokensRange")
-        cost = _money(s.get("usdPerMillionOutputTokens")) + (f" ({_money(span[0])}-{_money(span[1])})" if span else "")
         room = s.get("headroom")
-        table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
-                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", r["format"], r["provider"],
-                      _money(r["price_per_hour"]), cost, f"{s['ttftMsP90']:,.0f} ms" if s else "-",
-                      _num(s.get("tokensPerSPerUser")), f"{room:.1f}x" if room is not None else "-")
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
+                      _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), r["format"],
+                      _two(r["provider"], _regions(r, 13)), _capacity(r), _money(r["price_per_hour"]),
+                      _two(_money(s.get("usdPerMillionOutputTokens")),
+                           f"{_money(span[0])}-{_money(span[1])}" if span else "-"),
+                      f"{s['ttftMsP90']:,.0f} ms" if s else "-", _num(s.get("tokensPerSPerUser")),
+                      f"{room:.1f}x" if room is not None else "-")
     if result.get("note"):
         say(f"note: {result['note']}", console)
     _show(console, table)
 
 
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
-    """One line per distinct rentable setup, cheapest first; the deployment shape in plain sight."""
+    """One row per distinct rentable setup, cheapest first; the deployment shape in plain sight. A row is two
+    lines (the instance type, fabric, regions and the $/1M range under the figures) so it fits 100 columns."""
     console = console or Console()
     what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
     f = result["filters"]
     filters = [f"{k} {v}" for k, v in (("provider", f["provider"]), ("region", f["region"]),
-                                        ("max $/h", f["maxPrice"]), ("engine", f.get("engine"))) if v]
+                                        ("max $/h", f["maxPrice"]), ("engine", f.get("engine")),
+                                        ("at most GPUs", f.get("maxGpus")), ("fabric", f.get("fabric"))) if v]
     if f.get("gpu"):
         filters.append("on " + "/".join(f["gpu"]) + (f" x{f['gpuCount']} per instance" if f.get("gpuCount") else ""))
     if f["singleMachine"]:
         filters.append("one machine")
+    if f.get("available"):
+        filters.append("stated capacity")
     load = result.get("concurrency", 1)
     by = "cost per output token" if result.get("sort") == "per_token" else "price"
     title = (f"{result['model']}: cheapest {what} setups" + (f" in {result['format']}" if result["format"] else "")
@@ -472,22 +520,26 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
              + (f" ({', '.join(filters)})" if filters else ""))
     engines = sorted({r["engine"] for r in result["setups"]})
     source = f"; model from {result['modelSource']}" if result.get("modelSource", "").startswith("Hub look-up") else ""
-    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}{source}); setup = instances x GPUs "
-                                  f"per instance; plan = TP x PP with {' or '.join(engines)} (vLLM on data-centre "
-                                  "GPUs, llama.cpp elsewhere, unless --engine); $/1M tok = output tokens at this "
-                                  "load; tok/s = "
+    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}{source}); {_SETUP_KEY}; "
+                                  f"plans with {' or '.join(engines)} (vLLM on data-centre GPUs, llama.cpp "
+                                  "elsewhere, unless --engine); $/1M tok = output tokens at this load, under it "
+                                  "the range with the plan kept full (req requests); tok/s = "
                                   f"decode per request with {load} running; req = requests of {result['context']:,} "
                                   "tokens the plan holds; verified = last seen at the source")
-    wide = console.width >= 140  # a wide terminal: names in full (100 columns: shortened with an ellipsis)
-    widths = {} if wide else {"provider": 10, "regions": 13, "setup": 17}
-    for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
-                      ("regions", "left"), ("$/h", "right"), ("$/1M tok", "right"), ("tok/s", "right"),
-                      ("req", "right"), ("verified", "left")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis", max_width=widths.get(col))
+    wide = console.width >= 140  # a wide terminal: names in full (100 columns: folded onto more lines)
+    for col, just, width in (("setup", "left", 17), ("plan", "left", 8), ("format", "left", 8),
+                             ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
+                             ("$/1M tok", "right", 13), ("tok/s", "right", 6), ("req", "right", 5),
+                             ("verified", "left", 8)):
+        table.add_column(col, justify=just, overflow="fold", max_width=None if wide else width)
     for r in result["setups"]:
-        table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
-                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", f"{r['format']}", r["provider"],
-                      _regions(r, 40 if wide else 13), _money(r["price_per_hour"]), _money(r.get("usd_per_million_tokens_at_load")),
+        low, high = r.get("usd_per_million_tokens_batched_low"), r.get("usd_per_million_tokens_batched_high")
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
+                      _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), f"{r['format']}",
+                      _two(r["provider"], _regions(r, 40 if wide else 13)), _capacity(r),
+                      _money(r["price_per_hour"]),
+                      _two(_money(r.get("usd_per_million_tokens_at_load")),
+                           f"{_money(low)}-{_money(high)}" if low is not None and high is not None else "-"),
                       _num(r.get("tokens_per_s_per_request")), _num(r.get("max_concurrent_requests"), 0),
                       _day(r["verified_at"]))
     if result.get("gpuNote"):
