@@ -306,6 +306,112 @@ def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None
     _show(console, table)
 
 
+def _others(formats: list[dict[str, Any]], width: int = 16) -> str:
+    """The other formats that fit, most faithful first: ``fp8 q8_0 +4`` within ``width`` characters."""
+    names = [f["format"] for f in formats[1:]]
+    for n in range(len(names), 0, -1):
+        text = " ".join(names[:n]) + (f" +{len(names) - n}" if n < len(names) else "")
+        if len(text) <= width:
+            return text
+    return f"+{len(names)}" if names else "-"
+
+
+def _load_words(load: dict[str, Any]) -> str:
+    return (f"{load['rate']:g} req/s" if load["rate"] is not None else f"{load['concurrency']} clients") + (
+        f" of {load['inputTokens']:,} in / {load['outputTokens']:,} out tokens")
+
+
+def _served_cells(r: dict[str, Any]) -> tuple[str, ...]:
+    """$/1M out, TTFT p90, tok/s per user and headroom of an answer at a load (``-`` where there is none)."""
+    s = r.get("serving") or {}
+    room = s.get("headroom")
+    return (_money(s.get("usdPerMillionOutputTokens")), _ms(s["ttftMsP90"]) if s else "-",
+            _num(s.get("tokensPerSPerUser")),
+            ("sat." if s.get("saturated") else f"{room:.1f}x") if room is not None else "-")
+
+
+def print_models_on(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """``models --fits``: one row per model that runs on the GPUs, in its most faithful format that fits."""
+    console = console or Console()
+    load = result.get("load")
+    asked = _load_words(load) if load else f"{result['concurrency']} request(s) of {result['context']:,} tokens"
+    runs = [m for m in result["models"] if m["fits"]]
+    fmt = f" in {result['format']}" if result.get("format") else ""
+    table = _table(f"{len(runs)} of {len(result['models'])} models run on at most {result['maxGpus']} x "
+                   f"{result['gpuName']}{fmt}, {asked}",
+                   caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; format = the most "
+                           "faithful that fits (4-bit and above), most faithful first, then the largest; also = the "
+                           "other formats that fit; plan = TP x PP and engine; GiB = per GPU; $/h = the cheapest current on-demand offer "
+                           "running the plan; "
+                           + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
+                              "sustainable rate / rate (sat. = saturated)" if load else
+                              "$/1M tok = output tokens, one request; tok/s = decode, one request"))
+    cols = (("model", "left"), ("B", "right"), ("format", "left"), ("GPUs", "right"), ("plan", "left"))
+    cols += ((("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
+              ("headroom", "right")) if load else
+             (("GiB", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"), ("also", "left")))
+    for col, just in cols:
+        table.add_column(col, justify=just, overflow="fold", max_width=13 if col == "also" else None,
+                         no_wrap=col not in ("model", "also"))
+    for m in runs:
+        head = (m["id"], _num(m["parameters"]), m["format"], str(m["gpus"]),
+                f"{m['tensorParallel']}x{m['pipelineParallel']} {m['engine']}")
+        if load:
+            table.add_row(*head, _money(m["pricePerHour"]), *_served_cells(m))
+        else:
+            table.add_row(*head, _num(m["memoryPerGpuGiB"]), _num(m["decodeTokensPerS"]), _money(m["pricePerHour"]),
+                          _money(m["usdPerMillionTokens"]), _others(m["formats"], 13))
+    _show(console, table)
+    rest = [m for m in result["models"] if not m["fits"]]
+    if rest:
+        say(f"do not run on {result['maxGpus']} x {result['gpuName']} (in brackets: the fewest that hold it in "
+            "its smallest format): " + ", ".join(f"{m['id']} ({m['fewestGpus']})" if m.get("fewestGpus") else
+                                                  f"{m['id']} ({m['reason']})" for m in rest), console)
+
+
+def print_compare(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """``compare``: one row per GPU asked, the same model and load; a row is two lines (the offer's provider under
+    the GPU, the engine under the plan, the verified date under the price) so it fits 100 columns."""
+    console = console or Console()
+    load = result.get("load")
+    asked = _load_words(load) if load else f"{result['concurrency']} request(s) of {result['context']:,} tokens"
+    table = _table(f"{result['model']} side by side, {asked}" + (f", {result['format']}" if result["format"] else ""),
+                   caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; GPUs = the fewest "
+                           "that hold it (GPU:N: N); plan = TP x PP, the engine under it; GiB = used of usable per "
+                           "GPU; $/h = the cheapest current on-demand offer running the plan (its provider under "
+                           "the GPU, the day it was last seen at the source under the price); "
+                           + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; headroom "
+                              "= sustainable rate / rate (sat. = saturated)" if load else
+                              "tok/s = decode, one request; TTFT of the prompt; $/1M tok = output tokens, one "
+                              "request"))
+    cols = [("GPU", "left"), ("format", "left"), ("GPUs", "right"), ("plan", "left"), ("GiB", "right"),
+            ("$/h", "right")]
+    cols += ([("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"), ("headroom", "right")] if load
+             else [("$/1M tok", "right"), ("tok/s", "right"), ("TTFT", "right")])
+    for col, just in cols:
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col != "GPU", max_width=18 if col == "GPU"
+                         else None)
+    for r in result["gpus"]:
+        offer = r.get("offer")
+        gpu = _two(r["gpu"], offer["provider"] if offer else "no offer")
+        if not r["fits"]:
+            table.add_row(gpu, r["format"], *(["-"] * (len(cols) - 3)),
+                          styled(("not served" if r["limitedBy"] == "unsupported" else "too large", "red")))
+            continue
+        head = (gpu, r["format"], str(r["gpus"]), _two(f"{r['tensorParallel']}x{r['pipelineParallel']}", r["engine"]),
+                f"{_num(r['memoryPerGpuGiB'])}/{_num(r['usableGiBPerGpu'])}",
+                _two(_money(r["pricePerHour"]), _day(r["verifiedAt"]) if r["verifiedAt"] else "-"))
+        if load:
+            table.add_row(*head, *_served_cells(r))
+        else:
+            table.add_row(*head, _money(r["usdPerMillionTokens"]), _num(r["decodeTokensPerS"]),
+                          _ms(r["ttftMs"]) if r["ttftMs"] is not None else "-")
+    _show(console, table)
+    for r in result["gpus"]:
+        if not r["fits"] and r.get("reason"):
+            say(f"{r['gpu']}: {r['reason']}", console)
+
+
 def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool, limit: int | None, spot: bool,
                        console: _RichConsole | None = None, per_provider: bool = False) -> None:
     """Offers, cheapest $/GPU-h first; ``per_provider``: a row is the cheapest offer of a provider and GPU, with

@@ -162,7 +162,7 @@ def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.se
     if lengths != (None, None) and None in lengths:
         raise CliError("--input-tokens and --output-tokens go together")
     if None in lengths:
-        if args.cpu_offload_gb is not None:
+        if getattr(args, "cpu_offload_gb", None) is not None:
             raise CliError("--cpu-offload-gb counts at a load: give --rate or --concurrency with --input-tokens and "
                            "--output-tokens")
         return None
@@ -172,6 +172,20 @@ def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.se
 
     return Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=args.rate,
                     concurrency=args.concurrency if args.rate is None else None)
+
+
+def question_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a pipeline.cli.on_gpu.Question
+    """The question ``answer_flags`` asked (``models --fits``, ``compare``), as ``fit`` reads the same flags: the
+    load (:func:`load_of`), and without one ``--concurrency`` requests of ``--context`` tokens."""
+    from pipeline.cli.on_gpu import Question
+
+    load = load_of(args)
+    if args.engine:
+        from sizing_core.engines import get_engine
+
+        get_engine(args.engine)  # unknown: one line naming the engines
+    return Question(context=args.context, concurrency=1 if load is not None or args.concurrency is None
+                    else args.concurrency, load=load, engine=args.engine, kv_cache_dtype=args.kv_cache_dtype)
 
 
 def _offload(args: argparse.Namespace, arch: Any, gpu: Any, count: int, fmt: str | None) -> int:  # noqa: ANN401
