@@ -278,6 +278,15 @@ def test_q8_which_models_run_on_one_h100(data: Path) -> None:
     assert not deepseek["fits"] and deepseek["fewestGpus"] >= math.ceil(671e9 * 0.5 / 2**30 / 80)
     text = table(data, "models", "--fits", "h100")
     assert "qwen3-8b" in text and "deepseek-v3 (" in " ".join(text.split())
+    # the report's page of the GPU answers the same question from the published tables (four of the formats):
+    # every model it finds on one H100 the command finds too, priced on the cheapest one-GPU H100 instance
+    page = (snapshot(data) / "report" / "gpus" / "h100.html").read_text()
+    one = page.split('id="runs-on-one"')[1].split("</table>")[0]
+    on_page = {chunk.split('"')[0] for chunk in one.split('data-model="')[1:]}
+    assert "qwen3-8b" in on_page and on_page <= {m["id"] for m in runs}
+    single = offers_sql(data, "SELECT min(price_per_hour_usd) FROM o WHERE eligible AND allocation = 'on_demand' "
+                              "AND gpu_id = 'h100' AND gpu_count = 1")[0][0]
+    assert f"${single:,.2f}/h" in page
     assert vramlab("models", "--context", "32k", "--data-dir", str(data)).returncode == 2  # a GPU question: --fits
 
 
