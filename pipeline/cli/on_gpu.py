@@ -126,7 +126,7 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
         if not good:
             fewest = min((r["gpus"] for r, _ in found if r["fits"]), default=None)
             rest.append(entry | {"fits": False, "formats": [], "fewestGpus": fewest, "reason": (
-                f"needs {fewest} x {gpu.name} in its smallest format" if fewest else
+                f"needs at least {fewest} x {gpu.name} (in any format)" if fewest else
                 next((r["reason"] for r, _ in reversed(found) if r["reason"]), "no deployment"))})
             continue
         best, serving = good[0]

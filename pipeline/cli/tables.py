@@ -339,13 +339,14 @@ def print_models_on(result: dict[str, Any], console: _RichConsole | None = None)
     fmt = f" in {result['format']}" if result.get("format") else ""
     table = _table(f"{len(runs)} of {len(result['models'])} models run on at most {result['maxGpus']} x "
                    f"{result['gpuName']}{fmt}, {asked}",
-                   caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; format = the most "
-                           "faithful that fits (4-bit and above), most faithful first, then the largest; also = the "
-                           "other formats that fit; plan = TP x PP and engine; GiB = per GPU; $/h = the cheapest current on-demand offer "
+                   caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; B = billions of "
+                           "parameters; format = the most faithful that fits (4-bit and above), most faithful first, "
+                           "then the largest; plan = TP x PP and engine; $/h = the cheapest current on-demand offer "
                            "running the plan; "
                            + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
                               "sustainable rate / rate (sat. = saturated)" if load else
-                              "$/1M tok = output tokens, one request; tok/s = decode, one request"))
+                              "GiB = per GPU; tok/s = decode, one request; $/1M tok = output tokens, one request; "
+                              "also = the other formats that fit"))
     cols = (("model", "left"), ("B", "right"), ("format", "left"), ("GPUs", "right"), ("plan", "left"))
     cols += ((("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
               ("headroom", "right")) if load else
@@ -364,8 +365,8 @@ def print_models_on(result: dict[str, Any], console: _RichConsole | None = None)
     _show(console, table)
     rest = [m for m in result["models"] if not m["fits"]]
     if rest:
-        say(f"do not run on {result['maxGpus']} x {result['gpuName']} (in brackets: the fewest that hold it in "
-            "its smallest format): " + ", ".join(f"{m['id']} ({m['fewestGpus']})" if m.get("fewestGpus") else
+        say(f"do not run on {result['maxGpus']} x {result['gpuName']} (in brackets: the fewest that hold it, in "
+            "any format): " + ", ".join(f"{m['id']} ({m['fewestGpus']})" if m.get("fewestGpus") else
                                                   f"{m['id']} ({m['reason']})" for m in rest), console)
 
 
