@@ -200,6 +200,20 @@ def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placeme
                         cpu_offload_gb=cpu_offload_gb)
 
 
+def planned_arch(arch: Architecture, context: int) -> Architecture:
+    """The model as ``fit`` plans it at ``context``: above max_position_embeddings answered as ``size`` answers it
+    (the memory such a context would take; :func:`with_context` says so), not refused."""
+    if arch.max_context is not None and context > arch.max_context:
+        return arch.model_copy(update={"max_context": None})
+    return arch
+
+
+def above_context(arch: Architecture, limit: Any, context: int) -> str:  # noqa: ANN401 - a ContextLimit
+    """The warning of an answer above the model's maximum context."""
+    return (f"{context:,} tokens is above {arch.model}'s maximum context ({limit.method}): the memory it would "
+            "take, not a context the model serves")
+
+
 def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context: int) -> dict[str, Any]:  # noqa: ANN401
     """``fit``'s answer with the context limit: ``contextLimit`` and ``aboveMaxContext`` (added keys), a warning
     above the limit (the memory such a context would take, as ``size`` shows it), and the rope-scaling flags in
@@ -209,8 +223,7 @@ def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context
     above = not limit.allows(context)
     result = result | {"contextLimit": context_json(limit), "aboveMaxContext": above}
     if above:
-        result["warnings"] = [*result["warnings"], f"{context:,} tokens is above {arch.model}'s maximum context "
-                              f"({limit.method}): the memory it would take, not a context the model serves"]
+        result["warnings"] = [*result["warnings"], above_context(arch, limit, context)]
     launch = result.get("launch")
     if launch and limit.source == "--rope-scaling" and arch.max_context is not None and context > arch.max_context:
         launch = dict(launch)

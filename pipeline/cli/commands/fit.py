@@ -81,7 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
     from pipeline.cli.errors import CliError
-    from pipeline.cli.fit import ALL_FORMATS, fit_result, with_context
+    from pipeline.cli.fit import ALL_FORMATS, fit_result, planned_arch, with_context
     from pipeline.cli.models import context_of, load_ref, model_repo
     from pipeline.cli.resolve import gpu_family, resolve_format, resolve_gpu, resolve_model, split_count
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
@@ -102,9 +102,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 "max_num_seqs": args.max_num_seqs, "version": args.engine_version}
     offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
     limit = context_of(ref, arch, args.rope_scaling)
-    planned = arch  # above max_position_embeddings: answered as size answers it, and said
-    if arch.max_context is not None and args.context > arch.max_context:
-        planned = arch.model_copy(update={"max_context": None})
+    planned = planned_arch(arch, args.context)
 
     load = load_of(args)
     concurrency = 1 if load is not None or args.concurrency is None else args.concurrency
