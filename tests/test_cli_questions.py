@@ -288,6 +288,10 @@ def test_q8_which_models_run_on_one_h100(data: Path) -> None:
                               "AND gpu_id = 'h100' AND gpu_count = 1")[0][0]
     assert f"${single:,.2f}/h" in page
     assert vramlab("models", "--context", "32k", "--data-dir", str(data)).returncode == 2  # a GPU question: --fits
+    # at 128K, Qwen3-8B does not run: its config stops at max_position_embeddings = 40,960 tokens (no rope scaling)
+    assert json.loads((CONFIGS / "Qwen__Qwen3-8B.json").read_text())["max_position_embeddings"] == 40960
+    long = {m["id"]: m for m in ask(data, "models", "--fits", "h100", "--context", "128k")["models"]}
+    assert not long["qwen3-8b"]["fits"] and "40,960" in long["qwen3-8b"]["reason"]
 
 
 # 9 --------------------------------------------------------------------------------------------------------------
@@ -317,6 +321,11 @@ def test_q9_the_same_model_on_three_gpus_side_by_side_at_one_load(data: Path) ->
     # GPU:N answers on exactly N: Qwen3-8B's 32 attention heads split over two H100s
     two = ask(data, "compare", "qwen3-8b", "--gpu", "h100:2", "--gpu", "h100")["gpus"]
     assert [(r["gpus"], r["tensorParallel"], r["gpusAsked"]) for r in two] == [(2, 2, 2), (1, 1, None)]
+    # asked above the model's maximum context, answered as `fit` answers it (the memory it would take) and said
+    above = ask(data, "compare", "qwen3-8b", "--gpu", "h100", "--context", "128k")
+    assert above["aboveMaxContext"] and above["warnings"] and above["gpus"][0]["fits"]
+    # KV cache of 131,072 tokens: 36 layers x 2 x 8 KV heads x 128 dims x 2 bytes per token = 18 GiB
+    assert above["gpus"][0]["kvCacheGiBPerGpu"] == pytest.approx(36 * 2 * 8 * 128 * 2 * 131072 / 2**30, rel=1e-6)
     text = table(data, "compare", "qwen3-8b", "--gpu", "h100", "--gpu", "l40s", "--gpu", "rtx-4090", "--rate", "2",
                  "--input-tokens", "1000", "--output-tokens", "200")
     assert all(g in text for g in ("h100", "l40s", "rtx-4090", "TTFT p90", "headroom"))

@@ -121,7 +121,11 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
             rest.append(entry | {"fits": False, "formats": [], "reason": str(exc)})
             continue
         entry |= {"repo": repo or ref.repo, "parameters": round(count_parameters(arch).total / 1e9, 2)}
-        found = answers(arch, model_repo(ref, arch), gpu, q, formats)
+        try:
+            found = answers(arch, model_repo(ref, arch), gpu, q, formats)
+        except SizingError as exc:  # a question this model cannot be asked (a context above its maximum)
+            rest.append(entry | {"fits": False, "formats": [], "fewestGpus": None, "reason": str(exc)})
+            continue
         good = fitting(found, max_gpus)
         if not good:
             fewest = min((r["gpus"] for r, _ in found if r["fits"]), default=None)

@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from pipeline.cli.commands.fit import question_of
-    from pipeline.cli.models import load_ref, model_repo
+    from pipeline.cli.fit import above_context, planned_arch
+    from pipeline.cli.models import context_of, load_ref, model_repo
     from pipeline.cli.on_gpu import compare_on, load_json
     from pipeline.cli.resolve import resolve_format, resolve_gpu, resolve_model, split_count
     from pipeline.exports.snapshot_offers import latest_snapshot
@@ -48,14 +49,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     arch = load_ref(ref)
     repo = model_repo(ref, arch)
     snapshot = latest_snapshot(data_dir)
-    result = {"model": arch.model, "id": ref.id, "repo": repo, "modelSource": ref.origin, "context": question.context,
+    limit = context_of(ref, arch, None)
+    above = not limit.allows(question.context)  # answered as `fit` answers it: the memory it would take, and said
+    warnings = [above_context(arch, limit, question.context)] if above else []
+    result = {"model": arch.model, "id": ref.id, "repo": repo, "aboveMaxContext": above, "warnings": warnings, "modelSource": ref.origin, "context": question.context,
               "concurrency": question.concurrency, "load": load_json(question), "engine": question.engine,
               "format": fmt, "kvCacheDtype": question.kv_cache_dtype, "snapshot": snapshot.id if snapshot else None,
-              "gpus": compare_on(arch, repo, asked, question, fmt, snapshot)}
+              "gpus": compare_on(planned_arch(arch, question.context), repo, asked, question, fmt, snapshot)}
     if args.json:
         print_json(result)
     else:
-        from pipeline.cli.tables import print_compare
+        from pipeline.cli.tables import print_compare, say
 
+        for warning in warnings:
+            say(f"warning: {warning}")
         print_compare(result)
     return 0
