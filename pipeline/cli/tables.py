@@ -434,7 +434,7 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
         table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
     for r in shown:
         memory = r["gpu_memory_gb"] if r["gpu_memory_gb"] is not None else r.get("catalog_memory_gb")
-        place = (str(r["region_count"]), str(r["offer_count"])) if per_provider else (r["region"] or "-",)
+        place = (str(r["region_count"] or "-"), str(r["offer_count"])) if per_provider else (r["region"] or "-",)
         table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r), _num(r["vcpus"], 0),
                       _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
                       r["provider"] + (f" ({r['allocation']})" if spot else ""), *place, _day(r["verified_at"]))
@@ -613,7 +613,9 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
     f = result["filters"]
     filters = [f"{k} {v}" for k, v in (("provider", f["provider"]), ("region", f["region"]),
                                         ("max $/h", f["maxPrice"]), ("engine", f.get("engine")),
-                                        ("at most GPUs", f.get("maxGpus")), ("fabric", f.get("fabric"))) if v]
+                                        ("fabric", f.get("fabric"))) if v]
+    if f.get("maxGpus"):
+        filters.append(f"at most {f['maxGpus']} GPU{'s' if f['maxGpus'] > 1 else ''}")
     if f.get("gpu"):
         filters.append("on " + "/".join(f["gpu"]) + (f" x{f['gpuCount']} per instance" if f.get("gpuCount") else ""))
     if f["singleMachine"]:
@@ -634,7 +636,7 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
                                   f"decode per request with {load} running; req = requests of {result['context']:,} "
                                   "tokens the plan holds; verified = last seen at the source")
     wide = console.width >= 140  # a wide terminal: names in full (100 columns: folded onto more lines)
-    for col, just, width in (("setup", "left", 17), ("plan", "left", 8), ("format", "left", 8),
+    for col, just, width in (("setup", "left", 22), ("plan", "left", 8), ("format", "left", 8),
                              ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
                              ("$/1M tok", "right", 13), ("tok/s", "right", 6), ("req", "right", 5),
                              ("verified", "left", 8)):
