@@ -15,11 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "plan ($/h, $/1M output tokens, verified date). Each GPU is answered as "
                                          "`fit` answers it: the fewest GPUs (GPU:N: exactly N), in --format or "
                                          "else the most faithful format that fits.",
-                             epilog=examples("vramlab compare llama-3.1-70b --gpu h100 --gpu a100-80gb --gpu l40s",
+                             epilog=examples("vramlab compare llama-3.1-70b --gpu h100 --gpu a100-80gb-sxm --gpu l40s",
                                              "vramlab compare qwen3-8b --gpu h100 --gpu rtx-4090 --gpu l4 --rate 2 "
                                              "--input-tokens 1000 --output-tokens 200",
-                                             "vramlab compare gpt-oss-120b --gpu h100:1 --gpu rtx-4090:4 --format "
-                                             "native --json"))
+                                             "vramlab compare openai/gpt-oss-120b --gpu h100:2 --gpu rtx-4090:4 "
+                                             "--format native --json"))
     compare.add_argument("model", metavar="MODEL", help="model id, Hub repo id, registry id or config path")
     compare.add_argument("--gpu", action="append", required=True, metavar="GPU[:N]",
                          help="a GPU to compare on (id or alias, any case; :N exactly N of them); repeat for each")
@@ -55,7 +55,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = {"model": arch.model, "id": ref.id, "repo": repo, "aboveMaxContext": above, "warnings": warnings, "modelSource": ref.origin, "context": question.context,
               "concurrency": question.concurrency, "load": load_json(question), "engine": question.engine,
               "format": fmt, "kvCacheDtype": question.kv_cache_dtype, "snapshot": snapshot.id if snapshot else None,
-              "gpus": compare_on(planned_arch(arch, question.context), repo, asked, question, fmt, snapshot)}
+              "gpus": compare_on(planned_arch(arch, question.context), repo, asked, question, fmt,
+                                 snapshot)}
     if args.json:
         print_json(result)
     else:
