@@ -114,6 +114,18 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     ``gguf_files``: the GGUF repos the model's Hub revision lists, by quant type (launch commands name only those);
     ``load``: a :class:`sizing_core.serving.Workload`, adding the ``serving`` object (without one the
     answer is unchanged)."""
+    return fit_and_serving(model, gpu_id, fmt, context, concurrency, engine_id, kv_cache_dtype, data_dir, arch,
+                           repo, substitute, gpus, settings, gguf_files, load, cpu_offload_gb)[0]
+
+
+def fit_and_serving(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
+                    engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
+                    arch: Architecture | None = None, repo: str | None = None, substitute: bool = True,
+                    gpus: int | None = None, settings: dict[str, Any] | None = None,
+                    gguf_files: dict[str, Any] | None = None, load: Any = None,  # noqa: ANN401 - a Workload
+                    cpu_offload_gb: float | None = None) -> tuple[dict[str, Any], Any]:
+    """:func:`fit_result` and the :class:`sizing_core.serving.Serving` at the load behind its ``serving`` object
+    (None without a load or a deployment), for callers that price it (``models --fits``, ``compare``)."""
     if arch is None:
         if data_dir is None:
             from pipeline.settings import settings
@@ -171,7 +183,7 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     }
     if load is not None:  # `serving`: the steady state at the load (keys are a contract: docs/cli.md)
         result["serving"] = serving.to_json() if serving is not None else None
-    return result
+    return result, serving
 
 
 def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placement, start: EngineStartup | None,
@@ -188,6 +200,20 @@ def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placeme
                         cpu_offload_gb=cpu_offload_gb)
 
 
+def planned_arch(arch: Architecture, context: int) -> Architecture:
+    """The model as ``fit`` plans it at ``context``: above max_position_embeddings answered as ``size`` answers it
+    (the memory such a context would take; :func:`with_context` says so), not refused."""
+    if arch.max_context is not None and context > arch.max_context:
+        return arch.model_copy(update={"max_context": None})
+    return arch
+
+
+def above_context(arch: Architecture, limit: Any, context: int) -> str:  # noqa: ANN401 - a ContextLimit
+    """The warning of an answer above the model's maximum context."""
+    return (f"{context:,} tokens is above {arch.model}'s maximum context ({limit.method}): the memory it would "
+            "take, not a context the model serves")
+
+
 def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context: int) -> dict[str, Any]:  # noqa: ANN401
     """``fit``'s answer with the context limit: ``contextLimit`` and ``aboveMaxContext`` (added keys), a warning
     above the limit (the memory such a context would take, as ``size`` shows it), and the rope-scaling flags in
@@ -197,8 +223,7 @@ def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context
     above = not limit.allows(context)
     result = result | {"contextLimit": context_json(limit), "aboveMaxContext": above}
     if above:
-        result["warnings"] = [*result["warnings"], f"{context:,} tokens is above {arch.model}'s maximum context "
-                              f"({limit.method}): the memory it would take, not a context the model serves"]
+        result["warnings"] = [*result["warnings"], above_context(arch, limit, context)]
     launch = result.get("launch")
     if launch and limit.source == "--rope-scaling" and arch.max_context is not None and context > arch.max_context:
         launch = dict(launch)
