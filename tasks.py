@@ -21,6 +21,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import venv
@@ -52,8 +53,9 @@ def _installed() -> tuple[str, bool] | None:
 def ensure_environment(dev: bool = True) -> None:
     """Create .venv and install the project (editable) unless already current: what running needs, plus the
     test and lint tools (``[dev]``) when ``dev`` (``tasks.py test`` and ``setup``; ``run`` installs them only when
-    they were there already). With uv when the package registry has it (pip installs uv into .venv first; uv
-    resolves and installs the rest in parallel, several times faster than pip), else with pip. One progress line;
+    they were there already). With uv when the package registry has it (pip fetches uv first; uv
+    resolves and installs the rest in parallel, several times faster than pip; uv itself is not kept), else with
+    pip. One progress line;
     the installers' own output goes to ``.venv/install.log``."""
     if not _venv_bin("python").exists():
         print("vramlab: creating .venv", flush=True)
@@ -68,18 +70,31 @@ def ensure_environment(dev: bool = True) -> None:
     stamp = f"{_wanted_stamp()} {'dev' if dev else 'run'}"
     what = "the project and its test tools" if dev else "the project (what running needs)"
     LOG.write_text("")
-    uv = _venv_bin("uv")
-    if not uv.exists() and os.environ.get("VRAMLAB_NO_UV") != "1":
-        _install("getting uv (pip install uv)", [*pip, "install", "--progress-bar", "off", "uv"], check=False)
-    if uv.exists() and os.environ.get("VRAMLAB_NO_UV") != "1":
-        if _install(f"installing {what} into .venv with uv",
+    if os.environ.get("VRAMLAB_NO_UV") != "1":
+        with tempfile.TemporaryDirectory(prefix="vramlab-uv-") as tools:
+            uv = _uv(pip, Path(tools))
+            if uv is not None and _install(
+                    f"installing {what} into .venv with uv",
                     [str(uv), "pip", "install", "--python", python, "--index-strategy", "unsafe-best-match",
                      *_pip_settings(python), "-e", target], check=False):
-            STAMP.write_text(stamp)
-            return
+                STAMP.write_text(stamp)
+                return
         print("vramlab: uv could not install the project; falling back to pip", flush=True)
     _install(f"installing {what} into .venv with pip", [*pip, "install", "--progress-bar", "off", "-e", target])
     STAMP.write_text(stamp)
+
+
+def _uv(pip: list[str], tools: Path) -> Path | None:
+    """uv for this install: the one an older set-up put into .venv, else fetched by pip into ``tools`` (a
+    temporary folder: uv installs, running never needs it, so it stays out of .venv; pip keeps the wheel in its
+    cache for the next install)."""
+    kept = _venv_bin("uv")
+    if kept.exists():
+        return kept
+    _install("getting uv (pip install uv)", [*pip, "install", "--progress-bar", "off", "--target", str(tools), "uv"],
+             check=False)
+    found = [p for p in (tools / "bin" / "uv", tools / "bin" / "uv.exe") if p.exists()]
+    return found[0] if found else None
 
 
 def _install(what: str, command: list[str], check: bool = True) -> bool:
