@@ -199,8 +199,8 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     if serving is not None and launch_states_running(engine):
         launched = placed.model_copy(update={"concurrency": serving.max_running})
     launch = launch_command(launched, repo or arch.model, **known_sources(placed, repo or arch.model,
-                                                                        arch.native.weight_format, gguf_files)) \
-        if plan else None
+                                                                        arch.native.weight_format, gguf_files),
+                            engine=engine) if plan else None
     fewest_count = placed.gpus  # `--gpu H100:2`: also the fewest that hold it
     if gpus is not None:
         fewest_count = place(arch, gpu, fmt, context, concurrency, engine_id, kv_cache_dtype, substitute, None,
