@@ -156,7 +156,8 @@ def _step(text: str) -> str:
     if text.startswith("Installing collected packages"):
         return "installing the collected packages"
     if text.startswith("Successfully installed "):
-        return f"installed {len(text.split()) - 2} packages"
+        count = len(text.split()) - 2
+        return f"installed {count} package{'s' if count != 1 else ''}"
     return ""
 
 
