@@ -154,10 +154,11 @@ def shortfall(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int,
 @record
 class Remedy(Record):
     """One setting that makes ``gpus`` GPUs hold the load: ``setting`` is ``memory_fraction``, ``kv_cache_dtype``
-    or ``format``, ``value`` its new value."""
+    or ``format``, ``value`` its new value, ``was`` the one asked (or the engine's default)."""
 
     setting: str
     value: str
+    was: str
     gpus: int
 
 
@@ -173,18 +174,18 @@ def remedy(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, co
 
     compact = engine.compact_kv_dtype
     if kind == "kv_cache" and compact and kv_cache_dtype in ("bf16", "fp16") and holds(engine, fmt, compact):
-        return Remedy(setting="kv_cache_dtype", value=compact, gpus=gpus)
+        return Remedy(setting="kv_cache_dtype", value=compact, was=kv_cache_dtype, gpus=gpus)
     highest = engine.highest_memory_fraction
     start = exact(arch, gpu, engine, fmt, gpus, context, concurrency, kv_cache_dtype)[1]
     current = start.gpu_memory_utilization if start is not None else 1.0
     if kind != "weights" and highest is not None and current < highest and \
             holds(engine.with_settings(memory_fraction=highest), fmt, kv_cache_dtype):
-        return Remedy(setting="memory_fraction", value=f"{highest:.2f}", gpus=gpus)
+        return Remedy(setting="memory_fraction", value=f"{highest:.2f}", was=f"{current:.2f}", gpus=gpus)
     weight = _weight_bytes(arch, fmt)
     for f in formats:
         if f != fmt and _weight_bytes(arch, f) < weight and engine.supports(gpu, f, arch).runs \
                 and holds(engine, f, kv_cache_dtype):
-            return Remedy(setting="format", value=f, gpus=gpus)
+            return Remedy(setting="format", value=f, was=fmt, gpus=gpus)
     return None
 
 

@@ -89,10 +89,11 @@ def _explained(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: P
         on = "one GPU" if found.gpus == 1 else f"{found.gpus} GPUs"
         change = {"flag": flag, "gpus": found.gpus,
                   "note": f"{flag} holds it on {on}" + (
-                      f" ({engine.name} uses {found.value} of the GPU's memory instead of "
-                      f"{engine.memory_fraction or 0.9:.2f})" if found.setting == "memory_fraction" else
-                      " (half the bytes per cached token)" if found.setting == "kv_cache_dtype" else
-                      " (fewer bytes per weight, less faithful)")}
+                      f" ({engine.name} uses {found.value} of the GPU's memory instead of {found.was})"
+                      if found.setting == "memory_fraction" else
+                      f" (the cache in {found.value} instead of {found.was}: half the bytes per token)"
+                      if found.setting == "kv_cache_dtype" else
+                      f" (fewer bytes per weight than {found.was}, less faithful)")}
     elif short.kind == "weights" and gpu.kind in OWNED_KINDS:
         change = _offload_change(arch, gpu, fmt, placed)
     terms = {"weights": short.weights, "activationPeak": short.activation_peak, "kvCache": short.kv_cache,
