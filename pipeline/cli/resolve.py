@@ -87,9 +87,13 @@ def registry_ids() -> tuple[str, ...]:
     return tuple(sorted(p.name.removesuffix(".json") for p in REGISTRY.glob("*.json")))
 
 
-def model_choices(data_dir: Path | None = None) -> list[str]:
+def model_choices(data_dir: Path | None = None) -> dict[str, str]:
+    """What an unknown name is compared with, as the spelling compared -> the name to show: the tracked ids, the
+    registry ids, the tracked repos, then the repos whose configs ship with the project (also by their name
+    without the org, as a bare name is typed)."""
     entries = watchlist_entries(data_dir)
-    return [*(e["id"] for e in entries), *registry_ids(), *(e["repo"] for e in entries)]
+    names = [*(e["id"] for e in entries), *registry_ids(), *(e["repo"] for e in entries), *bundled_repos()]
+    return {n: n for n in names} | {r.split("/", 1)[1]: r for r in bundled_repos() if r.split("/", 1)[1] not in names}
 
 
 def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] | None:
