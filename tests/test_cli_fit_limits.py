@@ -96,6 +96,28 @@ def test_kv_cache_binds_four_128k_requests_of_llama_8b_on_one_h100_and_fp8_kv_fi
     assert limit["change"]["flag"] == "--kv-cache-dtype fp8" and limit["change"]["gpus"] == 1
 
 
+def test_engine_reserve_binds_kimi_k2_5_on_eight_a100s(tmp_path: Path) -> None:
+    """TP 8 makes vLLM's non-torch memory (NCCL and all-reduce buffers) the largest term besides the weights."""
+    got = fit(tmp_path, "kimi-k2.5", "--gpu", "a100-80gb-sxm:8", "--format", "native")
+    c = json.loads((LOOKUPS.parent / "configs" / "moonshotai__Kimi-K2.5.json").read_text())["text_config"]
+    # non-torch memory per rank: 0.15 GiB, and 0.15 GiB more per further TP rank (docs/calibration.md)
+    reserve = 0.15 + 0.15 * 7
+    # vLLM's defaults on an A100 (its name has "a100"): 2,048 batched tokens, 256 sequences; the sampler warm-up
+    # (256 rows of the 163,840-token vocabulary at 27 bytes, plus 2,048 bf16 hidden states) is the peak
+    peak = (2048 * 2 * c["hidden_size"] + 27 * 256 * c["vocab_size"]) / GIB
+    # MLA caches one latent of 512 + 64 (RoPE) values a token and layer, in every rank: 61 x 576 x 2 bytes x 8,192
+    kv = c["num_hidden_layers"] * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) * 2 * 8192 / GIB
+    limit = got["limitedBy"]
+    assert not got["fits"] and limit["kind"] == "engine_reserve" and limit["onGpus"] == 8
+    terms = limit["termsGiB"]
+    assert terms["engineReserve"] == pytest.approx(reserve, abs=0.001) and reserve > peak > kv
+    assert terms["activationPeak"] == pytest.approx(peak, abs=0.001)
+    assert terms["kvCache"] == pytest.approx(kv, abs=0.001)
+    assert terms["usable"] == pytest.approx(0.9 * (80 - 0.46), abs=0.01)  # 80 GiB less the driver's 0.46
+    assert terms["weights"] + reserve < terms["usable"] < terms["weights"] + reserve + peak + kv
+    assert "reserve" in got["reason"] and limit["change"]["flag"] == "--gpu-memory-utilization 0.95"
+
+
 def test_engine_reserve_binds_when_it_is_the_largest_term_besides_the_weights() -> None:
     """The rule on a hand-built breakdown: 8 GiB usable, 7.5 GiB of weights, a 0.3 GiB reserve, a 0.1 GiB peak and
     0.15 GiB of KV cache: 8.05 GiB asked of 8, and of what shares the 0.5 GiB the weights leave, the reserve is
