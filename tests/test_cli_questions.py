@@ -388,3 +388,57 @@ def test_q11_which_providers_rent_h100s_under_2_50(data: Path) -> None:
     assert len(offers) == sum(w[3] for w in want)
     text = table(data, "gpus", "H100", "--max-price", "2.5")
     assert "regions" in text and "offers" in text and "--offers" in text
+
+
+# fit's explanation ---------------------------------------------------------------------------------------------
+
+def test_why_gpt_oss_120b_needs_two_h100s_and_what_would_make_one_do(data: Path) -> None:
+    """`vramlab fit openai/gpt-oss-120b --gpu h100 --format native`: "why 2" blamed a 0.1 GiB KV cache, and
+    on an RTX 4090 nothing suggested `--offload`."""
+    got = ask(data, "fit", "openai/gpt-oss-120b", "--gpu", "h100", "--format", "native")
+    config = json.loads((LOOKUPS / "openai__gpt-oss-120b.json").read_text())
+    # vLLM's profile run on an 80 GB card samples min(8,192 tokens, 1,024 sequences) rows of the 201,088-token
+    # vocabulary at 27 bytes each (plus 8,192 bf16 hidden states): 5.22 GiB, against 0.29 GiB of KV cache for one
+    # request of 8,192 tokens (18 full-attention layers x 8,192 tokens + 18 sliding ones x 128, 2,048 bytes each)
+    peak = (8192 * 2 * config["hidden_size"] + 27 * 1024 * config["vocab_size"]) / 2**30
+    kv = (18 * 8192 + 18 * config["sliding_window"]) * 2 * config["num_key_value_heads"] * config["head_dim"] * 2 / 2**30
+    limit = got["limitedBy"]
+    assert got["gpus"] == 2 and limit["kind"] == "activation_peak" and limit["onGpus"] == 1
+    assert limit["termsGiB"]["activationPeak"] == pytest.approx(peak, abs=0.001) and peak > 10 * kv
+    assert limit["termsGiB"]["kvCache"] == pytest.approx(kv, abs=0.001)
+    assert limit["change"]["flag"] == "--gpu-memory-utilization 0.95"
+    assert ask(data, "fit", "openai/gpt-oss-120b", "--gpu", "h100:1", "--format", "native",
+               "--gpu-memory-utilization", "0.95")["fits"]
+    text = " ".join(table(data, "fit", "openai/gpt-oss-120b", "--gpu", "h100", "--format", "native").split())
+    assert "activation peak" in text and "would change it: --gpu-memory-utilization 0.95" in text
+    # one RTX 4090: the 56.7 GiB of MXFP4 experts alone exceed the card, no format fits one, --offload does
+    one = ask(data, "fit", "openai/gpt-oss-120b", "--gpu", "rtx-4090:1", "--format", "native")
+    assert one["limitedBy"]["kind"] == "weights" and one["limitedBy"]["termsGiB"]["weights"] > 24
+    assert one["limitedBy"]["change"]["flag"] == "--offload"
+    assert "--offload" in table(data, "fit", "openai/gpt-oss-120b", "--gpu", "rtx-4090")
+
+
+# look-ups ------------------------------------------------------------------------------------------------------
+
+def test_look_ups_that_help(data: Path) -> None:
+    """A typo in the org got the advice to go live (which would 404); a repo name without its org was unknown;
+    replayed look-ups said "fetched" today; bundled configs showed their file stems."""
+    typo = vramlab("size", "meta-lama/Llama-3.1-8B-Instruct", "--data-dir", str(data))
+    assert typo.returncode == 2 and len(typo.stderr.strip().splitlines()) == 1
+    assert "meta-llama/Llama-3.1-8B-Instruct" in typo.stderr and "VRAMLAB_LIVE" not in typo.stderr
+    bare = vramlab("size", "Llama-3.1-8B-Instruct", "--json", "--data-dir", str(data))
+    assert bare.returncode == 0 and "llama-3.1-8b" in bare.stderr
+    llama = json.loads(bare.stdout)
+    # Llama-3.1-8B: 128,256 x 4,096 embedding and LM head, 32 layers of attention (4,096 x (4,096 + 2 x 1,024 +
+    # 4,096)), MLP (3 x 4,096 x 14,336) and two norms, a final norm: 8,030,261,248 parameters
+    layer = 4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336 + 2 * 4096
+    assert llama["model"] == "meta-llama/Llama-3.1-8B"
+    assert llama["parameters"] == pytest.approx((2 * 128256 * 4096 + 32 * layer + 4096) / 1e9, abs=0.01)
+    # the replay bundle's recording: the Hub manifest gives no capture time, so the replay's freeze time
+    # (pipeline/settings.py: REPLAY_SNAPSHOT_AT, 2026-11-28) is the date it was seen
+    manifest = json.loads((ROOT / "pipeline" / "replay" / "hub" / "manifest.json").read_text())["responses"]
+    entry = next(e for e in manifest if e["file"] == "lookups/Qwen__Qwen3-235B-A22B.json")
+    day = (entry.get("captured_at") or "2026-11-28")[:10]
+    source = ask(data, "cheapest", "Qwen/Qwen3-235B-A22B", "--top", "1")["modelSource"]
+    assert f"recorded {day}" in source and "fetched" not in source
+    assert ask(data, "size", "Qwen/Qwen3-32B")["model"] == "Qwen/Qwen3-32B"  # a bundled config, by its repo

@@ -152,6 +152,7 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                   + (f" (as {sub['format']})" if sub else ""), ": ")
     if not result["fits"]:
         console.print(head + styled(("no deployment", "red"), f" ({result['reason']})"))
+        _print_change(result, console)
         return
     plan, mem, speed = result["plan"], result["memoryPerGpuGiB"], result["throughput"]
     console.print(head + styled((f"{result['gpus']} GPU(s)", "green"), f", TP {plan['tensorParallel']} x PP "
@@ -163,6 +164,7 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
         console.print(f"on {result['gpusAsked']} GPUs as asked; the fewest that hold it: {result['fewestGpus']}")
     else:
         console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
+        _print_change(result, console)
     for warning in result.get("warnings") or []:
         console.print(styled(("warning", "yellow"), f": {warning}"))
     table = _table(f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
@@ -193,6 +195,13 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
     _print_cost(result, console)
     console.print(styled((result["launch"]["note"], "dim")))
     console.print(result["launch"]["command"], soft_wrap=True, highlight=False)
+
+
+def _print_change(result: dict[str, Any], console: _RichConsole) -> None:
+    """The one flag that would change the answer (``limitedBy.change``), when there is one."""
+    change = (result.get("limitedBy") or {}).get("change")
+    if change:
+        console.print(styled(("would change it", "green"), f": {change['note']}"))
 
 
 def _ms(value: float) -> str:
@@ -284,9 +293,14 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
                       r["engine"], _num(r["memoryPerGpuGiB"]["total"]), _num(r["throughput"]["decodeTokensPerS"]),
                       _money(offer.get("pricePerHour")), _money(offer.get("usdPerMillionTokens")), limit)
     _show(console, table)
-    console.print("plan = TP x PP; limit: weights (memory of the weights), kv cache (context and requests), "
-                  "parallelism (heads / whole layers per stage), none (one GPU); not served: the engine has no "
-                  "kernels for it (`--format F` names the substitute). `--format F` for the full answer.")
+    console.print("plan = TP x PP; limit: what one GPU fewer runs out of: weights, activation peak (the engine's "
+                  "working memory), kv cache (context and requests), engine reserve; parallelism (heads / whole "
+                  "layers per stage), none (one GPU); not served: the engine has no kernels for it (`--format F` "
+                  "names the substitute). `--format F` for the full answer and the flag that would change it.")
+    offload = next((r["limitedBy"]["change"] for r in rows if (r["limitedBy"].get("change") or {}).get("flag")
+                    == "--offload"), None)
+    if offload and not any(r["fits"] and r["gpus"] == 1 for r in rows):
+        console.print(styled(("no format fits one GPU", "yellow"), f": {offload['note']} (`--offload`)"))
 
 
 # ------------------------------------------------------------------------------------------------ models, GPUs

@@ -189,11 +189,10 @@ def question_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a pipeline.c
 def _offload(args: argparse.Namespace, arch: Any, gpu: Any, count: int, fmt: str | None) -> int:  # noqa: ANN401
     """``fit --offload``: the least llama.cpp offload to system RAM that fits ``count`` GPUs."""
     from pipeline.cli.errors import CliError
-    from pipeline.cli.offload import offload_answer
-    from sizing_core.engines import get_engine
+    from pipeline.cli.offload import offload_answer, offload_format
 
     if fmt is None:  # the checkpoint's own format when llama.cpp runs it, else the usual 4-bit GGUF
-        fmt = "native" if get_engine("llama.cpp").supports(gpu, "native", arch).runs else "q4_k_m"
+        fmt = offload_format(arch, gpu, None)
     try:
         answer = offload_answer(arch, gpu, count, fmt, args.context, args.kv_cache_dtype, args.offload)
     except ValueError as exc:
