@@ -42,6 +42,12 @@ COMMANDS = (
     "vramlab fit openai/gpt-oss-120b --gpu rtx-4090 --offload",
     "vramlab fit qwen3-8b --gpu h100 --format bf16 --context 128k --rope-scaling yarn:4:32k | tail -9",
     "vramlab size Qwen/Qwen9-1T",
+    # questions answered GPU first, side by side, with the filters people ask for
+    "vramlab models --fits rtx-4090 | head -14",
+    "vramlab compare llama-3.1-70b --gpu h100 --gpu a100-80gb-sxm --gpu l40s --gpu rtx-4090",
+    "vramlab compare qwen3-8b --gpu h100 --gpu l40s --gpu rtx-4090 --rate 2 --input-tokens 1000 --output-tokens 200",
+    "vramlab cheapest qwen3-8b --max-gpus 1 --available --top 3",
+    "vramlab gpus H100 --max-price 2.5",
 )
 
 

@@ -11,6 +11,7 @@ from .batch import SCALAR, Ops
 from .engine_memory import EngineStartup
 from .engines import Engine, Support, effective_format
 from .gpus import GPU
+from .limits import Binding, binding
 from .memo import model_memo
 from .placement import (
     MAX_GPUS,
@@ -21,6 +22,7 @@ from .placement import (
     stage_weights,
     valid_tensor_parallel,
 )
+from .record import Record, record
 
 #: the TP sizes an engine's default layout tries (largest first)
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -132,12 +134,63 @@ def exact(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, con
     fits = search.fits(gpu, engine, tp, pp) and serves(start, concurrency)
     reason = None
     if not fits:
-        reason = (f"{engine.name} would not start: weights and working memory leave {start.kv_cache_gib_per_gpu:.2f} "
-                  f"GiB for the KV cache on {gpus} GPU(s)" if not start.starts else
-                  f"the KV cache holds {start.max_concurrency:.2f} request(s) of {context:,} tokens, "
-                  f"{concurrency} asked" if not serves(start, concurrency) else
+        short = binding(plan, start, engine.name, concurrency, context) if plan is not None else None
+        reason = (f"{engine.name} would not start: {short.note}" if short is not None and not start.starts
+                  else short.note if short is not None else
                   f"weights, KV cache and working memory exceed {engine.name}'s budget on {gpus} GPU(s)")
     return Placement(fits=fits, gpus=gpus, plan=plan, reason=reason, **common), start
+
+
+def shortfall(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, context: int = 8192,
+              concurrency: int = 1, kv_cache_dtype: str = "bf16") -> Binding | None:
+    """Why exactly ``gpus`` GPUs (the engine's default layout) do not hold the load: the binding term of
+    :func:`exact`'s plan (``limits.binding``), None when they do or when there is no such plan."""
+    placed, start = exact(arch, gpu, engine, fmt, gpus, context, concurrency, kv_cache_dtype)
+    if placed.fits or placed.plan is None:
+        return None
+    return binding(placed.plan, start, engine.name, concurrency, context)
+
+
+@record
+class Remedy(Record):
+    """One setting that makes ``gpus`` GPUs hold the load: ``setting`` is ``memory_fraction``, ``kv_cache_dtype``
+    or ``format``, ``value`` its new value, ``was`` the one asked (or the engine's default)."""
+
+    setting: str
+    value: str
+    was: str
+    gpus: int
+
+
+def remedy(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, gpus: int, context: int, concurrency: int,
+           kv_cache_dtype: str, kind: str, formats: tuple[str, ...] = ()) -> Remedy | None:
+    """The one setting that makes exactly ``gpus`` GPUs hold the load, for the binding ``kind``
+    (``limits.KINDS``), tried in this order and checked by :func:`exact`: the KV cache binding, the engine's
+    compact KV type; the cache, the activation peak or the reserve binding, the engine's highest memory fraction;
+    any kind, the most faithful of ``formats`` (most faithful first) whose weights are smaller than ``fmt``'s.
+    None: no single setting does."""
+    def holds(e: Engine, f: str, kv: str) -> bool:
+        return exact(arch, gpu, e, f, gpus, context, concurrency, kv)[0].fits
+
+    compact = engine.compact_kv_dtype
+    if kind == "kv_cache" and compact and kv_cache_dtype in ("bf16", "fp16") and holds(engine, fmt, compact):
+        return Remedy(setting="kv_cache_dtype", value=compact, was=kv_cache_dtype, gpus=gpus)
+    highest = engine.highest_memory_fraction
+    start = exact(arch, gpu, engine, fmt, gpus, context, concurrency, kv_cache_dtype)[1]
+    current = start.gpu_memory_utilization if start is not None else 1.0
+    if kind != "weights" and highest is not None and current < highest and \
+            holds(engine.with_settings(memory_fraction=highest), fmt, kv_cache_dtype):
+        return Remedy(setting="memory_fraction", value=f"{highest:.2f}", was=f"{current:.2f}", gpus=gpus)
+    weight = _weight_bytes(arch, fmt)
+    for f in formats:
+        if f != fmt and _weight_bytes(arch, f) < weight and engine.supports(gpu, f, arch).runs \
+                and holds(engine, f, kv_cache_dtype):
+            return Remedy(setting="format", value=f, was=fmt, gpus=gpus)
+    return None
+
+
+def _weight_bytes(arch: Architecture, fmt: str) -> float:
+    return sum(w for _, w in stage_weights(arch, fmt, 1, 1))
 
 
 Layout = tuple[int, int, int]  # GPUs, TP, PP

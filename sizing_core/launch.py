@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engines import get_engine
+from .engines import Engine, get_engine
 from .engines.commands import GGUF_NAMES, Launch
 from .placement import Placement
 
@@ -26,7 +26,9 @@ def known_sources(p: Placement, repo: str, native_format: str,
 
 
 def launch_command(p: Placement, repo: str, gguf_repo: str | None = None,
-                   quantized_repo: str | None = None) -> Launch | None:
+                   quantized_repo: str | None = None, engine: Engine | None = None) -> Launch | None:
+    """The command that starts ``p``'s engine (``engine``: with its start-up settings, e.g. the utilisation asked;
+    default: the engine's defaults)."""
     if p.plan is None:
         return None
-    return get_engine(p.engine).launch(p, repo, gguf_repo, quantized_repo)
+    return (engine or get_engine(p.engine)).launch(p, repo, gguf_repo, quantized_repo)

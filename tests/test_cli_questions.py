@@ -201,3 +201,244 @@ def test_q7_qwen3_at_128k_with_yarn(data: Path) -> None:
     assert "--rope-scaling" in fit["launch"]["command"] and "--max-model-len 131072" in fit["launch"]["command"]
     plain = ask(data, "fit", "qwen3-8b", "--gpu", "h100", "--format", "bf16", "--context", "128k")
     assert plain["aboveMaxContext"] and plain["fits"]  # answered, and said to be above 40,960
+
+
+# shared by the GPU-first questions below ------------------------------------------------------------------------
+
+CONFIGS = ROOT / "pipeline" / "replay" / "hub" / "configs"
+GPU_CSV = ROOT / "sizing_core" / "data" / "gpus.csv"
+INTERCONNECT_CSV = ROOT / "pipeline" / "sources" / "data" / "interconnect.csv"
+#: the formats the GPU-first answers search, most faithful first (docs/cli.md, `models --fits`)
+FIDELITY = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "q4_k_m", "mxfp4",
+            "iq4_xs")
+
+
+def qwen3_8b_bf16_gib() -> float:
+    """Qwen3-8B's BF16 weights by hand from its config: embeddings and an untied LM head, per layer the attention
+    projections (Q and O 4,096 x 32 x 128; K and V 4,096 x 8 x 128), the SwiGLU MLP (3 x 4,096 x 12,288), two
+    RMSNorms and the Q/K norms (128 each), and the final norm: 8,190,735,360 parameters x 2 bytes."""
+    c = json.loads((CONFIGS / "Qwen__Qwen3-8B.json").read_text())
+    h, d, layers = c["hidden_size"], c["head_dim"], c["num_hidden_layers"]
+    attention = 2 * h * c["num_attention_heads"] * d + 2 * h * c["num_key_value_heads"] * d
+    per_layer = attention + 3 * h * c["intermediate_size"] + 2 * h + 2 * d
+    total = 2 * c["vocab_size"] * h + layers * per_layer + h
+    assert total == 8_190_735_360 and not c["tie_word_embeddings"]
+    return total * 2 / 2**30
+
+
+def offers_sql(data: Path, sql: str, *params: object) -> list[tuple]:
+    """DuckDB over the snapshot's offers (``o``: offers_current.parquet, rentable = its ``eligible`` column)."""
+    con = duckdb.connect()
+    path = str(snapshot(data) / "offers_current.parquet").replace("'", "''")
+    con.execute(f"CREATE VIEW o AS SELECT * FROM read_parquet('{path}')")
+    return con.execute(sql, list(params)).fetchall()
+
+
+def cheapest_offer(data: Path, gpu_id: str) -> float:
+    """The cheapest eligible on-demand instance of a GPU: what a one-GPU plan rents (any instance size runs it)."""
+    return offers_sql(data, "SELECT min(price_per_hour_usd) FROM o WHERE eligible AND allocation = 'on_demand' "
+                            "AND gpu_id = ?", gpu_id)[0][0]
+
+
+# 8 --------------------------------------------------------------------------------------------------------------
+
+def test_q8_which_models_run_on_one_h100(data: Path) -> None:
+    """`vramlab models --fits h100`: which tracked and bundled models run on the GPU I have (it took 43 `fit`
+    calls and a script), in which format, how fast and at what price."""
+    got = ask(data, "models", "--fits", "h100")
+    assert (got["gpu"], got["maxGpus"], got["context"]) == ("h100", 1, 8192)
+    models = {m["id"]: m for m in got["models"]}
+    tracked = [m["id"] for m in json.loads((ROOT / "pipeline" / "data" / "watchlist.json").read_text())["models"]]
+    assert set(tracked) <= set(models)  # every tracked model is answered (then the bundled registry's)
+    runs = [m for m in got["models"] if m["fits"]]
+    assert got["fits"] == len(runs) and got["models"][: len(runs)] == runs  # those that run first
+    # highest-fidelity format first (then the largest), and each model's formats most faithful first
+    assert [FIDELITY.index(m["format"]) for m in runs] == sorted(FIDELITY.index(m["format"]) for m in runs)
+    for m in runs:
+        assert m["gpus"] == 1 and m["memoryPerGpuGiB"] <= m["usableGiBPerGpu"]
+        assert [f["format"] for f in m["formats"]][0] == m["format"]
+        assert [FIDELITY.index(f["format"]) for f in m["formats"]] == sorted(FIDELITY.index(f["format"])
+                                                                             for f in m["formats"])
+    # Qwen3-8B: 15.26 GiB of BF16 weights (by hand from its config) hold on one 80 GB H100 in its own format,
+    # rented at the cheapest H100 instance of the snapshot, its $/1M tokens at its decode rate
+    qwen = models["qwen3-8b"]
+    assert (qwen["fits"], qwen["format"], qwen["weightFormat"]) == (True, "native", "bf16")
+    assert qwen["weightsGiBPerGpu"] == pytest.approx(qwen3_8b_bf16_gib(), rel=1e-6)
+    assert qwen["pricePerHour"] == cheapest_offer(data, "h100")
+    assert qwen["usdPerMillionTokens"] == pytest.approx(
+        qwen["pricePerHour"] / (qwen["decodeTokensPerS"] * 3600) * 1e6, rel=1e-3)
+    assert qwen["verifiedAt"][:10] == str(offers_sql(
+        data, "SELECT min(verified_at)::DATE FROM o WHERE eligible AND allocation = 'on_demand' AND gpu_id = 'h100' "
+              "AND price_per_hour_usd = ?", qwen["pricePerHour"])[0][0])
+    # DeepSeek-V3's 671 B parameters are over 312 GiB even at 4 bits per weight: not on one 80 GB card, and at
+    # least ceil(312 / 80) = 4 of them
+    c = json.loads((CONFIGS / "deepseek-ai__DeepSeek-V3.json").read_text())
+    assert c["n_routed_experts"] == 256
+    deepseek = models["deepseek-v3"]
+    assert not deepseek["fits"] and deepseek["fewestGpus"] >= math.ceil(671e9 * 0.5 / 2**30 / 80)
+    text = table(data, "models", "--fits", "h100")
+    assert "qwen3-8b" in text and "deepseek-v3 (" in " ".join(text.split())
+    # the report's page of the GPU answers the same question from the published tables (four of the formats):
+    # every model it finds on one H100 the command finds too, priced on the cheapest one-GPU H100 instance
+    page = (snapshot(data) / "report" / "gpus" / "h100.html").read_text()
+    one = page.split('id="runs-on-one"')[1].split("</table>")[0]
+    on_page = {chunk.split('"')[0] for chunk in one.split('data-model="')[1:]}
+    assert "qwen3-8b" in on_page and on_page <= {m["id"] for m in runs}
+    single = offers_sql(data, "SELECT min(price_per_hour_usd) FROM o WHERE eligible AND allocation = 'on_demand' "
+                              "AND gpu_id = 'h100' AND gpu_count = 1")[0][0]
+    assert f"${single:,.2f}/h" in page
+    assert vramlab("models", "--context", "32k", "--data-dir", str(data)).returncode == 2  # a GPU question: --fits
+    # at 128K, Qwen3-8B does not run: its config stops at max_position_embeddings = 40,960 tokens (no rope scaling)
+    assert json.loads((CONFIGS / "Qwen__Qwen3-8B.json").read_text())["max_position_embeddings"] == 40960
+    long = {m["id"]: m for m in ask(data, "models", "--fits", "h100", "--context", "128k")["models"]}
+    assert not long["qwen3-8b"]["fits"] and "40,960" in long["qwen3-8b"]["reason"]
+
+
+# 9 --------------------------------------------------------------------------------------------------------------
+
+def test_q9_the_same_model_on_three_gpus_side_by_side_at_one_load(data: Path) -> None:
+    """`vramlab compare qwen3-8b --gpu h100 --gpu l40s --gpu rtx-4090 --rate 2 --input-tokens 1000
+    --output-tokens 200`: one model on several GPUs at one load had no command."""
+    got = ask(data, "compare", "qwen3-8b", "--gpu", "h100", "--gpu", "l40s", "--gpu", "rtx-4090", "--rate", "2",
+              "--input-tokens", "1000", "--output-tokens", "200")
+    rows = got["gpus"]
+    assert [r["gpu"] for r in rows] == ["h100", "l40s", "rtx-4090"]  # in the order asked
+    assert got["load"] == {"rate": 2.0, "concurrency": None, "inputTokens": 1000, "outputTokens": 200}
+    kinds = {line.split(",")[0]: line.split(",")[5] for line in GPU_CSV.read_text().splitlines()[1:]}
+    weights = qwen3_8b_bf16_gib()
+    for r in rows:  # 15.26 GiB of BF16 weights fit each of these cards (24 GB and up): one GPU, its own format
+        assert (r["fits"], r["gpus"], r["format"]) == (True, 1, "native")
+        assert r["weightsGiBPerGpu"] == pytest.approx(weights, rel=1e-6)
+        # vLLM on data-centre GPUs, llama.cpp elsewhere (the catalog's kind column)
+        assert r["engine"] == ("vllm" if kinds[r["gpu"]] == "datacenter" else "llama.cpp")
+        assert r["pricePerHour"] == cheapest_offer(data, r["gpu"]) and r["verifiedAt"]
+        s = r["serving"]
+        assert s["rate"] == 2.0
+        if not s["saturated"]:  # below saturation every request is served: 2 req/s x 200 tokens = 400 tokens/s
+            assert s["outputTokensPerS"] == pytest.approx(400, rel=1e-6)
+            assert s["usdPerMillionOutputTokens"] == pytest.approx(r["pricePerHour"] / (400 * 3600) * 1e6, rel=1e-6)
+    assert not rows[0]["serving"]["saturated"]  # an H100 keeps up with 400 tokens/s of an 8B model
+    # GPU:N answers on exactly N: Qwen3-8B's 32 attention heads split over two H100s
+    two = ask(data, "compare", "qwen3-8b", "--gpu", "h100:2", "--gpu", "h100")["gpus"]
+    assert [(r["gpus"], r["tensorParallel"], r["gpusAsked"]) for r in two] == [(2, 2, 2), (1, 1, None)]
+    # asked above the model's maximum context, answered as `fit` answers it (the memory it would take) and said
+    above = ask(data, "compare", "qwen3-8b", "--gpu", "h100", "--context", "128k")
+    assert above["aboveMaxContext"] and above["warnings"] and above["gpus"][0]["fits"]
+    # KV cache of 131,072 tokens: 36 layers x 2 x 8 KV heads x 128 dims x 2 bytes per token = 18 GiB
+    assert above["gpus"][0]["kvCacheGiBPerGpu"] == pytest.approx(36 * 2 * 8 * 128 * 2 * 131072 / 2**30, rel=1e-6)
+    text = table(data, "compare", "qwen3-8b", "--gpu", "h100", "--gpu", "l40s", "--gpu", "rtx-4090", "--rate", "2",
+                 "--input-tokens", "1000", "--output-tokens", "200")
+    assert all(g in text for g in ("h100", "l40s", "rtx-4090", "TTFT p90", "headroom"))
+
+
+# 10 -------------------------------------------------------------------------------------------------------------
+
+def test_q10_cheapest_single_gpu_with_stated_capacity_and_a_fabric(data: Path) -> None:
+    """`vramlab cheapest qwen3-8b --max-gpus 1 --available`: the cheapest single-GPU setup without naming the GPU,
+    among offers whose provider said it has capacity; `--fabric` for the machines of a multi-machine plan; the
+    instance type, fabric, capacity and $/1M range in the table."""
+    got = ask(data, "cheapest", "qwen3-8b", "--max-gpus", "1", "--available", "--top", "5")
+    assert (got["filters"]["maxGpus"], got["filters"]["available"]) == (1, True)
+    # by hand: every eligible on-demand 1-GPU instance whose source stated capacity, of a GPU with room for the
+    # 15.26 GiB of BF16 weights and 1.125 GiB of KV cache (36 layers x 2 x 8 heads x 128 x 2 bytes x 8,192 tokens)
+    assert 36 * 2 * 8 * 128 * 2 * 8192 / 2**30 == 1.125
+    memory = {line.split(",")[0]: float(line.split(",")[6]) for line in GPU_CSV.read_text().splitlines()[1:]}
+    want = offers_sql(data, "SELECT provider, instance_type, price_per_hour_usd, gpu_id FROM o WHERE eligible AND "
+                            "allocation = 'on_demand' AND gpu_count = 1 AND availability_status IN ('available', "
+                            "'low') GROUP BY ALL ORDER BY price_per_hour_usd, provider, instance_type")
+    want = [w[:3] for w in want if memory[w[3]] >= 24][:5]
+    assert want and [(s["provider"], s["instance_type"], s["price_per_hour"]) for s in got["setups"]] == want
+    assert all(s["gpus"] == 1 and s["availability"].startswith("available") for s in got["setups"])
+    # a multi-machine plan only over the fabric asked: DeepSeek-V3 in BF16 for 8 requests of 128K spans machines
+    args = ("cheapest", "deepseek-v3", "--context", "128k", "--concurrency", "8", "--format", "bf16", "--top", "8")
+    every = ask(data, *args)["setups"]
+    infiniband = ask(data, *args, "--fabric", "infiniband")["setups"]
+    families = [line.split(",") for line in INTERCONNECT_CSV.read_text().splitlines()[1:]]
+    ib_providers = {f[0] for f in families if f[3] == "InfiniBand"}
+    assert any(s["nodes"] > 1 and "InfiniBand" not in (s["interconnect"] or "") for s in every)  # others exist
+    spanning = [s for s in infiniband if s["nodes"] > 1]
+    assert spanning and all("InfiniBand" in s["interconnect"] and s["provider"] in ib_providers
+                            and s["deployment"] == "cluster" for s in spanning)
+    one_line = vramlab("cheapest", "deepseek-v3", "--fabric", "carrier-pigeon", "--data-dir", str(data))
+    assert one_line.returncode == 2 and "InfiniBand" in one_line.stderr and len(one_line.stderr.splitlines()) == 1
+    text = table(data, *args, "--fabric", "infiniband")
+    first = infiniband[0]
+    assert first["instance_type"][:10] in text and "IB" in text.split() and "cap" in text
+    low, high = first["usd_per_million_tokens_batched_low"], first["usd_per_million_tokens_batched_high"]
+    assert f"{low:,.2f}-{high:,.2f}" in text  # the $/1M range, under the figure at the load
+
+
+# 11 -------------------------------------------------------------------------------------------------------------
+
+def test_q11_which_providers_rent_h100s_under_2_50(data: Path) -> None:
+    """`vramlab gpus H100 --max-price 2.5` listed 50 offers (36 of one provider, one per region and size) when the
+    question was which providers: one row per provider and GPU now, every offer with `--offers`."""
+    got = ask(data, "gpus", "H100", "--max-price", "2.5")
+    want = offers_sql(data, "SELECT provider, gpu_id, min(price_per_gpu_hour_usd), count(*), count(DISTINCT region) "
+                            "FROM o WHERE eligible AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h100-pcie', "
+                            "'h100-nvl') AND price_per_gpu_hour_usd <= 2.5 GROUP BY ALL")
+    assert sorted((r["provider"], r["gpu_id"], r["price_per_gpu_hour_usd"], r["offer_count"], r["region_count"])
+                  for r in got) == sorted(want)
+    assert len(got) < sum(w[3] for w in want)  # fewer rows than offers: the question asked
+    prices = [r["price_per_gpu_hour_usd"] for r in got]
+    assert prices == sorted(prices)
+    assert all(len(r["regions"]) == r["region_count"] for r in got)
+    assert {"instance_type", "region", "verified_at", "price_per_hour_usd"} <= set(got[0])  # still an offer row
+    offers = ask(data, "gpus", "H100", "--max-price", "2.5", "--offers")
+    assert len(offers) == sum(w[3] for w in want)
+    text = table(data, "gpus", "H100", "--max-price", "2.5")
+    assert "regions" in text and "offers" in text and "--offers" in text
+
+
+# fit's explanation ---------------------------------------------------------------------------------------------
+
+def test_why_gpt_oss_120b_needs_two_h100s_and_what_would_make_one_do(data: Path) -> None:
+    """`vramlab fit openai/gpt-oss-120b --gpu h100 --format native`: "why 2" blamed a 0.1 GiB KV cache, and
+    on an RTX 4090 nothing suggested `--offload`."""
+    got = ask(data, "fit", "openai/gpt-oss-120b", "--gpu", "h100", "--format", "native")
+    config = json.loads((LOOKUPS / "openai__gpt-oss-120b.json").read_text())
+    # vLLM's profile run on an 80 GB card samples min(8,192 tokens, 1,024 sequences) rows of the 201,088-token
+    # vocabulary at 27 bytes each (plus 8,192 bf16 hidden states): 5.22 GiB, against 0.29 GiB of KV cache for one
+    # request of 8,192 tokens (18 full-attention layers x 8,192 tokens + 18 sliding ones x 128, 2,048 bytes each)
+    peak = (8192 * 2 * config["hidden_size"] + 27 * 1024 * config["vocab_size"]) / 2**30
+    kv = (18 * 8192 + 18 * config["sliding_window"]) * 2 * config["num_key_value_heads"] * config["head_dim"] * 2 / 2**30
+    limit = got["limitedBy"]
+    assert got["gpus"] == 2 and limit["kind"] == "activation_peak" and limit["onGpus"] == 1
+    assert limit["termsGiB"]["activationPeak"] == pytest.approx(peak, abs=0.001) and peak > 10 * kv
+    assert limit["termsGiB"]["kvCache"] == pytest.approx(kv, abs=0.001)
+    assert limit["change"]["flag"] == "--gpu-memory-utilization 0.95"
+    assert ask(data, "fit", "openai/gpt-oss-120b", "--gpu", "h100:1", "--format", "native",
+               "--gpu-memory-utilization", "0.95")["fits"]
+    text = " ".join(table(data, "fit", "openai/gpt-oss-120b", "--gpu", "h100", "--format", "native").split())
+    assert "activation peak" in text and "would change it: --gpu-memory-utilization 0.95" in text
+    # one RTX 4090: the 56.7 GiB of MXFP4 experts alone exceed the card, no format fits one, --offload does
+    one = ask(data, "fit", "openai/gpt-oss-120b", "--gpu", "rtx-4090:1", "--format", "native")
+    assert one["limitedBy"]["kind"] == "weights" and one["limitedBy"]["termsGiB"]["weights"] > 24
+    assert one["limitedBy"]["change"]["flag"] == "--offload"
+    assert "--offload" in table(data, "fit", "openai/gpt-oss-120b", "--gpu", "rtx-4090")
+
+
+# look-ups ------------------------------------------------------------------------------------------------------
+
+def test_look_ups_that_help(data: Path) -> None:
+    """A typo in the org got the advice to go live (which would 404); a repo name without its org was unknown;
+    replayed look-ups said "fetched" today; bundled configs showed their file stems."""
+    typo = vramlab("size", "meta-lama/Llama-3.1-8B-Instruct", "--data-dir", str(data))
+    assert typo.returncode == 2 and len(typo.stderr.strip().splitlines()) == 1
+    assert "meta-llama/Llama-3.1-8B-Instruct" in typo.stderr and "VRAMLAB_LIVE" not in typo.stderr
+    bare = vramlab("size", "Llama-3.1-8B-Instruct", "--json", "--data-dir", str(data))
+    assert bare.returncode == 0 and "llama-3.1-8b" in bare.stderr
+    llama = json.loads(bare.stdout)
+    # Llama-3.1-8B: 128,256 x 4,096 embedding and LM head, 32 layers of attention (4,096 x (4,096 + 2 x 1,024 +
+    # 4,096)), MLP (3 x 4,096 x 14,336) and two norms, a final norm: 8,030,261,248 parameters
+    layer = 4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336 + 2 * 4096
+    assert llama["model"] == "meta-llama/Llama-3.1-8B"
+    assert llama["parameters"] == pytest.approx((2 * 128256 * 4096 + 32 * layer + 4096) / 1e9, abs=0.01)
+    # the replay bundle's recording: the Hub manifest gives no capture time, so the replay's freeze time
+    # (pipeline/settings.py: REPLAY_SNAPSHOT_AT, 2026-11-28) is the date it was seen
+    manifest = json.loads((ROOT / "pipeline" / "replay" / "hub" / "manifest.json").read_text())["responses"]
+    entry = next(e for e in manifest if e["file"] == "lookups/Qwen__Qwen3-235B-A22B.json")
+    day = (entry.get("captured_at") or "2026-11-28")[:10]
+    source = ask(data, "cheapest", "Qwen/Qwen3-235B-A22B", "--top", "1")["modelSource"]
+    assert f"recorded {day}" in source and "fetched" not in source
+    assert ask(data, "size", "Qwen/Qwen3-32B")["model"] == "Qwen/Qwen3-32B"  # a bundled config, by its repo

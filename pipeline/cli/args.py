@@ -177,6 +177,23 @@ def load_flags(p: argparse.ArgumentParser, rate_help: str) -> None:
                    help="mean output tokens of a request at the load (--rate or --concurrency)")
 
 
+def answer_flags(p: argparse.ArgumentParser) -> None:
+    """The question a model-on-a-GPU answer takes, the same on ``models --fits`` and ``compare`` as on ``fit``:
+    the format, the request shape or a load, the engine and the KV cache type."""
+    p.add_argument("--format", default=None, metavar="FMT",
+                   help="only this weight format, any case (default: the most faithful that fits, 4-bit and above)")
+    p.add_argument("--context", type=CONTEXT, default=8192, metavar="N",
+                   help="tokens per request: 8192, 32k, 1M (default 8192)")
+    p.add_argument("--concurrency", type=POSITIVE, default=None, metavar="K",
+                   help="requests of --context tokens at once (default 1); with --input-tokens/--output-tokens: K "
+                        "clients in a closed loop")
+    load_flags(p, "adds the serving figures at that load (TTFT, ITL, saturation, $/1M output tokens)")
+    p.add_argument("--engine", default=None, metavar="E",
+                   help="vllm, sglang, llama.cpp, ollama, mlx (default: vLLM on data-centre GPUs, llama.cpp "
+                        "elsewhere)")
+    p.add_argument("--kv-cache-dtype", default="bf16", metavar="T", help="bf16, fp16, fp8, q8_0, q4_0 (default bf16)")
+
+
 def context_json(limit: Any) -> dict[str, Any]:  # noqa: ANN401 - a sizing_core.context.ContextLimit
     """``contextLimit`` of size and fit --json."""
     return {"maxContext": limit.max_context, "ropeType": limit.rope_type, "factor": limit.factor,

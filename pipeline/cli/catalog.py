@@ -11,14 +11,19 @@ from sizing_core import SizingError
 from sizing_core.parameters import count_parameters
 
 
-def model_rows(data_dir: Path) -> list[dict[str, Any]]:
-    """Every tracked model (watchlist order), then bundled registry specs not on the watchlist."""
-    rows = []
+def model_names(data_dir: Path) -> list[tuple[str, str | None, str, str]]:
+    """(id, repo, name, lab) of every tracked model (watchlist order), then bundled registry specs not on the
+    watchlist: the models ``vramlab models`` lists and ``models --fits`` answers for."""
     entries = watchlist_entries(data_dir)
     listed = {e.get("spec") for e in entries}
     refs: list[tuple[str, str | None, str, str]] = [(e["id"], e["repo"], e["name"], e["lab"]) for e in entries]
-    refs += [(rid, None, rid, "") for rid in registry_ids() if rid not in listed]
-    for model_id, repo, name, lab in refs:
+    return refs + [(rid, None, rid, "") for rid in registry_ids() if rid not in listed]
+
+
+def model_rows(data_dir: Path) -> list[dict[str, Any]]:
+    """Every tracked model (watchlist order), then bundled registry specs not on the watchlist."""
+    rows = []
+    for model_id, repo, name, lab in model_names(data_dir):
         row: dict[str, Any] = {"id": model_id, "repo": repo, "name": name, "lab": lab, "parameters": None,
                                "activeParameters": None, "maxContext": None, "nativeFormat": None, "source": None,
                                "error": None}

@@ -107,8 +107,10 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             raise _Error(f"no provider {args.provider!r} in snapshot {snap.id}{did_you_mean(args.provider, known)}")
     allocations = SPOT_LIKE if args.spot else ON_DEMAND
     list_name = "spot" if args.spot else "on_demand"
+    fabric = fabric_of(args)
     filtered = bool(args.provider or args.region or args.max_price or args.single_machine or family or engine
-                    or args.by_region or getattr(args, "allow_rpc", False))
+                    or args.by_region or getattr(args, "allow_rpc", False) or args.max_gpus or args.available
+                    or fabric)
     load = load_of(args)
     if load is not None:
         return _at_load(args, snap, ref, entry, model_id, fmt, sort, engine, (family, count, note), filtered, load)
@@ -122,19 +124,16 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 
         arch = load_ref(ref)
         offers = current_offers(snap, provider=args.provider, region=args.region, spot=args.spot, gpus=family,
-                                count=count)
+                                count=count, max_count=args.max_gpus, available=args.available)
         grouped = OfferGroups(offers, allocations)
-        whole = bool(args.single_machine or args.max_price)  # filtered after the search: rank every setup
+        whole = after_search(args)  # filtered after the search: rank every setup
         formats = (fmt,) if fmt else FIDELITY  # several: the most faithful per configuration, in one search
         planners = {f: Planner(arch, f, args.context, args.concurrency, "bf16", engine=engine) for f in formats}
         setups = practical_setups(arch, formats, grouped, context=args.context, concurrency=args.concurrency,
                                   top=10_000 if whole else args.top, allocations=allocations, planner=planners,
                                   sort=sort, by_region=args.by_region, allow_rpc=args.allow_rpc)
         origin = "planned from the snapshot's offers"
-    if args.single_machine:
-        setups = [s for s in setups if s.instances == 1]
-    if args.max_price:
-        setups = [s for s in setups if s.price_per_hour <= args.max_price]
+    setups = kept_setups(setups, args)
     if fmt:
         chosen = sorted((s for s in setups if s.format == fmt and (sort == "price" or
                                                                    s.usd_per_million_tokens_at_load is not None)),
@@ -147,10 +146,48 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     return {"model": model_id, "repo": ref.repo or (entry or {}).get("repo"), "snapshot": snap.id,
             "context": args.context, "concurrency": args.concurrency, "sort": sort, "list": list_name, "format": fmt,
             "origin": origin, "modelSource": ref.origin, "gpuNote": note,
-            "filters": {"provider": args.provider, "region": args.region, "maxPrice": args.max_price,
-                        "singleMachine": args.single_machine, "gpu": list(family) if family else None,
-                        "gpuCount": count, "engine": engine, "byRegion": args.by_region},
+            "filters": filters_json(args, family, count, engine),
             "setups": [setup_row(s) for s in chosen]}
+
+
+def filters_json(args: argparse.Namespace, family: tuple[str, ...] | None, count: int | None,
+                 engine: str | None) -> dict[str, Any]:
+    """``filters`` of ``cheapest --json`` (keys are added, never renamed)."""
+    return {"provider": args.provider, "region": args.region, "maxPrice": args.max_price,
+            "singleMachine": args.single_machine, "gpu": list(family) if family else None, "gpuCount": count,
+            "engine": engine, "byRegion": args.by_region, "maxGpus": args.max_gpus, "available": args.available,
+            "fabric": fabric_of(args)}
+
+
+def fabric_of(args: argparse.Namespace) -> str | None:
+    """``--fabric`` as the part of a fabric's description to match (lower case; a setup's ``interconnect``), checked
+    against the fabrics the instance-family table names (``pipeline/sources/data/interconnect.csv``); None when
+    not asked."""
+    asked = getattr(args, "fabric", None)
+    if not asked:
+        return None
+    from pipeline.compute.fabric import fabric_names, interconnects
+
+    key = asked.strip().lower()
+    if not key or not any(key in fabric.lower() for _, _, fabric in interconnects()):
+        names = list(fabric_names())
+        raise _Error(f"unknown --fabric {asked!r}{did_you_mean(asked, names)} (fabrics: {', '.join(names)})")
+    return key
+
+
+def after_search(args: argparse.Namespace) -> bool:
+    """Whether a filter applies to the setups found (:func:`kept_setups`), so the search must rank every setup."""
+    return bool(args.single_machine or args.max_price or args.max_gpus or fabric_of(args))
+
+
+def kept_setups(setups: list[Any], args: argparse.Namespace) -> list[Any]:  # noqa: ANN401 - Setups
+    """The setups the filters keep that only a whole setup can tell: one machine, the $/h cap, the GPUs rented,
+    and the fabric a multi-machine setup runs over (an RPC chain has none)."""
+    fabric = fabric_of(args)
+    return [s for s in setups if not (args.single_machine and s.instances > 1)
+            and not (args.max_price and s.price_per_hour > args.max_price)
+            and not (args.max_gpus and s.gpus > args.max_gpus)
+            and not (fabric and s.nodes > 1 and fabric not in (s.interconnect or "").lower())]
 
 
 def nothing_matches(args: argparse.Namespace, model_id: str, fmt: str | None, snapshot: str, list_name: str) -> str:
@@ -159,7 +196,10 @@ def nothing_matches(args: argparse.Namespace, model_id: str, fmt: str | None, sn
              f"with {args.engine}" if args.engine else "", f"at {args.provider}" if args.provider else "",
              f"in regions {args.region}*" if args.region else "",
              f"at most ${args.max_price:g}/h" if args.max_price else "",
-             "on one machine" if args.single_machine else ""]
+             "on one machine" if args.single_machine else "",
+             f"on at most {args.max_gpus} GPU(s)" if args.max_gpus else "",
+             "with stated capacity" if args.available else "",
+             f"across machines only over {args.fabric}" if args.fabric else ""]
     what = "spot/marketplace" if list_name == "spot" else "on-demand"
     return (f"no {what} setup of {model_id}{f' in {fmt}' if fmt else ''} for {args.concurrency} request(s) of "
             f"{args.context:,} tokens "
@@ -262,21 +302,17 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
         origin = "planned from the snapshot's offers"
         allocations = SPOT_LIKE if args.spot else ON_DEMAND
         offers = current_offers(snap, provider=args.provider, region=args.region, spot=args.spot, gpus=family,
-                                count=count)
+                                count=count, max_count=args.max_gpus, available=args.available)
         grouped = OfferGroups(offers, allocations)
         formats = (fmt,) if fmt else FIDELITY
         memory = load.concurrency or 1  # requests of --context the plan holds (a rate: the engine's pool decides)
         planners = {f: Planner(arch, f, args.context, memory, "bf16", engine=engine) for f in formats}
-        whole = bool(args.single_machine or args.max_price)
+        whole = after_search(args)
 
         def candidates(k: int) -> list[Any]:
-            found = practical_setups(arch, formats, grouped, context=args.context, concurrency=memory,
-                                     top=10_000 if whole else k, allocations=allocations, planner=planners,
-                                     sort="price", allow_rpc=True)
-            if args.single_machine:
-                found = [s for s in found if s.instances == 1]
-            if args.max_price:
-                found = [s for s in found if s.price_per_hour <= args.max_price]
+            found = kept_setups(practical_setups(arch, formats, grouped, context=args.context, concurrency=memory,
+                                                 top=10_000 if whole else k, allocations=allocations,
+                                                 planner=planners, sort="price", allow_rpc=True), args)
             if fmt:
                 return found[:k]
             return overall(found, top=k, allow_rpc=True)
@@ -294,9 +330,7 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
             "context": args.context, "concurrency": args.concurrency,
             "sort": sort, "list": list_name, "format": fmt, "origin": origin, "modelSource": ref.origin,
             "gpuNote": note,
-            "filters": {"provider": args.provider, "region": args.region, "maxPrice": args.max_price,
-                        "singleMachine": args.single_machine, "gpu": list(family) if family else None,
-                        "gpuCount": count, "engine": engine, "byRegion": args.by_region},
+            "filters": filters_json(args, family, count, engine),
             "load": {"rate": load.rate, "concurrency": load.concurrency, "inputTokens": load.input_tokens,
                      "outputTokens": load.output_tokens,
                      "standard": load.rate is None and load == standard_workload(args.context, load.concurrency)},

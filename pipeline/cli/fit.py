@@ -15,11 +15,12 @@ from pipeline.cli.models import load_ref, model_repo
 from pipeline.cli.resolve import resolve_model
 from sizing_core import Architecture
 from sizing_core.calibration import startup_ranges
-from sizing_core.deployment import exact, fewest, served_concurrency
+from sizing_core.deployment import exact, fewest, remedy, served_concurrency, shortfall
 from sizing_core.engine_memory import EngineStartup
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, get_gpu
 from sizing_core.launch import known_sources, launch_command
+from sizing_core.limits import Binding, binding
 from sizing_core.placement import Placement, fewest_gpus
 from sizing_core.throughput import estimate
 
@@ -30,18 +31,37 @@ DEFAULT_HOURS_PER_DAY = 4.0  # seed 000's rent-vs-buy default ("4 h / day")
 DEFAULT_USD_PER_KWH = 0.15
 
 
-def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement) -> dict[str, str]:
-    """Why this many GPUs: the weights alone, the KV cache/state of the requests, or the parallelism rules."""
+#: the ``vramlab fit`` flag of each setting :func:`sizing_core.deployment.remedy` may change
+REMEDY_FLAGS = {"memory_fraction": "--gpu-memory-utilization", "kv_cache_dtype": "--kv-cache-dtype",
+                "format": "--format"}
+#: GPUs people own rather than rent: when the answer is more than one of them, ``--offload`` is the other way
+OWNED_KINDS = ("consumer", "workstation", "unified", "apple")
+
+
+def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement,
+           start: EngineStartup | None, asked: int | None) -> dict[str, Any]:
+    """Why this many GPUs (or why the GPUs asked do not hold the load): the term that binds, read from the memory
+    breakdown (``sizing_core.limits``) of the deployment one GPU smaller (or of the one asked), and the one
+    setting that would change the answer (``sizing_core.deployment.remedy``; ``--offload`` on GPUs people own)."""
     plan = placed.plan
     if plan is None:
         return {"kind": "unsupported" if not placed.native_support and placed.reason == placed.support_note
                 else "too_large", "note": placed.reason or ""}
+    if not placed.fits:  # exactly the GPUs asked, and they do not hold it
+        short = binding(plan, start, engine.name, placed.concurrency, placed.context)
+        if short is not None:
+            return _explained(arch, gpu, engine, fmt, placed, short, short.note)
+    if plan.gpus == 1:
+        return {"kind": "none", "note": f"fits on one GPU with {plan.headroom_gib:.1f} GiB to spare"}
+    if asked is None:
+        below = shortfall(arch, gpu, engine, fmt, plan.gpus - 1, placed.context, placed.concurrency,
+                          placed.kv_cache_dtype)
+        if below is not None:
+            return _explained(arch, gpu, engine, fmt, placed, below, f"{below.note}; {plan.gpus} hold it")
     largest = plan.largest_stage
     weights = sum(s.weights for s in plan.stages) * plan.tensor_parallel
     per_gpu_budget = plan.usable_gib - largest.activations - largest.engine_overhead
     cache = sum(s.kv_cache + s.recurrent_state for s in plan.stages)
-    if plan.gpus == 1:
-        return {"kind": "none", "note": f"fits on one GPU with {plan.headroom_gib:.1f} GiB to spare"}
     weight_bound = max(1, math.ceil(weights / per_gpu_budget)) if per_gpu_budget > 0 else plan.gpus
     short = fewest_gpus(arch, gpu, engine, fmt, 1, 1, placed.kv_cache_dtype)
     if short.gpus is not None and short.gpus < plan.gpus:
@@ -55,6 +75,45 @@ def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Place
             f"must divide the attention heads and stages hold whole layers ({', '.join(map(str, plan.layers_per_stage))}"
             f" layers per stage): the smallest valid plan is TP {plan.tensor_parallel} x PP "
             f"{plan.pipeline_parallel}"}
+
+
+def _explained(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement, short: Binding,
+               note: str) -> dict[str, Any]:
+    """``limitedBy`` from a binding term: its kind and note, the GPU count it is about (``onGpus``), the
+    breakdown (``termsGiB``) and ``change``: the one flag that makes ``onGpus`` GPUs hold it, or null."""
+    found = remedy(arch, gpu, engine, fmt, short.gpus, placed.context, placed.concurrency, placed.kv_cache_dtype,
+                   short.kind, ALL_FORMATS)
+    change = None
+    if found is not None:
+        flag = f"{REMEDY_FLAGS[found.setting]} {found.value}"
+        on = "one GPU" if found.gpus == 1 else f"{found.gpus} GPUs"
+        change = {"flag": flag, "gpus": found.gpus,
+                  "note": f"{flag} holds it on {on}" + (
+                      f" ({engine.name} uses {found.value} of the GPU's memory instead of {found.was})"
+                      if found.setting == "memory_fraction" else
+                      f" (the cache in {found.value} instead of {found.was}: half the bytes per token)"
+                      if found.setting == "kv_cache_dtype" else
+                      f" (fewer bytes per weight than {found.was}, less faithful)")}
+    elif short.kind == "weights" and gpu.kind in OWNED_KINDS:
+        change = _offload_change(arch, gpu, fmt, placed)
+    terms = {"weights": short.weights, "activationPeak": short.activation_peak, "kvCache": short.kv_cache,
+             "engineReserve": short.engine_reserve, "usable": short.usable, "leftForKv": short.left_for_kv}
+    return {"kind": short.kind, "note": note, "onGpus": short.gpus,
+            "termsGiB": {k: round(v, 3) for k, v in terms.items()}, "change": change}
+
+
+def _offload_change(arch: Architecture, gpu: GPU, fmt: str, placed: Placement) -> dict[str, Any] | None:
+    """``--offload`` as the change when it runs the model on one of these GPUs (``pipeline/cli/offload.py``)."""
+    from pipeline.cli.offload import offload_answer, offload_format
+
+    got = offload_answer(arch, gpu, 1, offload_format(arch, gpu, fmt), placed.context, placed.kv_cache_dtype,
+                         "auto")
+    if not got["fits"]:
+        return None
+    return {"flag": "--offload", "gpus": 1,
+            "note": f"--offload runs it on one {gpu.name} with llama.cpp, {got['ramGiB']:,.1f} GiB of its "
+                    f"{got['format']} weights ({got['mode']}) in system RAM (at least {got['systemRamNeededGiB']} "
+                    f"GiB), ~{got['decodeTokensPerS'] or 0:,.1f} tok/s"}
 
 
 def _warnings(gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or None
@@ -114,6 +173,18 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     ``gguf_files``: the GGUF repos the model's Hub revision lists, by quant type (launch commands name only those);
     ``load``: a :class:`sizing_core.serving.Workload`, adding the ``serving`` object (without one the
     answer is unchanged)."""
+    return fit_and_serving(model, gpu_id, fmt, context, concurrency, engine_id, kv_cache_dtype, data_dir, arch,
+                           repo, substitute, gpus, settings, gguf_files, load, cpu_offload_gb)[0]
+
+
+def fit_and_serving(model: str, gpu_id: str, fmt: str, context: int = 8192, concurrency: int = 1,
+                    engine_id: str | None = None, kv_cache_dtype: str = "bf16", data_dir: Path | None = None,
+                    arch: Architecture | None = None, repo: str | None = None, substitute: bool = True,
+                    gpus: int | None = None, settings: dict[str, Any] | None = None,
+                    gguf_files: dict[str, Any] | None = None, load: Any = None,  # noqa: ANN401 - a Workload
+                    cpu_offload_gb: float | None = None) -> tuple[dict[str, Any], Any]:
+    """:func:`fit_result` and the :class:`sizing_core.serving.Serving` at the load behind its ``serving`` object
+    (None without a load or a deployment), for callers that price it (``models --fits``, ``compare``)."""
     if arch is None:
         if data_dir is None:
             from pipeline.settings import settings
@@ -141,8 +212,8 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
     if serving is not None and launch_states_running(engine):
         launched = placed.model_copy(update={"concurrency": serving.max_running})
     launch = launch_command(launched, repo or arch.model, **known_sources(placed, repo or arch.model,
-                                                                        arch.native.weight_format, gguf_files)) \
-        if plan else None
+                                                                        arch.native.weight_format, gguf_files),
+                            engine=engine) if plan else None
     fewest_count = placed.gpus  # `--gpu H100:2`: also the fewest that hold it
     if gpus is not None:
         fewest_count = place(arch, gpu, fmt, context, concurrency, engine_id, kv_cache_dtype, substitute, None,
@@ -166,12 +237,12 @@ def fit_result(model: str, gpu_id: str, fmt: str, context: int = 8192, concurren
             "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s,
             "aggregateTokensPerSRange": (batched or throughput).aggregate_tokens_per_s_range},
         "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
-        "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed),
+        "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed, start, gpus),
         "gpusAsked": gpus, "engineStartup": startup_json(start, engine, gpu, arch), "fewestGpus": fewest_count,
     }
     if load is not None:  # `serving`: the steady state at the load (keys are a contract: docs/cli.md)
         result["serving"] = serving.to_json() if serving is not None else None
-    return result
+    return result, serving
 
 
 def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placement, start: EngineStartup | None,
@@ -188,6 +259,20 @@ def serving_answer(arch: Architecture, gpu: GPU, engine: Engine, placed: Placeme
                         cpu_offload_gb=cpu_offload_gb)
 
 
+def planned_arch(arch: Architecture, context: int) -> Architecture:
+    """The model as ``fit`` plans it at ``context``: above max_position_embeddings answered as ``size`` answers it
+    (the memory such a context would take; :func:`with_context` says so), not refused."""
+    if arch.max_context is not None and context > arch.max_context:
+        return arch.model_copy(update={"max_context": None})
+    return arch
+
+
+def above_context(arch: Architecture, limit: Any, context: int) -> str:  # noqa: ANN401 - a ContextLimit
+    """The warning of an answer above the model's maximum context."""
+    return (f"{context:,} tokens is above {arch.model}'s maximum context ({limit.method}): the memory it would "
+            "take, not a context the model serves")
+
+
 def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context: int) -> dict[str, Any]:  # noqa: ANN401
     """``fit``'s answer with the context limit: ``contextLimit`` and ``aboveMaxContext`` (added keys), a warning
     above the limit (the memory such a context would take, as ``size`` shows it), and the rope-scaling flags in
@@ -197,8 +282,7 @@ def with_context(result: dict[str, Any], arch: Architecture, limit: Any, context
     above = not limit.allows(context)
     result = result | {"contextLimit": context_json(limit), "aboveMaxContext": above}
     if above:
-        result["warnings"] = [*result["warnings"], f"{context:,} tokens is above {arch.model}'s maximum context "
-                              f"({limit.method}): the memory it would take, not a context the model serves"]
+        result["warnings"] = [*result["warnings"], above_context(arch, limit, context)]
     launch = result.get("launch")
     if launch and limit.source == "--rope-scaling" and arch.max_context is not None and context > arch.max_context:
         launch = dict(launch)

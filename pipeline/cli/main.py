@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pipeline.cli.args import PROG, Parser, Version, examples
 from pipeline.cli.commands import (
     cheapest,
+    compare,
     export,
     fit,
     gpus,
@@ -32,7 +33,7 @@ from pipeline.cli.commands import (
 )
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, models, gpus, cheapest, history, track, sources, export, run, serve, replay, rebuild,
+COMMANDS = (size, fit, compare, models, gpus, cheapest, history, track, sources, export, run, serve, replay, rebuild,
             parts)  # --help order
 
 
@@ -41,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                                            "and where it is cheapest to rent today.",
                     epilog=examples("vramlab models", "vramlab size qwen3-8b --contexts 8k,32k",
                                     "vramlab fit gpt-oss-20b --gpu rtx-4090", "vramlab gpus H100:8 --max-price 3",
-                                    "vramlab cheapest llama-3.1-70b --format fp8", "vramlab run"))
+                                    "vramlab cheapest llama-3.1-70b --format fp8",
+                                    "vramlab models --fits rtx-4090",
+                                    "vramlab compare qwen3-8b --gpu h100 --gpu l40s --gpu rtx-4090", "vramlab run"))
     parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
@@ -61,7 +64,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 
 #: commands that answer from the sizing library and the latest snapshot: kept fast (docs/cli.md, start-up)
-QUICK_COMMANDS = ("size", "fit", "gpus", "models", "cheapest")
+QUICK_COMMANDS = ("size", "fit", "gpus", "models", "cheapest", "compare")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,7 +35,7 @@ def load_ref(ref: ModelRef, quant_config: dict[str, Any] | None = None) -> Archi
     data = load_json(ref.id, ref.path.read_bytes(), ref.path.name)
     if is_spec(data):
         return parse_spec(data, origin=str(ref.path) if ref.kind == "path" else ref.id)[1]
-    name = ref.repo if ref.kind == "watchlist" and ref.repo else ref.id
+    name = ref.repo if ref.kind in ("watchlist", "bundled") and ref.repo else ref.id
     return parse_config(name, data, quant_config if quant_config is not None else _sidecar(ref.path))
 
 

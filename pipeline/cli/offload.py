@@ -22,6 +22,16 @@ HOST_BANDWIDTH_GBS = 80.0
 RAM_HEADROOM_GIB = 4.0
 
 
+def offload_format(arch: Architecture, gpu: GPU, fmt: str | None) -> str:
+    """The format ``--offload`` answers in: ``fmt`` when llama.cpp runs it here, else the checkpoint's own format
+    when llama.cpp runs that, else the usual 4-bit GGUF (Q4_K_M)."""
+    engine = get_engine("llama.cpp")
+    for candidate in (fmt, "native"):
+        if candidate is not None and engine.supports(gpu, candidate, arch).runs:
+            return candidate
+    return "q4_k_m"
+
+
 def offload_answer(arch: Architecture, gpu: GPU, count: int, fmt: str, context: int, kv_cache_dtype: str,
                    mode: str) -> dict[str, Any]:
     """The least offload (``experts`` or ``layers``) that fits ``count`` x ``gpu`` under llama.cpp."""

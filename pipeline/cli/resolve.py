@@ -63,7 +63,7 @@ class ModelRef:
 
     id: str  # watchlist id, registry id, or the file's stem
     repo: str | None  # Hugging Face repo id when known
-    kind: str  # "path" | "registry" | "watchlist"
+    kind: str  # "path" | "registry" | "watchlist" | "hub" (a look-up) | "bundled" (a config the project ships)
     path: Path | None = None  # config/spec file (path and replay-bundle cases)
     config: dict[str, Any] | None = None  # an ingested revision's config (local data case)
     quant_config: dict[str, Any] | None = None
@@ -87,9 +87,13 @@ def registry_ids() -> tuple[str, ...]:
     return tuple(sorted(p.name.removesuffix(".json") for p in REGISTRY.glob("*.json")))
 
 
-def model_choices(data_dir: Path | None = None) -> list[str]:
+def model_choices(data_dir: Path | None = None) -> dict[str, str]:
+    """What an unknown name is compared with, as the spelling compared -> the name to show: the tracked ids, the
+    registry ids, the tracked repos, then the repos whose configs ship with the project (also by their name
+    without the org, as a bare name is typed)."""
     entries = watchlist_entries(data_dir)
-    return [*(e["id"] for e in entries), *registry_ids(), *(e["repo"] for e in entries)]
+    names = [*(e["id"] for e in entries), *registry_ids(), *(e["repo"] for e in entries), *bundled_repos()]
+    return {n: n for n in names} | {r.split("/", 1)[1]: r for r in bundled_repos() if r.split("/", 1)[1] not in names}
 
 
 def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] | None:
@@ -168,19 +172,131 @@ def resolve_model(ref: str, data_dir: Path | None = None, *, live: bool | None =
 
         try:
             looked_up = _looked_up(ref, data_dir, live)
-        except LookupError_:
+        except LookupError_ as exc:
             bundled = _bundled_config(key)
-            if bundled is None:
-                raise
-            return ModelRef(id=bundled.stem, repo=bundled.stem.replace("__", "/"), kind="path", path=bundled,
-                            origin=f"bundled config ({bundled.parent.parent.name}/{bundled.parent.name})")
+            if bundled is not None:
+                return _bundled_ref(bundled)
+            if exc.outcome == "missing":
+                _typo(ref, data_dir, exc)
+            raise
         assert looked_up is not None
         return looked_up
     if ref.endswith(".json") or "/" in ref or "\\" in ref:
         raise ResolveError(f"no such file or registry id: {ref!r}; pass a config.json (or its folder), a spec file, "
                            "a tracked or registry id, or a Hub repo id like Qwen/Qwen3-8B")
+    found = _bare_name(ref, data_dir, live)
+    if found is not None:
+        return found
     raise ResolveError(f"unknown model {ref!r}{did_you_mean(ref, model_choices(data_dir))}; `vramlab models` lists "
                        "them, and any Hub repo id (org/name) is looked up")
+
+
+def _bundled_ref(path: Path) -> ModelRef:
+    """A config the project ships, named by the repo it stands for (``Qwen/Qwen3-32B``, not its file stem)."""
+    repo = path.stem.replace("__", "/", 1)
+    return ModelRef(id=repo.split("/")[-1].lower(), repo=repo, kind="bundled", path=path,
+                    origin=f"bundled config ({path.parent.parent.name}/{path.parent.name})")
+
+
+@lru_cache(maxsize=1)
+def bundled_repos() -> tuple[str, ...]:
+    """The Hub repo ids whose configs ship with the project: the Hub replay's (tracked and look-up recordings) and
+    the calibration set's."""
+    found = {p.stem.replace("__", "/", 1) for folder in (REPLAY_CONFIGS, REPLAY_CONFIGS.parent / "lookups",
+                                                          CALIBRATION_CONFIGS)
+             for p in folder.glob("*.json") if "__" in p.stem and not p.name.endswith(".hf_quant_config.json")}
+    return tuple(sorted(found))
+
+
+def known_repos(data_dir: Path | None = None) -> list[str]:
+    """Every Hub repo id vramlab knows without asking the Hub: the watchlist's, the registry specs' and the
+    bundle's."""
+    registry = [json.loads((REGISTRY / f"{rid}.json").read_text()).get("repo") for rid in registry_ids()]
+    return list(dict.fromkeys([*(e["repo"] for e in watchlist_entries(data_dir)), *(r for r in registry if r),
+                               *bundled_repos()]))
+
+
+def _typo(ref: str, data_dir: Path | None, exc: Exception) -> None:
+    """A repo id no one has (offline: the bundle) that is an obvious typo of what vramlab knows: an unknown org
+    close to a known one (``meta-lama``), or an id within two edits of a known repo (``Qwen/Qwen3-8G``). Then one
+    line with the corrected id, the tracked model a bare name would find and the closest known repos, without the
+    advice to fetch it live (the Hub has no such repo either). Otherwise the closest known repos are added to the
+    look-up's own advice (``Qwen/Qwen3-32B-AWQ`` may exist on the Hub)."""
+    import difflib
+
+    org, name = ref.split("/", 1)
+    repos = known_repos(data_dir)
+    orgs = {r.split("/", 1)[0].lower(): r.split("/", 1)[0] for r in repos}
+    lowered = {r.lower(): r for r in repos}
+    shown: list[str] = []
+    if org.lower() not in orgs:
+        close = difflib.get_close_matches(org.lower(), list(orgs), n=1, cutoff=0.75)
+        if not close:
+            return
+        fixed = f"{orgs[close[0]]}/{name}"
+        why = f"no Hub org {org!r} is known here"
+        shown.append(lowered.get(fixed.lower(), fixed))
+    else:
+        fixed = ref
+        near = [r for r in repos if _edits(norm(r), norm(ref)) <= 2]
+        if not near:
+            hint = did_you_mean(ref, repos)
+            if hint:
+                raise ResolveError(f"{exc}{hint}") from None
+            return
+        why = "no such repo is known here"
+        shown += near
+    tracked = _variant_of(name, data_dir)
+    if tracked is not None:
+        shown.append(f"{tracked['id']} ({tracked['repo']})")
+    shown += [lowered[n] for n in difflib.get_close_matches(fixed.lower(), list(lowered), n=3, cutoff=0.6)]
+    shown = list(dict.fromkeys(s for s in shown if s.lower() != ref.lower()))[:3]
+    raise ResolveError(f"unknown model {ref!r}: {why} (did you mean: {', '.join(shown)}?); `vramlab models` lists "
+                       "the tracked ones") from None
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (short strings: model ids)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+#: what a fine-tune adds to its base model's repo name (``Llama-3.1-8B-Instruct`` of ``Llama-3.1-8B``)
+VARIANT_SUFFIXES = ("instruct", "chat", "it")
+
+
+def _variant_of(name: str, data_dir: Path | None) -> dict[str, Any] | None:
+    """The one tracked model whose repo name ``name`` is with a fine-tune's suffix (``Llama-3.1-8B-Instruct``)."""
+    key = norm(name)
+    base = next((key[:-len(s)] for s in VARIANT_SUFFIXES if key.endswith(s) and len(key) > len(s)), None)
+    if base is None:
+        return None
+    entries = [e for e in watchlist_entries(data_dir) if base in (norm(e["id"]), norm(e["repo"].split("/")[-1]))]
+    return entries[0] if len(entries) == 1 else None
+
+
+def _bare_name(ref: str, data_dir: Path | None, live: bool | None) -> ModelRef | None:
+    """A repo name without its org: the repo the bundle knows by that name (when one has it), else the tracked model
+    it is a fine-tune of (``Llama-3.1-8B-Instruct`` -> ``llama-3.1-8b``, said on stderr: the architecture is the
+    base model's)."""
+    key = norm(ref)
+    bundled = [r for r in bundled_repos() if norm(r.split("/", 1)[1]) == key]
+    if len(bundled) == 1:  # answered as its repo id is (a look-up, else the bundled config)
+        return resolve_model(bundled[0], data_dir, live=live)
+    entry = _variant_of(ref, data_dir)
+    if entry is None:
+        return None
+    import sys
+
+    from pipeline.cli.text import clean
+
+    print(clean(f"vramlab: note: {ref} is answered with the tracked {entry['id']} ({entry['repo']}), the model it "
+                "fine-tunes: the same architecture and weights in size"), file=sys.stderr)
+    return resolve_model(entry["id"], data_dir)
 
 
 def _looked_up(repo: str, data_dir: Path | None, live: bool | None, model_id: str | None = None,
@@ -198,10 +314,11 @@ def _looked_up(repo: str, data_dir: Path | None, live: bool | None, model_id: st
         return None
     if hub is None:
         hub = lookup.fetch(data_dir, lookup.canonical_repo(repo, live=live), live=live)
-    fetched = str(hub.get("fetched_at") or "")[:10]
+    when = (f"recorded {str(hub['recorded_at'])[:10]}, offline replay" if hub.get("recorded_at")
+            else f"fetched {str(hub.get('fetched_at') or '')[:10]}")
     return ModelRef(id=model_id or hub["repo"].split("/")[-1].lower(), repo=hub["repo"], kind="hub",
                     config=hub["config"], quant_config=hub.get("hf_quant_config"),
-                    origin=f"Hub look-up {hub['repo']}@{hub['sha'][:12]} (fetched {fetched})", hub=hub)
+                    origin=f"Hub look-up {hub['repo']}@{hub['sha'][:12]} ({when})", hub=hub)
 
 
 # ---------------------------------------------------------------------------------------------- formats

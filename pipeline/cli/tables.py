@@ -152,6 +152,7 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
                   + (f" (as {sub['format']})" if sub else ""), ": ")
     if not result["fits"]:
         console.print(head + styled(("no deployment", "red"), f" ({result['reason']})"))
+        _print_change(result, console)
         return
     plan, mem, speed = result["plan"], result["memoryPerGpuGiB"], result["throughput"]
     console.print(head + styled((f"{result['gpus']} GPU(s)", "green"), f", TP {plan['tensorParallel']} x PP "
@@ -163,6 +164,7 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
         console.print(f"on {result['gpusAsked']} GPUs as asked; the fewest that hold it: {result['fewestGpus']}")
     else:
         console.print(f"why {result['gpus']}: {result['limitedBy']['note']}")
+        _print_change(result, console)
     for warning in result.get("warnings") or []:
         console.print(styled(("warning", "yellow"), f": {warning}"))
     table = _table(f"Per GPU, largest stage (GiB) - usable {mem['usable']:.1f} ({result['gpuMemory']})")
@@ -193,6 +195,13 @@ def print_fit(result: dict[str, Any], console: _RichConsole | None = None) -> No
     _print_cost(result, console)
     console.print(styled((result["launch"]["note"], "dim")))
     console.print(result["launch"]["command"], soft_wrap=True, highlight=False)
+
+
+def _print_change(result: dict[str, Any], console: _RichConsole) -> None:
+    """The one flag that would change the answer (``limitedBy.change``), when there is one."""
+    change = (result.get("limitedBy") or {}).get("change")
+    if change:
+        console.print(styled(("would change it", "green"), f": {change['note']}"))
 
 
 def _ms(value: float) -> str:
@@ -284,9 +293,14 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
                       r["engine"], _num(r["memoryPerGpuGiB"]["total"]), _num(r["throughput"]["decodeTokensPerS"]),
                       _money(offer.get("pricePerHour")), _money(offer.get("usdPerMillionTokens")), limit)
     _show(console, table)
-    console.print("plan = TP x PP; limit: weights (memory of the weights), kv cache (context and requests), "
-                  "parallelism (heads / whole layers per stage), none (one GPU); not served: the engine has no "
-                  "kernels for it (`--format F` names the substitute). `--format F` for the full answer.")
+    console.print("plan = TP x PP; limit: what one GPU fewer runs out of: weights, activation peak (the engine's "
+                  "working memory), kv cache (context and requests), engine reserve; parallelism (heads / whole "
+                  "layers per stage), none (one GPU); not served: the engine has no kernels for it (`--format F` "
+                  "names the substitute). `--format F` for the full answer and the flag that would change it.")
+    offload = next((r["limitedBy"]["change"] for r in rows if (r["limitedBy"].get("change") or {}).get("flag")
+                    == "--offload"), None)
+    if offload and not any(r["fits"] and r["gpus"] == 1 for r in rows):
+        console.print(styled(("no format fits one GPU", "yellow"), f": {offload['note']} (`--offload`)"))
 
 
 # ------------------------------------------------------------------------------------------------ models, GPUs
@@ -306,24 +320,138 @@ def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None
     _show(console, table)
 
 
+def _others(formats: list[dict[str, Any]], width: int = 16) -> str:
+    """The other formats that fit, most faithful first: ``fp8 q8_0 +4`` within ``width`` characters."""
+    names = [f["format"] for f in formats[1:]]
+    for n in range(len(names), 0, -1):
+        text = " ".join(names[:n]) + (f" +{len(names) - n}" if n < len(names) else "")
+        if len(text) <= width:
+            return text
+    return f"+{len(names)}" if names else "-"
+
+
+def _load_words(load: dict[str, Any]) -> str:
+    return (f"{load['rate']:g} req/s" if load["rate"] is not None else f"{load['concurrency']} clients") + (
+        f" of {load['inputTokens']:,} in / {load['outputTokens']:,} out tokens")
+
+
+def _served_cells(r: dict[str, Any]) -> tuple[str, ...]:
+    """$/1M out, TTFT p90, tok/s per user and headroom of an answer at a load (``-`` where there is none)."""
+    s = r.get("serving") or {}
+    room = s.get("headroom")
+    return (_money(s.get("usdPerMillionOutputTokens")), _ms(s["ttftMsP90"]) if s else "-",
+            _num(s.get("tokensPerSPerUser")),
+            ("sat." if s.get("saturated") else f"{room:.1f}x") if room is not None else "-")
+
+
+def print_models_on(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """``models --fits``: one row per model that runs on the GPUs, in its most faithful format that fits."""
+    console = console or Console()
+    load = result.get("load")
+    asked = _load_words(load) if load else f"{result['concurrency']} request(s) of {result['context']:,} tokens"
+    runs = [m for m in result["models"] if m["fits"]]
+    fmt = f" in {result['format']}" if result.get("format") else ""
+    table = _table(f"{len(runs)} of {len(result['models'])} models run on at most {result['maxGpus']} x "
+                   f"{result['gpuName']}{fmt}, {asked}",
+                   caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; B = billions of "
+                           "parameters; format = the most faithful that fits (4-bit and above), most faithful first, "
+                           "then the largest; plan = TP x PP and engine; $/h = the cheapest current on-demand offer "
+                           "running the plan; "
+                           + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
+                              "sustainable rate / rate (sat. = saturated)" if load else
+                              "GiB = per GPU; tok/s = decode, one request; $/1M tok = output tokens, one request; "
+                              "also = the other formats that fit"))
+    cols = (("model", "left"), ("B", "right"), ("format", "left"), ("GPUs", "right"), ("plan", "left"))
+    cols += ((("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
+              ("headroom", "right")) if load else
+             (("GiB", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"), ("also", "left")))
+    for col, just in cols:
+        table.add_column(col, justify=just, overflow="fold", max_width=13 if col == "also" else None,
+                         no_wrap=col not in ("model", "also"))
+    for m in runs:
+        head = (m["id"], _num(m["parameters"]), m["format"], str(m["gpus"]),
+                f"{m['tensorParallel']}x{m['pipelineParallel']} {m['engine']}")
+        if load:
+            table.add_row(*head, _money(m["pricePerHour"]), *_served_cells(m))
+        else:
+            table.add_row(*head, _num(m["memoryPerGpuGiB"]), _num(m["decodeTokensPerS"]), _money(m["pricePerHour"]),
+                          _money(m["usdPerMillionTokens"]), _others(m["formats"], 13))
+    _show(console, table)
+    rest = [m for m in result["models"] if not m["fits"]]
+    if rest:
+        say(f"do not run on {result['maxGpus']} x {result['gpuName']} (in brackets: the fewest that hold it, in "
+            "any format): " + ", ".join(f"{m['id']} ({m['fewestGpus']})" if m.get("fewestGpus") else
+                                                  f"{m['id']} ({m['reason']})" for m in rest), console)
+
+
+def print_compare(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """``compare``: one row per GPU asked, the same model and load; a row is two lines (the offer's provider under
+    the GPU, the engine under the plan, the verified date under the price) so it fits 100 columns."""
+    console = console or Console()
+    load = result.get("load")
+    asked = _load_words(load) if load else f"{result['concurrency']} request(s) of {result['context']:,} tokens"
+    table = _table(f"{result['model']} side by side, {asked}" + (f", {result['format']}" if result["format"] else ""),
+                   caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; GPUs = the fewest "
+                           "that hold it (GPU:N: N); plan = TP x PP, the engine under it; GiB = used of usable per "
+                           "GPU; $/h = the cheapest current on-demand offer running the plan (its provider under "
+                           "the GPU, the day it was last seen at the source under the price); "
+                           + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; headroom "
+                              "= sustainable rate / rate (sat. = saturated)" if load else
+                              "tok/s = decode, one request; TTFT of the prompt; $/1M tok = output tokens, one "
+                              "request"))
+    cols = [("GPU", "left"), ("format", "left"), ("GPUs", "right"), ("plan", "left"), ("GiB", "right"),
+            ("$/h", "right")]
+    cols += ([("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"), ("headroom", "right")] if load
+             else [("$/1M tok", "right"), ("tok/s", "right"), ("TTFT", "right")])
+    for col, just in cols:
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col != "GPU", max_width=18 if col == "GPU"
+                         else None)
+    for r in result["gpus"]:
+        offer = r.get("offer")
+        gpu = _two(r["gpu"], offer["provider"] if offer else "no offer")
+        if not r["fits"]:
+            table.add_row(gpu, r["format"], *(["-"] * (len(cols) - 3)),
+                          styled(("not served" if r["limitedBy"] == "unsupported" else "too large", "red")))
+            continue
+        head = (gpu, r["format"], str(r["gpus"]), _two(f"{r['tensorParallel']}x{r['pipelineParallel']}", r["engine"]),
+                f"{_num(r['memoryPerGpuGiB'])}/{_num(r['usableGiBPerGpu'])}",
+                _two(_money(r["pricePerHour"]), _day(r["verifiedAt"]) if r["verifiedAt"] else "-"))
+        if load:
+            table.add_row(*head, *_served_cells(r))
+        else:
+            table.add_row(*head, _money(r["usdPerMillionTokens"]), _num(r["decodeTokensPerS"]),
+                          _ms(r["ttftMs"]) if r["ttftMs"] is not None else "-")
+    _show(console, table)
+    for r in result["gpus"]:
+        if not r["fits"] and r.get("reason"):
+            say(f"{r['gpu']}: {r['reason']}", console)
+
+
 def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool, limit: int | None, spot: bool,
-                       console: _RichConsole | None = None) -> None:
+                       console: _RichConsole | None = None, per_provider: bool = False) -> None:
+    """Offers, cheapest $/GPU-h first; ``per_provider``: a row is the cheapest offer of a provider and GPU, with
+    how many offers and regions it stands for."""
     console = console or Console()
     shown = rows[:limit] if limit else rows
     what = "spot/marketplace" if spot else "on-demand"
-    title = (f"Cheapest {what} offer per GPU" if per_kind else f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
+    title = (f"Cheapest {what} offer per GPU" if per_kind else
+             f"Cheapest {what} offer per provider and GPU ({len(rows)} rows, "
+             f"{sum(r['offer_count'] for r in rows)} offers)" if per_provider else
+             f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
     more = f"; {len(rows) - len(shown)} more with --all" if len(rows) > len(shown) else ""
-    table = _table(title, caption=f"snapshot {snapshot}{more}")
+    every = "; every offer with --offers" if per_provider else ""
+    table = _table(title, caption=f"snapshot {snapshot}{more}{every}")
+    where = ("regions", "offers") if per_provider else ("region",)
     for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("form", "left"), ("vCPU", "right"),
                       ("RAM", "right"), ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"),
-                      ("region", "left"), ("verified", "left")):
+                      *((c, "right" if per_provider else "left") for c in where), ("verified", "left")):
         table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
     for r in shown:
         memory = r["gpu_memory_gb"] if r["gpu_memory_gb"] is not None else r.get("catalog_memory_gb")
+        place = (str(r["region_count"] or "-"), str(r["offer_count"])) if per_provider else (r["region"] or "-",)
         table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r), _num(r["vcpus"], 0),
                       _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
-                      r["provider"] + (f" ({r['allocation']})" if spot else ""), r["region"] or "-",
-                      _day(r["verified_at"]))
+                      r["provider"] + (f" ({r['allocation']})" if spot else ""), *place, _day(r["verified_at"]))
     _show(console, table)
 
 
@@ -414,8 +542,48 @@ def _regions(r: dict[str, Any], width: int = 13) -> str:
     return regions[0][:width - 4] + "…" + (f" +{len(regions) - 1}" if len(regions) > 1 else "")
 
 
+#: the cluster fabric's short name as the setups tables abbreviate it (the JSON keeps the full description)
+_FABRICS = {"InfiniBand": "IB", "NVLink domain + RoCE": "NVL+RoCE"}
+
+
+def _fabric(r: dict[str, Any]) -> str:
+    """What joins a setup's machines, short: ``IB``, ``RoCE``, ``EFA``, ``RPC`` (llama.cpp over the public
+    network); ``-`` for one machine."""
+    if r["instances"] == 1:
+        return "-"
+    if r["deployment"] == "llama.cpp-rpc":
+        return "RPC"
+    from pipeline.compute.fabric import fabric_short_names
+
+    name = fabric_short_names().get(r.get("interconnect") or "", r.get("interconnect") or "?")
+    return _FABRICS.get(name, name)
+
+
+def _capacity(r: dict[str, Any]) -> str:
+    """The offer's availability at fetch time, short: ``yes``, ``low``, ``no``, ``?`` (not stated)."""
+    from pipeline.compute.setups import AVAILABILITY_NOTES
+
+    short = {AVAILABILITY_NOTES["available"]: "yes", AVAILABILITY_NOTES["low"]: "low",
+             AVAILABILITY_NOTES["unavailable"]: "no"}
+    return short.get(r.get("availability") or "", "?")
+
+
+def _two(first: str, second: str) -> Text:
+    """A two-line cell: the figure, and under it (dim) what goes with it."""
+    cell = Text(clean(first))
+    cell.append("\n")
+    cell.append(clean(second), style="dim")
+    return cell
+
+
+_SETUP_KEY = ("setup = instances x GPUs and GPU, the instance type under it; plan = TP x PP, under it the fabric "
+              "joining the machines (IB InfiniBand, RoCE, EFA, NVL+RoCE an NVLink rack over RoCE, RPC llama.cpp "
+              "over the public network); provider, its regions under it; cap = capacity the provider stated at "
+              "fetch time (yes, low, no; ? not stated)")
+
+
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
-    """``cheapest`` at a load: one line per setup meeting the service level, with its figures at that load."""
+    """``cheapest`` at a load: one row per setup meeting the service level, with its figures at that load."""
     console = console or Console()
     load, level = result["load"], result.get("serviceLevel")
     what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
@@ -427,37 +595,47 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
         if x) + (" (the default interactive floor)" if result["serviceLevelSource"] == "default" else "")
     title = f"{result['model']}: cheapest {what} setups at {asked}, {bound}"
     table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}; {result['judged']} setups "
-                                  "served); $/1M out = output tokens at this load (range from the at-load bands); "
-                                  "TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / rate")
-    for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
-                      ("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
-                      ("headroom", "right")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
+                                  f"served); {_SETUP_KEY}; $/1M out = output tokens at this load, under it the "
+                                  "range from the at-load bands; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
+                                  "sustainable rate / rate")
+    for col, just, width in (("setup", "left", 17), ("plan", "left", 8), ("format", "left", 8),
+                             ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
+                             ("$/1M out", "right", 13), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
+                             ("headroom", "right", 8)):
+        table.add_column(col, justify=just, overflow="fold", max_width=width)
     for r in result["setups"]:
         s = r["serving"] or {}
         span = s.get("usdPerMillionOutputTokensRange")
-        cost = _money(s.get("usdPerMillionOutputTokens")) + (f" ({_money(span[0])}-{_money(span[1])})" if span else "")
         room = s.get("headroom")
-        table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
-                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", r["format"], r["provider"],
-                      _money(r["price_per_hour"]), cost, f"{s['ttftMsP90']:,.0f} ms" if s else "-",
-                      _num(s.get("tokensPerSPerUser")), f"{room:.1f}x" if room is not None else "-")
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
+                      _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), r["format"],
+                      _two(r["provider"], _regions(r, 13)), _capacity(r), _money(r["price_per_hour"]),
+                      _two(_money(s.get("usdPerMillionOutputTokens")),
+                           f"{_money(span[0])}-{_money(span[1])}" if span else "-"),
+                      f"{s['ttftMsP90']:,.0f} ms" if s else "-", _num(s.get("tokensPerSPerUser")),
+                      f"{room:.1f}x" if room is not None else "-")
     if result.get("note"):
         say(f"note: {result['note']}", console)
     _show(console, table)
 
 
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
-    """One line per distinct rentable setup, cheapest first; the deployment shape in plain sight."""
+    """One row per distinct rentable setup, cheapest first; the deployment shape in plain sight. A row is two
+    lines (the instance type, fabric, regions and the $/1M range under the figures) so it fits 100 columns."""
     console = console or Console()
     what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
     f = result["filters"]
     filters = [f"{k} {v}" for k, v in (("provider", f["provider"]), ("region", f["region"]),
-                                        ("max $/h", f["maxPrice"]), ("engine", f.get("engine"))) if v]
+                                        ("max $/h", f["maxPrice"]), ("engine", f.get("engine")),
+                                        ("fabric", f.get("fabric"))) if v]
+    if f.get("maxGpus"):
+        filters.append(f"at most {f['maxGpus']} GPU{'s' if f['maxGpus'] > 1 else ''}")
     if f.get("gpu"):
         filters.append("on " + "/".join(f["gpu"]) + (f" x{f['gpuCount']} per instance" if f.get("gpuCount") else ""))
     if f["singleMachine"]:
         filters.append("one machine")
+    if f.get("available"):
+        filters.append("stated capacity")
     load = result.get("concurrency", 1)
     by = "cost per output token" if result.get("sort") == "per_token" else "price"
     title = (f"{result['model']}: cheapest {what} setups" + (f" in {result['format']}" if result["format"] else "")
@@ -465,22 +643,26 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
              + (f" ({', '.join(filters)})" if filters else ""))
     engines = sorted({r["engine"] for r in result["setups"]})
     source = f"; model from {result['modelSource']}" if result.get("modelSource", "").startswith("Hub look-up") else ""
-    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}{source}); setup = instances x GPUs "
-                                  f"per instance; plan = TP x PP with {' or '.join(engines)} (vLLM on data-centre "
-                                  "GPUs, llama.cpp elsewhere, unless --engine); $/1M tok = output tokens at this "
-                                  "load; tok/s = "
+    table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}{source}); {_SETUP_KEY}; "
+                                  f"plans with {' or '.join(engines)} (vLLM on data-centre GPUs, llama.cpp "
+                                  "elsewhere, unless --engine); $/1M tok = output tokens at this load, under it "
+                                  "the range with the plan kept full (req requests); tok/s = "
                                   f"decode per request with {load} running; req = requests of {result['context']:,} "
                                   "tokens the plan holds; verified = last seen at the source")
-    wide = console.width >= 140  # a wide terminal: names in full (100 columns: shortened with an ellipsis)
-    widths = {} if wide else {"provider": 10, "regions": 13, "setup": 17}
-    for col, just in (("setup", "left"), ("plan", "left"), ("format", "left"), ("provider", "left"),
-                      ("regions", "left"), ("$/h", "right"), ("$/1M tok", "right"), ("tok/s", "right"),
-                      ("req", "right"), ("verified", "left")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis", max_width=widths.get(col))
+    wide = console.width >= 140  # a wide terminal: names in full (100 columns: folded onto more lines)
+    for col, just, width in (("setup", "left", 22), ("plan", "left", 8), ("format", "left", 8),
+                             ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
+                             ("$/1M tok", "right", 13), ("tok/s", "right", 6), ("req", "right", 5),
+                             ("verified", "left", 8)):
+        table.add_column(col, justify=just, overflow="fold", max_width=None if wide else width)
     for r in result["setups"]:
-        table.add_row(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
-                      f"{r['tensor_parallel']}x{r['pipeline_parallel']}", f"{r['format']}", r["provider"],
-                      _regions(r, 40 if wide else 13), _money(r["price_per_hour"]), _money(r.get("usd_per_million_tokens_at_load")),
+        low, high = r.get("usd_per_million_tokens_batched_low"), r.get("usd_per_million_tokens_batched_high")
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
+                      _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), f"{r['format']}",
+                      _two(r["provider"], _regions(r, 40 if wide else 13)), _capacity(r),
+                      _money(r["price_per_hour"]),
+                      _two(_money(r.get("usd_per_million_tokens_at_load")),
+                           f"{_money(low)}-{_money(high)}" if low is not None and high is not None else "-"),
                       _num(r.get("tokens_per_s_per_request")), _num(r.get("max_concurrent_requests"), 0),
                       _day(r["verified_at"]))
     if result.get("gpuNote"):

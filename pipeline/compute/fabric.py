@@ -27,6 +27,20 @@ def interconnects() -> tuple[tuple[str, str, str], ...]:
                  if r["cluster_fabric"])
 
 
+@lru_cache(maxsize=1)
+def fabric_names() -> tuple[str, ...]:
+    """The short names of the cluster fabrics the table knows (``EFA``, ``InfiniBand``, ``RoCE``, ...), sorted."""
+    text = INTERCONNECT_TABLE.read_text()
+    return tuple(sorted({r["cluster_fabric"] for r in csv.DictReader(text.splitlines()) if r["cluster_fabric"]}))
+
+
+@lru_cache(maxsize=1)
+def fabric_short_names() -> dict[str, str]:
+    """Each fabric description (a setup's ``interconnect``) to its short name (``InfiniBand``, ``EFA``)."""
+    text = INTERCONNECT_TABLE.read_text()
+    return {r["fabric"]: r["cluster_fabric"] for r in csv.DictReader(text.splitlines()) if r["cluster_fabric"]}
+
+
 def cluster_fabric(provider: str, instance_type: str) -> str | None:
     for prov, pattern, fabric in interconnects():
         if prov == provider and fnmatchcase(instance_type, pattern):

@@ -67,16 +67,23 @@ class Served:
 
     def to_json(self, level: ServiceLevel | None) -> dict[str, Any] | None:
         """The ``serving`` object of a setup row (keys are a contract: docs/cli.md)."""
-        s = self.serving
-        if s is None:
+        if self.serving is None:
             return None
-        cost, span = usd_per_million_output(self.setup.price_per_hour, s)
-        room = headroom(s)
-        return s.to_json() | {
-            "tokensPerSPerUser": tokens_per_s_per_user(s), "headroom": None if math.isinf(room) else room,
-            "usdPerMillionOutputTokens": cost, "usdPerMillionOutputTokensRange": list(span) if span else None,
-            "meetsLevel": None if level is None else not self.shortfall,
-            "meetsDefaultFloor": not DEFAULT_FLOOR.shortfall(s), "shortfall": list(self.shortfall)}
+        return serving_json(self.serving, self.setup.price_per_hour, level, self.shortfall)
+
+
+def serving_json(s: Serving, price_per_hour: float | None, level: ServiceLevel | None = None,
+                 shortfall: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A deployment's figures at the load as the CLI prints them: the steady state's keys and the user's view of
+    them (tokens/s per user, headroom, $/1M output tokens at ``price_per_hour`` and its range; None without a
+    price), whether it meets ``level`` (``shortfall``: what it misses) and the default floor."""
+    cost, span = usd_per_million_output(price_per_hour, s) if price_per_hour else (None, None)
+    room = headroom(s)
+    return s.to_json() | {
+        "tokensPerSPerUser": tokens_per_s_per_user(s), "headroom": None if math.isinf(room) else room,
+        "usdPerMillionOutputTokens": cost, "usdPerMillionOutputTokensRange": list(span) if span else None,
+        "meetsLevel": None if level is None else not shortfall,
+        "meetsDefaultFloor": not DEFAULT_FLOOR.shortfall(s), "shortfall": list(shortfall)}
 
 
 class SetupServer:

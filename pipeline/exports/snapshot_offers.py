@@ -19,6 +19,9 @@ from typing import Any
 
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
+#: ``availability_status`` values by which a source's API stated capacity to rent at fetch time (low stock
+#: included); an offer without a status is listed with its capacity unknown
+STATED_AVAILABLE = ("available", "low")
 
 
 @dataclass(frozen=True)
@@ -132,9 +135,12 @@ def keep_offers(snapshot_path: Path) -> None:
 
 def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | None = None,
                    provider: str | None = None, region: str | None = None, max_price: float | None = None,
-                   spot: bool = False, gpus: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+                   spot: bool = False, gpus: tuple[str, ...] | None = None, max_count: int | None = None,
+                   available: bool = False) -> list[dict[str, Any]]:
     """Rentable offers (:func:`_rentable`), cheapest GPU-hour first. ``gpu`` (one id) or ``gpus`` (a family:
-    any of these ids) keep those GPUs; ``count`` the instances of that many GPUs. ``max_price`` caps the $/GPU-hour;
+    any of these ids) keep those GPUs; ``count`` the instances of that many GPUs, ``max_count`` of at most that
+    many; ``available`` the offers the source stated capacity for (:data:`STATED_AVAILABLE`). ``max_price`` caps the
+    $/GPU-hour;
     ``provider`` and ``region`` match case-insensitively (region as a prefix, so ``us`` finds ``us-east-1``).
     Ties: $/h, provider, instance type, region (none last), offer key (one order on every run)."""
     allocations = SPOT_LIKE if spot else ON_DEMAND
@@ -147,6 +153,9 @@ def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | N
         gpu_id = c["gpu_id"][i]
         if c["allocation"][i] not in allocations or (wanted and gpu_id not in wanted) or (count and c["gpu_count"][i] != count):
             continue
+        if (max_count is not None and c["gpu_count"][i] > max_count) or (
+                available and c["availability_status"][i] not in STATED_AVAILABLE):
+            continue
         if provider_key and c["provider"][i].lower() != provider_key:
             continue
         if region_key is not None and not (c["region"][i] or "").lower().startswith(region_key):
@@ -157,6 +166,23 @@ def current_offers(snapshot: Snapshot, *, gpu: str | None = None, count: int | N
     out.sort(key=lambda o: (o["price_per_gpu_hour_usd"], o["price_per_hour_usd"], o["provider"],
                             o["instance_type"], o["region"] is None, o["region"] or "", o["offer_key"]))
     return out
+
+
+def cheapest_by(offers: list[dict[str, Any]], *key: str) -> list[dict[str, Any]]:
+    """The first (cheapest: :func:`current_offers`' order) offer per value of the ``key`` columns, in that order,
+    each with ``offer_count`` (the offers of its group) and ``regions`` (their distinct regions, sorted; an offer
+    naming none adds none)."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    regions: dict[tuple[Any, ...], set[str]] = {}
+    for offer in offers:
+        k = tuple(offer[c] for c in key)
+        if k not in groups:
+            groups[k] = dict(offer) | {"offer_count": 0}
+            regions[k] = set()
+        groups[k]["offer_count"] += 1
+        if offer.get("region"):
+            regions[k].add(offer["region"])
+    return [row | {"regions": sorted(regions[k])} for k, row in groups.items()]
 
 
 def providers(snapshot: Snapshot) -> list[str]:

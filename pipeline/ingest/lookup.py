@@ -25,7 +25,12 @@ HOW = "pass the path of its config.json (or its folder), or run with VRAMLAB_LIV
 
 
 class LookupError_(UserError):  # noqa: N801 - LookupError is a builtin
-    """A Hub repo the look-up could not answer: one line saying why and what to do."""
+    """A Hub repo the look-up could not answer: one line saying why and what to do; ``outcome`` is the fetch
+    log's (``missing``: no such repo)."""
+
+    def __init__(self, message: str, outcome: str = "") -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 def lookup_root(data_dir: Path) -> Path:
@@ -50,9 +55,37 @@ def cached(data_dir: Path, repo: str) -> dict[str, Any] | None:
     if not sha or not record.is_file():
         return None
     try:
-        return json.loads(record.read_text())
+        model = json.loads(record.read_text())
     except ValueError:
         return None
+    recorded = recorded_at(data_dir, str(key))
+    return model | {"recorded_at": recorded} if recorded else model
+
+
+def recorded_at(data_dir: Path, repo: str) -> str | None:
+    """When the replay bundle's recording of ``repo`` was captured, for a look-up answered offline: the latest
+    capture time (``x-vramlab-observed-at``, pipeline/sources/replay.py) in the payload its last successful fetch
+    landed; None for a live fetch (no such header) or when the log or payload is gone."""
+    root = lookup_root(data_dir)
+    try:
+        lines = (root / "raw" / "fetch_log.jsonl").read_text().splitlines()
+    except OSError:
+        return None
+    raw = None
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("source", "").lower() == f"hub:{repo}".lower() and entry.get("outcome") == "ok":
+            raw = entry.get("raw_path")
+            break
+    try:
+        landed = json.loads((root / raw).read_text()) if raw else {}
+    except (OSError, ValueError):
+        return None
+    times = [part.get("headers", {}).get("x-vramlab-observed-at") for part in landed.get("parts", [])]
+    return max((t for t in times if t), default=None)
 
 
 def canonical_repo(repo: str, *, live: bool) -> str:
@@ -86,8 +119,10 @@ def fetch(data_dir: Path, repo: str, *, live: bool) -> dict[str, Any]:
     except OSError as exc:  # the cache cannot be written (read-only data directory)
         raise LookupError_(f"{repo}: cannot keep the Hub look-up under {root} ({exc.strerror or exc})") from None
     if model is not None:
-        return json.loads(model.model_dump_json())
-    raise LookupError_(failure(repo, log.outcome, log.message, log.http_status, live=live))
+        stored = json.loads(model.model_dump_json())
+        recorded = None if live else recorded_at(data_dir, model.repo)
+        return stored | {"recorded_at": recorded} if recorded else stored
+    raise LookupError_(failure(repo, log.outcome, log.message, log.http_status, live=live), log.outcome)
 
 
 def failure(repo: str, outcome: str, message: str | None, status: int | None, *, live: bool) -> str:

@@ -128,6 +128,18 @@ def board(snap: Snapshot) -> list[dict[str, Any]]:
     return rows
 
 
+def one_gpu_offers(snap: Snapshot) -> dict[str, dict[str, Any]]:
+    """Per GPU the cheapest on-demand instance of exactly one GPU on the board's offers: what a one-GPU deployment
+    rents (an instance of eight at a lower $/GPU-hour is not a price for one)."""
+    offers = snap.offers
+    if offers.is_empty():
+        return {}
+    one = (offers.filter((pl.col("price_class") == "on_demand") & (pl.col("gpu_count") == 1))
+           .sort(["price_per_hour_usd", "provider", "instance_type"])
+           .group_by("gpu_id", maintain_order=True).first())
+    return {r["gpu_id"]: r for r in one.to_dicts()}
+
+
 def _first_flag(frame: pl.DataFrame, name: str) -> pl.Expr:
     return (pl.col(name).first() if name in frame.columns else pl.lit(False)).alias(name)
 

@@ -1,4 +1,5 @@
-"""Render ``report/`` for one snapshot: ``index.html``, ``models/<id>.html``, ``prices.html`` and ``static/``."""
+"""Render ``report/`` for one snapshot: ``index.html``, ``models/<id>.html``, ``gpus/<id>.html``, ``prices.html``
+and ``static/``."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from pipeline.compute.workers import in_workers
-from pipeline.report.data import Snapshot, board, load_snapshot, price_history
+from pipeline.report.data import Snapshot, board, load_snapshot, one_gpu_offers, price_history
 from pipeline.report.i18n import LOCALES, Texts
+from sizing_core.cost import per_million_tokens
 
 HERE = Path(__file__).resolve().parent
 STATIC = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "report.js", "loads.js")
@@ -63,6 +65,27 @@ def fewest_gpus(model: dict[str, Any]) -> dict[str, Any] | None:
             n, name, col = min(cells, key=lambda c: (c[0], COLUMNS.index(c[2])))
             return {"count": n, "gpu": name, "column": col}
     return None
+
+
+def gpu_answers(model: dict[str, Any], native: str | None) -> list[dict[str, Any]]:
+    """Per GPU of the model's table (``gpusNeeded``): the most faithful of the table's formats that fits one GPU,
+    else the one needing the fewest GPUs (the more faithful on a tie), with its plan's format and engine and the
+    decode speed of one request (``throughput.cells``); a GPU no format fits is left out."""
+    cells = (model.get("throughput") or {}).get("cells") or {}
+    out = []
+    for row in model["gpusNeeded"]["gpus"]:
+        counts = row["byFormat"]
+        options = [c for c in COLUMNS if counts.get(c)]
+        if not options:
+            continue
+        column = next((c for c in options if counts[c] == 1), None) or min(
+            options, key=lambda c: (counts[c], COLUMNS.index(c)))
+        plan = (row.get("plans") or {}).get(column) or {}
+        out.append({"gpu": row["gpu"], "name": row["name"], "memoryGB": row.get("memoryGB"), "column": column,
+                    "format": format_name(plan.get("format") or column, native), "gpus": counts[column],
+                    "engine": plan.get("engine") or row["engine"],
+                    "decode": (cells.get(f"{row['gpu']}:{column}") or {}).get("decodeTokensPerS")})
+    return out
 
 
 def _column_label(t: Texts, column: str, native: str | None) -> str:
@@ -125,7 +148,8 @@ def _index_row(model: dict[str, Any], native: str | None) -> dict[str, Any]:
     return {"id": model["id"], "name": model["name"], "lab": model["lab"]["name"], "failed": None,
             "params": model["parameters"], "active": model["activeParameters"], "native": format_name(native),
             "native_gib": model["weightsGiB"].get("native"), "fewest": fewest_gpus(model),
-            "cheapest": (model.get("cheapestSetups") or [None])[0]}
+            "cheapest": (model.get("cheapestSetups") or [None])[0], "byGpu": gpu_answers(model, native),
+            "scenario": model["gpusNeeded"].get("scenario")}
 
 
 def _index_rows(snap: Any, rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: ANN401 - Snapshot
@@ -151,6 +175,36 @@ def _model_pages(shared: tuple[Any, ...], paths: tuple[Path, ...]) -> list[dict[
             recommendations=_recommendations(t, model), cheapest=(model.get("cheapestSetups") or [None])[0]))
         rows.append(_index_row(model, native))
     return rows
+
+
+def _gpu_pages(out: Path, env: Environment, common: dict[str, Any], summaries: dict[str, dict[str, Any]],
+               snap: Snapshot) -> list[str]:
+    """``gpus/<id>.html`` for every GPU of the models' tables: the models that run on one (most faithful format
+    first, then the largest) with their speed and $/1M output tokens on the GPU's cheapest on-demand one-GPU
+    instance (:func:`~pipeline.report.data.one_gpu_offers`), then the models that need more; the GPU ids with a
+    page."""
+    price = {g: {"price": o["price_per_hour_usd"], "provider": o["provider"], "instance_type": o["instance_type"],
+                 "verified_at": o["verified_at"]} for g, o in one_gpu_offers(snap).items()}
+    gpus: dict[str, dict[str, Any]] = {}
+    scenario = None
+    for summary in summaries.values():
+        scenario = scenario or summary.get("scenario")
+        for a in summary.get("byGpu") or []:
+            g = gpus.setdefault(a["gpu"], {"gpu": a["gpu"], "name": a["name"], "memoryGB": a["memoryGB"], "one": [],
+                                           "more": []})
+            best = price.get(a["gpu"])
+            entry = {**a, "id": summary["id"], "name": summary["name"], "params": summary["params"],
+                     "perMillion": per_million_tokens(best["price"], a["decode"])
+                     if a["gpus"] == 1 and best and a["decode"] else None}
+            g["one" if a["gpus"] == 1 else "more"].append(entry)
+    (out / "gpus").mkdir(exist_ok=True)
+    page = env.get_template("gpu.html")
+    for g in gpus.values():
+        g["one"].sort(key=lambda e: (COLUMNS.index(e["column"]), -(e["params"] or 0), e["id"]))
+        g["more"].sort(key=lambda e: (e["gpus"], COLUMNS.index(e["column"]), e["id"]))
+        (out / "gpus" / f"{g['gpu']}.html").write_text(page.render(
+            **common, root="../", page="gpu", g=g, price=price.get(g["gpu"]), scenario=scenario or ""))
+    return sorted(gpus)
 
 
 #: model pages per job when they are rendered by worker processes
@@ -188,11 +242,15 @@ def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None =
     jobs = [(paths[i:i + PAGES_PER_JOB],) for i in range(0, len(paths), PAGES_PER_JOB)]
     shared = (out, env, t, common, snap.native_formats)
     summaries = {r["id"]: r for rows in in_workers(_model_pages, jobs, shared, min(workers, len(jobs))) for r in rows}
-    (out / "index.html").write_text(env.get_template("index.html").render(
-        **common, root="", page="index", rows=_index_rows(snap, summaries)))
     rows = board(snap)
+    gpu_pages = _gpu_pages(out, env, common, summaries, snap)
+    names = {a["gpu"]: a["name"] for r in summaries.values() for a in r.get("byGpu") or []}
+    (out / "index.html").write_text(env.get_template("index.html").render(
+        **common, root="", page="index", rows=_index_rows(snap, summaries),
+        gpu_links=[(g, names[g]) for g in gpu_pages]))
     history = price_history(snap)
     (out / "prices.html").write_text(env.get_template("prices.html").render(
         **common, root="", page="prices", rows=rows, history=history, charts=_chart_data(t, history),
+        gpu_pages=set(gpu_pages),
         offers=snap.offers.height, left_out=_left_out(snap), providers=snap.offers["provider"].n_unique() if snap.offers.height else 0))
     return out

@@ -98,6 +98,11 @@ class Engine(Record):
     joins_machines_over_rpc: ClassVar[bool] = False
     #: the layer kinds (``Kind.kind``) the engine implements; None: not claimed for any architecture
     layer_kinds: ClassVar[frozenset[str] | None] = None
+    #: the highest memory fraction worth suggesting when a deployment falls just short (None: the engine's
+    #: fraction is not a setting that buys room: SGLang's activations live in its 1 - fraction reserve)
+    highest_memory_fraction: ClassVar[float | None] = None
+    #: the compact KV-cache type to suggest when the cache binds (None: none)
+    compact_kv_dtype: ClassVar[str | None] = None
 
     # --- settings -------------------------------------------------------------------------------------------
     def with_settings(self, **settings: object) -> Engine:

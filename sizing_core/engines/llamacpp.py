@@ -33,6 +33,7 @@ class LlamaCpp(Engine):
     fp16_accumulate_on_geforce: ClassVar[bool] = True
     joins_machines_over_rpc: ClassVar[bool] = True
     layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba"}
+    compact_kv_dtype: ClassVar[str | None] = "q8_0"
 
     def scheduler(self, gpu: GPU) -> Scheduler:
         """``n_ubatch`` rows per step (512 unless set); the slots (``--parallel``) are the concurrency asked."""

@@ -20,6 +20,7 @@ class MLX(LlamaCpp):
 
     joins_machines_over_rpc: ClassVar[bool] = False
     layer_kinds: ClassVar[frozenset[str] | None] = None  # not claimed for any architecture yet
+    compact_kv_dtype: ClassVar[str | None] = None  # llama.cpp's q8_0 cache is not an MLX setting
 
     def supports_format(self, gpu: GPU, fmt: str, arch: Architecture | None) -> Support:
         if gpu.kind != "apple":

@@ -38,6 +38,7 @@ class ServerEngine(Engine):
 
     speed_family: ClassVar[str] = "server"
     layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS
+    compact_kv_dtype: ClassVar[str | None] = "fp8"
 
     def overhead_bytes(self, gpu: GPU, tp: int = 1) -> float:
         return self.non_torch_bytes(tp)

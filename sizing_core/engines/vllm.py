@@ -43,6 +43,8 @@ class VLLM(ServerEngine):
     """vLLM: ``gpu_memory_utilization`` of what CUDA reports, a profiled activation peak, paged cache groups."""
 
     layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba"}
+    #: 0.95 leaves 5% of what CUDA reports for CUDA graphs (``engine_memory.CUDA_GRAPH_GIB``) and fragmentation
+    highest_memory_fraction: ClassVar[float | None] = 0.95
 
     def version_tuple(self) -> tuple[int, int]:
         return parse_version(self.version) or CURRENT_VLLM
@@ -109,7 +111,8 @@ class VLLM(ServerEngine):
         if plan.pipeline_parallel > 1:
             parts.append(f"--pipeline-parallel-size {plan.pipeline_parallel}")
         parts += [f"--max-model-len {p.context}", f"--max-num-seqs {max(p.concurrency, 1)}",
-                  f"--kv-cache-dtype {VLLM_KV.get(p.kv_cache_dtype, 'auto')}", "--gpu-memory-utilization 0.90"]
+                  f"--kv-cache-dtype {VLLM_KV.get(p.kv_cache_dtype, 'auto')}",
+                  f"--gpu-memory-utilization {self.memory_fraction or 0.9:.2f}"]
         if p.format == "fp8" and not repo.lower().endswith("fp8"):
             parts.append("--quantization fp8")
         note = "one Ray cluster over all nodes (ray start on each), then run this on the head node" \

@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                "vramlab cheapest deepseek-v3 --top 3 --sort per-token",
                                                "vramlab cheapest llama-3.1-70b --format fp8 --gpu H100",
                                                "vramlab cheapest gpt-oss-20b --context 32k --spot --json",
+                                               "vramlab cheapest qwen3-32b --max-gpus 1 --available",
+                                               "vramlab cheapest deepseek-v3 --fabric infiniband",
                                                "vramlab cheapest qwen3-8b --rate 2 --input-tokens 1000 "
                                                "--output-tokens 200",
                                                "vramlab cheapest llama-3.3-70b --concurrency 8 --input-tokens 2000 "
@@ -70,6 +72,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     cheapest.add_argument("--max-price", type=PRICE, default=None, metavar="USD", help="at most this $/hour in all")
     cheapest.add_argument("--spot", action="store_true", help="spot and marketplace offers instead of on-demand")
     cheapest.add_argument("--single-machine", action="store_true", help="only setups on one instance")
+    cheapest.add_argument("--max-gpus", type=POSITIVE, default=None, metavar="N",
+                          help="only setups renting at most N GPUs in all (1: a single GPU)")
+    cheapest.add_argument("--available", action="store_true",
+                          help="only offers whose provider stated capacity at fetch time (low stock included; "
+                               "default: also offers listed with capacity unknown)")
+    cheapest.add_argument("--fabric", default=None, metavar="F",
+                          help="multi-machine setups only over this cluster fabric (InfiniBand, RoCE, EFA, NVLink; "
+                               "any case, part of the name); one-machine setups are kept")
     cheapest.add_argument("--by-region", action="store_true",
                           help="one row per region (default: one per provider x instance type x price)")
     data_dir_flag(cheapest)

@@ -81,7 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
     from pipeline.cli.errors import CliError
-    from pipeline.cli.fit import ALL_FORMATS, fit_result, with_context
+    from pipeline.cli.fit import ALL_FORMATS, fit_result, planned_arch, with_context
     from pipeline.cli.models import context_of, load_ref, model_repo
     from pipeline.cli.resolve import gpu_family, resolve_format, resolve_gpu, resolve_model, split_count
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
@@ -102,9 +102,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 "max_num_seqs": args.max_num_seqs, "version": args.engine_version}
     offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
     limit = context_of(ref, arch, args.rope_scaling)
-    planned = arch  # above max_position_embeddings: answered as size answers it, and said
-    if arch.max_context is not None and args.context > arch.max_context:
-        planned = arch.model_copy(update={"max_context": None})
+    planned = planned_arch(arch, args.context)
 
     load = load_of(args)
     concurrency = 1 if load is not None or args.concurrency is None else args.concurrency
@@ -162,7 +160,7 @@ def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.se
     if lengths != (None, None) and None in lengths:
         raise CliError("--input-tokens and --output-tokens go together")
     if None in lengths:
-        if args.cpu_offload_gb is not None:
+        if getattr(args, "cpu_offload_gb", None) is not None:
             raise CliError("--cpu-offload-gb counts at a load: give --rate or --concurrency with --input-tokens and "
                            "--output-tokens")
         return None
@@ -174,14 +172,27 @@ def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.se
                     concurrency=args.concurrency if args.rate is None else None)
 
 
+def question_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a pipeline.cli.on_gpu.Question
+    """The question ``answer_flags`` asked (``models --fits``, ``compare``), as ``fit`` reads the same flags: the
+    load (:func:`load_of`), and without one ``--concurrency`` requests of ``--context`` tokens."""
+    from pipeline.cli.on_gpu import Question
+
+    load = load_of(args)
+    if args.engine:
+        from sizing_core.engines import get_engine
+
+        get_engine(args.engine)  # unknown: one line naming the engines
+    return Question(context=args.context, concurrency=1 if load is not None or args.concurrency is None
+                    else args.concurrency, load=load, engine=args.engine, kv_cache_dtype=args.kv_cache_dtype)
+
+
 def _offload(args: argparse.Namespace, arch: Any, gpu: Any, count: int, fmt: str | None) -> int:  # noqa: ANN401
     """``fit --offload``: the least llama.cpp offload to system RAM that fits ``count`` GPUs."""
     from pipeline.cli.errors import CliError
-    from pipeline.cli.offload import offload_answer
-    from sizing_core.engines import get_engine
+    from pipeline.cli.offload import offload_answer, offload_format
 
     if fmt is None:  # the checkpoint's own format when llama.cpp runs it, else the usual 4-bit GGUF
-        fmt = "native" if get_engine("llama.cpp").supports(gpu, "native", arch).runs else "q4_k_m"
+        fmt = offload_format(arch, gpu, None)
     try:
         answer = offload_answer(arch, gpu, count, fmt, args.context, args.kv_cache_dtype, args.offload)
     except ValueError as exc:

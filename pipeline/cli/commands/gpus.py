@@ -11,9 +11,12 @@ from pipeline.cli.args import PRICE, data_dir_flag, data_dir_of, examples, json_
 def register(sub: argparse._SubParsersAction) -> None:
     gpus = sub.add_parser("gpus", help="current GPU offers, cheapest first (like sky show-gpus)",
                           description="Current GPU offers from the latest snapshot, cheapest $/GPU-hour first. "
-                                      "Without GPU: the cheapest offer per GPU kind.",
+                                      "Without GPU: the cheapest offer per GPU kind; with GPU: the cheapest offer "
+                                      "per provider and GPU, its regions and offers counted (--offers: every "
+                                      "offer).",
                           epilog=examples("vramlab gpus", "vramlab gpus H100", "vramlab gpus h200:8 --provider lambda",
                                            "vramlab gpus A100 --region us --max-price 2 --spot",
+                                           "vramlab gpus H100 --max-price 2.5 --offers",
                                            "vramlab gpus --catalog"))
     gpus.add_argument("gpu", nargs="?", default=None, metavar="GPU[:N]",
                       help="GPU id, alias or family, optionally with GPUs per instance (H100:8); a family name "
@@ -23,7 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     gpus.add_argument("--region", default=None, metavar="R", help="only regions starting with R (us, europe-west4)")
     gpus.add_argument("--max-price", type=PRICE, default=None, metavar="USD", help="at most this $/GPU-hour")
     gpus.add_argument("--spot", action="store_true", help="spot and marketplace offers instead of on-demand")
-    gpus.add_argument("--all", action="store_true", help="every matching offer (default: 25 rows)")
+    gpus.add_argument("--offers", action="store_true",
+                      help="every matching offer (default: the cheapest per provider and GPU, or per GPU kind "
+                           "without GPU)")
+    gpus.add_argument("--all", action="store_true", help="every row (default: 25); without GPU: every offer")
     gpus.add_argument("--catalog", action="store_true", help="the GPU catalog (ids, aliases, memory) instead of offers")
     data_dir_flag(gpus)
     json_flag(gpus, "a JSON array")
@@ -32,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_gpus(args: argparse.Namespace) -> int:
     from pipeline.cli.resolve import family_note, gpu_family, published_snapshot, split_count
-    from pipeline.exports.snapshot_offers import current_offers
+    from pipeline.exports.snapshot_offers import cheapest_by, current_offers
 
     if args.catalog:
         from pipeline.cli.catalog import gpu_rows
@@ -50,11 +56,12 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     snapshot = published_snapshot(data_dir_of(args), args.provider)
     offers = current_offers(snapshot, gpus=family, count=count, provider=args.provider, region=args.region,
                             max_price=args.max_price, spot=args.spot)
-    if family is None and not args.all:  # the cheapest offer per GPU kind
-        seen: dict[str, dict[str, Any]] = {}
-        for offer in offers:
-            seen.setdefault(offer["gpu_id"], offer)
-        offers = list(seen.values())
+    per_kind = family is None and not args.all and not args.offers
+    per_provider = family is not None and not args.offers
+    if per_kind:  # the cheapest offer per GPU kind
+        offers = cheapest_by(offers, "gpu_id")
+    elif per_provider:  # the cheapest offer per provider and GPU, its regions and offers counted
+        offers = cheapest_by(offers, "provider", "gpu_id")
     rows = [_offer_row(o) for o in offers]
     if args.json:
         print_json(rows)
@@ -72,8 +79,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
             say(f"no {'spot/marketplace' if args.spot else 'on-demand'} offer matches "
                 f"({', '.join(a for a in asked if a) or 'any GPU'}) in snapshot {snapshot.id}")
             return 0
-        print_offers_table(rows, snapshot.id, per_kind=family is None and not args.all,
-                           limit=None if args.all else 25, spot=args.spot)
+        print_offers_table(rows, snapshot.id, per_kind=per_kind, limit=None if args.all else 25, spot=args.spot,
+                           per_provider=per_provider)
     return 0
 
 
@@ -90,7 +97,10 @@ def _offer_row(o: dict[str, Any]) -> dict[str, Any]:
             # added keys: memory in two stated units, form factor, interconnect, availability
             **{k: o.get(k) for k in ("gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
                                      "cluster_fabric", "cluster_gbps", "availability_status", "available_count")},
-            "availability_observed_at": _iso(o.get("availability_observed_at"))}
+            "availability_observed_at": _iso(o.get("availability_observed_at")),
+            # added keys of a row that stands for several offers (the cheapest per provider and GPU, or per kind)
+            **({"offer_count": o["offer_count"], "regions": o["regions"], "region_count": len(o["regions"])}
+               if "offer_count" in o else {})}
 
 
 def _iso(value: Any) -> Any:  # noqa: ANN401 - a datetime, ISO text or None
