@@ -14,17 +14,17 @@ tests) uses the in-process executor set in definitions.py: one process, no start
 sources are fetched concurrently inside their one step either way.
 """
 
-import os
 
 import dagster as dg
 
 from pipeline.executors import celery_executor
+from pipeline.settings import variable
 
 #: the hourly cron; ``VRAMLAB_SCHEDULE_CRON`` overrides it (tests use every minute)
-SCHEDULE_CRON = os.environ.get("VRAMLAB_SCHEDULE_CRON") or "0 * * * *"
+SCHEDULE_CRON = variable("VRAMLAB_SCHEDULE_CRON").text()
 #: the schedule is off until someone turns it on, except under ``vramlab serve``, which sets VRAMLAB_SCHEDULE_ON=1
 #: for the daemon and webserver it starts: there it is on by default (and can still be stopped in the UI)
-SCHEDULE_ON = os.environ.get("VRAMLAB_SCHEDULE_ON", "").lower() in ("1", "true", "yes")
+SCHEDULE_ON = variable("VRAMLAB_SCHEDULE_ON").on()
 
 REFRESH_TAG = {"vramlab/refresh": "hourly"}
 #: the whole graph as the job ``vramlab run`` runs (in process), tagged like the scheduled hourly_refresh_job so the
@@ -61,7 +61,7 @@ def hourly_refresh(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.
 
 
 #: set in every process of a Celery deployment (pipeline/ops/cluster.py, docs/operating.md): the broker's URL
-CELERY_BROKER = os.environ.get("VRAMLAB_CELERY_BROKER")
+CELERY_BROKER = variable("VRAMLAB_CELERY_BROKER").text()
 
 
 def celery_jobs() -> list:

@@ -1,12 +1,9 @@
-"""Run settings from the environment: where data lives, live or replay, and the clock staleness is judged by.
+"""Run settings from the environment: every ``VRAMLAB_*`` variable declared once (:data:`VARIABLES`, read through
+:func:`variable`), where data lives, live or replay, and the clock staleness is judged by.
 
-- ``VRAMLAB_DATA_DIR``: data directory (default ``data/`` at the repository root); also the root a run's own
-  config may not leave (:func:`inside_data_root`).
-- ``VRAMLAB_DB``: DuckDB file (default ``<data dir>/vramlab.duckdb``).
-- ``VRAMLAB_LIVE=1``: fetch from the real sources; otherwise the bundled recordings are replayed.
+- ``VRAMLAB_DATA_DIR`` is also the root a run's own config may not leave (:func:`inside_data_root`).
 - ``VRAMLAB_WORKERS``: processes the CPU-bound steps fork for their work (the cheapest setups, the model files'
-  price-independent part, the report's model pages; ``pipeline/compute/workers.py``): default the machine's
-  cores, at most 2. ``1`` keeps the work in the step's own process.
+  price-independent part, the report's model pages; ``pipeline/compute/workers.py``).
 - In replay mode every recorded observation carries its recording's capture time (``captured_at`` in the replay
   manifest; ``REPLAY_SNAPSHOT_AT``, the reference freeze, where no capture date exists), and staleness is judged as
   of ``REPLAY_SNAPSHOT_AT``: a bundled recording keeps the date it was observed and never becomes fresh by being
@@ -23,6 +20,87 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPLAY_SNAPSHOT_AT = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)  # when shared/reference was frozen for replay
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable vramlab reads: its name, its default as it would be written in the environment
+    ("" = unset; ``shown`` says what unset means where that is computed) and what it does."""
+
+    name: str
+    default: str
+    meaning: str
+    shown: str = ""
+
+    def text(self) -> str:
+        """The value set, else the default."""
+        return os.environ.get(self.name, "").strip() or self.default
+
+    def on(self) -> bool:
+        return self.text().lower() in ("1", "true", "yes")
+
+    def number(self) -> float:
+        try:
+            return float(self.text())
+        except ValueError:
+            raise ValueError(f"{self.name} must be a number, not {self.text()!r}") from None
+
+    def whole(self) -> int:
+        value = self.text()
+        if not value.isdigit():
+            raise ValueError(f"{self.name} must be a whole number >= 0, not {value!r}")
+        return int(value)
+
+
+#: every ``VRAMLAB_*`` variable, once: code reads them through :func:`variable`; docs/operating.md lists them
+#: (``scripts/docs_variables.py`` writes the table; a test keeps it and the code's names in step with this)
+VARIABLES: dict[str, Variable] = {v.name: v for v in (
+    Variable("VRAMLAB_DATA_DIR", "", "the data directory; also the root a run's own config may not leave",
+             "data/ in the project"),
+    Variable("VRAMLAB_DB", "", "the DuckDB file", "vramlab.duckdb in the data directory"),
+    Variable("VRAMLAB_LIVE", "", "1: fetch from the real sources; otherwise the bundled recordings are replayed", "off"),
+    Variable("VRAMLAB_WORKERS", "", "processes the CPU-bound steps fork (1 keeps the work in the step's process)",
+             "the machine's cores, at most 2"),
+    Variable("VRAMLAB_FETCH_WORKERS", "32", "threads fetching price sources at once"),
+    Variable("VRAMLAB_ALLOW_FOREIGN_LINKS", "", "1: symlinks in the data directory that lead out of it are meant",
+             "off"),
+    Variable("VRAMLAB_ALLOW_CLOCK_BEHIND", "", "1: run although the clock is behind the newest recorded fetch "
+             "(`vramlab run --allow-clock-behind`)", "off"),
+    Variable("VRAMLAB_HTTP_RETRIES", "3", "retries of a failed request"),
+    Variable("VRAMLAB_HTTP_BACKOFF", "1", "seconds before the first retry (doubled per retry, with jitter)"),
+    Variable("VRAMLAB_HTTP_TIMEOUT", "30", "seconds a read may take"),
+    Variable("VRAMLAB_HTTP_MAX_RETRY_WAIT", "60", "the longest Retry-After (s) a request waits; a host asking "
+             "for longer is skipped for the rest of the step"),
+    Variable("VRAMLAB_HTTP_DEADLINE", "300", "seconds a request may take in all, retries and waits included"),
+    Variable("VRAMLAB_SOURCE_DEADLINE", "900", "seconds a source's whole fetch may take"),
+    Variable("VRAMLAB_HUB_REPLAY", "", "a Hub replay manifest to replay instead of the bundled one",
+             "the bundle's"),
+    Variable("VRAMLAB_DISCOVERY", "", "1: also size trending Hub models, not only the watchlist", "off"),
+    Variable("VRAMLAB_DISCOVERY_LIMIT", "50", "models per Hub listing when discovering"),
+    Variable("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", "1000", "downloads a discovered model needs"),
+    Variable("VRAMLAB_DB_LOCK_WAIT", "120", "seconds to wait for another process's DuckDB write lock"),
+    Variable("VRAMLAB_DUCKDB_MEMORY_LIMIT", "512MB", "DuckDB's buffer pool cap (a DuckDB size such as 2GB)"),
+    Variable("VRAMLAB_PARTS_DIR", "", "where the partitioned graph's parts live", "parts/ in the data directory"),
+    Variable("VRAMLAB_KEEP_SNAPSHOTS", "5", "published snapshots kept beside latest"),
+    Variable("VRAMLAB_SITE_URL", "https://studiotvai.com", "the site the model JSON's links point at"),
+    Variable("VRAMLAB_REPORT_LANG", "en", "the report's language (en, de)"),
+    Variable("VRAMLAB_SCHEDULE_CRON", "0 * * * *", "the hourly schedule's cron (UTC); `vramlab serve --cron`"),
+    Variable("VRAMLAB_SCHEDULE_ON", "", "1: the schedule is on by default (`vramlab serve` sets it)", "off"),
+    Variable("VRAMLAB_CELERY_BROKER", "", "the Redis URL of the Celery broker: defines the Celery jobs "
+             "(scripts/cluster.py sets it)", "no Celery jobs"),
+    Variable("VRAMLAB_UI_BIND_HOST", "", "the address the UI is bound to (`vramlab serve` sets it)"),
+    Variable("VRAMLAB_UI_ALLOWED_HOSTS", "", "more Host names the UI answers (comma-separated)", "loopback only"),
+    Variable("VRAMLAB_NO_UV", "", "1: tasks.py installs with pip instead of uv (read by tasks.py, before the "
+             "venv exists)", "off"),
+)}
+
+
+def variable(name: str) -> Variable:
+    """The declared variable ``name``; an undeclared name is a programming error, said at once."""
+    try:
+        return VARIABLES[name]
+    except KeyError:
+        raise KeyError(f"{name} is not declared in pipeline/settings.py VARIABLES") from None
 
 
 @dataclass(frozen=True)
@@ -45,10 +123,10 @@ class Settings:
 
 
 def settings() -> Settings:
-    data_dir = Path(os.environ.get("VRAMLAB_DATA_DIR") or REPO_ROOT / "data")
-    db = Path(os.environ.get("VRAMLAB_DB") or data_dir / "vramlab.duckdb")
-    live = os.environ.get("VRAMLAB_LIVE", "").lower() in ("1", "true", "yes")
-    workers = os.environ.get("VRAMLAB_WORKERS", "").strip()
+    data_dir = Path(variable("VRAMLAB_DATA_DIR").text() or REPO_ROOT / "data")
+    db = Path(variable("VRAMLAB_DB").text() or data_dir / "vramlab.duckdb")
+    live = variable("VRAMLAB_LIVE").on()
+    workers = variable("VRAMLAB_WORKERS").text()
     if workers and not (workers.isdigit() and int(workers) > 0):
         raise ValueError(f"VRAMLAB_WORKERS must be a positive whole number, not {workers!r}")
     return Settings(data_dir=data_dir, db_path=db, replay=not live,
@@ -93,7 +171,7 @@ def foreign_links(data_dir: Path) -> dict[str, str]:
 def check_data_dir(data_dir: Path) -> None:
     """Refuse to run on a data directory whose parts lead elsewhere through symlinks, naming each;
     ``VRAMLAB_ALLOW_FOREIGN_LINKS=1`` says the links are meant (a bigger disk mounted for ``raw/``)."""
-    if os.environ.get("VRAMLAB_ALLOW_FOREIGN_LINKS", "").lower() in ("1", "true", "yes"):
+    if variable("VRAMLAB_ALLOW_FOREIGN_LINKS").on():
         return
     links = foreign_links(data_dir)
     if links:
@@ -123,3 +201,12 @@ def inside_data_root(where: str, value: str | Path, root: Settings | None = None
     raise OutsideDataRoot(f"run config {where} = {shown} is outside the data root {base} (VRAMLAB_DATA_DIR where "
                           "the service runs): a run may only use folders inside it; to move the data, start the "
                           "service with another VRAMLAB_DATA_DIR")
+
+
+def variables_table() -> str:
+    """docs/operating.md's table of the variables (``scripts/docs_variables.py`` writes it there)."""
+    rows = ["| variable | default | what it does |", "|---|---|---|"]
+    for v in VARIABLES.values():
+        default = f"`{v.default}`" if v.default else (v.shown or "unset")
+        rows.append(f"| `{v.name}` | {default} | {v.meaning} |")
+    return "\n".join(rows) + "\n"

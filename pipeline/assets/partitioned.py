@@ -45,6 +45,7 @@ from pipeline.compute.tracked import Tracked, tracked_models
 from pipeline.ingest.prices import client_for, latest_rates
 from pipeline.quality.offers import rebuild_offer_quality
 from pipeline.resources import VramlabSettings, store
+from pipeline.settings import variable
 from pipeline.sources import CURRENCY_SOURCE
 from pipeline.sources.base import Offer
 from pipeline.sources.landing import FetchLogEntry, run_source
@@ -318,9 +319,8 @@ def celery_partition_jobs() -> list:
     """The two partitioned jobs with their steps sent to ``dagster-celery`` workers, when a broker is configured
     (``VRAMLAB_CELERY_BROKER``, as ``celery_refresh_job``; no Celery import otherwise): ``vramlab parts run
     --celery`` runs them."""
-    import os
 
-    broker = os.environ.get("VRAMLAB_CELERY_BROKER")
+    broker = variable("VRAMLAB_CELERY_BROKER").text()
     if not broker:
         return []
     from pipeline.executors import celery_executor

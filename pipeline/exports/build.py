@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +26,7 @@ from pipeline.exports.tables import TABLES, PriceObservations, PublishedTable, S
 from pipeline.ingest.models import checkpoint_facts
 from pipeline.report import render_report
 from pipeline.report.data import left_out_rows
+from pipeline.settings import variable
 from pipeline.storage.db import table_columns
 from pipeline.storage.loaders import source_freshness
 from sizing_core import SizingError, size_model
@@ -43,7 +43,7 @@ class SetupLists(Protocol):
 
 
 def keep_snapshots() -> int:
-    return int(os.environ.get("VRAMLAB_KEEP_SNAPSHOTS", "5"))
+    return variable("VRAMLAB_KEEP_SNAPSHOTS").whole()
 
 
 def sizing_reason_sql(cur: duckdb.DuckDBPyConnection) -> str:

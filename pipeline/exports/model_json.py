@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +22,7 @@ from pipeline.exports.schema import (
     Plans,
     PlanSummary,
 )
+from pipeline.settings import variable
 from sizing_core import Architecture, SizingReport
 from sizing_core.engines import default_engine, get_engine
 from sizing_core.finetune import finetune_memory
@@ -37,7 +37,7 @@ FAITHFUL = ("native", "bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq_in
 
 
 def site_url() -> str:
-    return os.environ.get("VRAMLAB_SITE_URL", "https://studiotvai.com").rstrip("/")
+    return variable("VRAMLAB_SITE_URL").text().rstrip("/")
 
 
 def column_format(engine_id: str, column: str, gpu: GPU) -> str:

@@ -6,10 +6,10 @@ report or a recorded, specific reason; one failure never stops the others.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from pipeline.settings import variable
 from pipeline.sources.http import SourceClient, make_client
 from pipeline.sources.huggingface import (
     HubModel,
@@ -32,7 +32,7 @@ from sizing_core.registry import load_registered
 def hub_replay_manifest() -> Path:
     """The Hub recordings replayed offline: ``VRAMLAB_HUB_REPLAY`` (a replay manifest, e.g. the whole-Hub listing
     ``benchmarks/hub_world.py`` writes), else the bundled ``pipeline/replay/hub/manifest.json``."""
-    path = os.environ.get("VRAMLAB_HUB_REPLAY", "").strip()
+    path = variable("VRAMLAB_HUB_REPLAY").text()
     if not path:
         return REPLAY_ROOT / "hub" / "manifest.json"
     if not Path(path).is_file():
@@ -47,22 +47,13 @@ def hub_client(replay: bool) -> SourceClient:
 
 
 def discovery_enabled() -> bool:
-    return os.environ.get("VRAMLAB_DISCOVERY", "").lower() in ("1", "true", "yes")
-
-
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isdigit():
-        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
-    return int(value)
+    return variable("VRAMLAB_DISCOVERY").on()
 
 
 def discovery_limits() -> tuple[int, int]:
     """(models per listing, minimum downloads): ``VRAMLAB_DISCOVERY_LIMIT`` (50),
     ``VRAMLAB_DISCOVERY_MIN_DOWNLOADS`` (1000)."""
-    return max(1, _env_int("VRAMLAB_DISCOVERY_LIMIT", 50)), _env_int("VRAMLAB_DISCOVERY_MIN_DOWNLOADS", 1000)
+    return max(1, variable("VRAMLAB_DISCOVERY_LIMIT").whole()), variable("VRAMLAB_DISCOVERY_MIN_DOWNLOADS").whole()
 
 
 def ingest_hub(data_dir: Path, *, replay: bool, discovery: bool = False, client: SourceClient | None = None,

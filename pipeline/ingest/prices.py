@@ -15,7 +15,6 @@ the machine. The same code path runs in both modes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from pipeline.settings import variable
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import ParseResult, Source
 from pipeline.sources.fx import FxRates, parse_ecb
@@ -33,7 +33,7 @@ from pipeline.sources.replay import REPLAY_ROOT, ReplayTransport
 
 
 def live_mode() -> bool:
-    return os.environ.get("VRAMLAB_LIVE", "").lower() in ("1", "true", "yes")
+    return variable("VRAMLAB_LIVE").on()
 
 
 def client_for(replay: bool, fail_sources: tuple[str, ...] | list[str] = (), gate: HostGate | None = None,
@@ -51,10 +51,7 @@ def client_for(replay: bool, fail_sources: tuple[str, ...] | list[str] = (), gat
 
 
 def fetch_workers() -> int:
-    try:
-        return max(1, int(os.environ.get("VRAMLAB_FETCH_WORKERS") or 32))
-    except ValueError:
-        return 32
+    return max(1, variable("VRAMLAB_FETCH_WORKERS").whole())
 
 
 def fetch_concurrently(sources: list[Source], data_dir: Path, rates: FxRates | None, *, replay: bool,

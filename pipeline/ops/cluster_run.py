@@ -5,16 +5,16 @@ errors the run met as one JSON line."""
 from __future__ import annotations
 
 import json
-import os
 
 import dagster as dg
 
 from pipeline import definitions
 from pipeline.ops.liveness import owner_tags, release_dead_runs
+from pipeline.settings import variable
 
 
 def main() -> int:
-    if not os.environ.get("VRAMLAB_CELERY_BROKER"):
+    if not variable("VRAMLAB_CELERY_BROKER").text():
         raise SystemExit("VRAMLAB_CELERY_BROKER is not set: start the cluster first (scripts/cluster.py up)")
     with dg.DagsterInstance.get() as instance:
         release_dead_runs(instance)  # a killed orchestrating process of an earlier refresh

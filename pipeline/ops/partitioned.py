@@ -12,7 +12,6 @@ publishing, naming it).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,6 +22,7 @@ from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
 from pipeline.ops.liveness import owner_tags, release_dead_runs
 from pipeline.ops.run import stoppable_by_sigterm
+from pipeline.settings import variable
 
 
 def _pool_worker() -> None:
@@ -54,7 +54,7 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
     from pipeline.assets.partitions import MODELS, SOURCES
     from pipeline.definitions import defs
 
-    if celery and not os.environ.get("VRAMLAB_CELERY_BROKER"):
+    if celery and not variable("VRAMLAB_CELERY_BROKER").text():
         raise UserError("--celery needs VRAMLAB_CELERY_BROKER (start the workers first: scripts/cluster.py up)")
     prices_job, models_job = ("parts_prices_celery_job", "parts_models_celery_job") if celery else \
         ("parts_prices_job", "parts_models_job")

@@ -14,6 +14,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipeline.settings import variable
+
 
 def move_aside(db_path: Path, now: datetime | None = None) -> Path | None:
     """Rename the DuckDB file (and its WAL) to ``<name>.aside-<UTC stamp>``; return the new path."""
@@ -66,7 +68,7 @@ def rebuild_main(data_dir: Path | None = None) -> int:
     console = Console()
     s = settings()
     data_dir = data_dir or s.data_dir
-    db_path = s.db_path if os.environ.get("VRAMLAB_DB") else data_dir / "vramlab.duckdb"
+    db_path = s.db_path if variable("VRAMLAB_DB").text() else data_dir / "vramlab.duckdb"
     console.print(f"vramlab rebuild: re-creating {db_path} from {data_dir / 'raw'} (nothing is fetched)")
     if os.environ.get("DAGSTER_HOME"):
         from pipeline.ops.run import ensure_instance_config

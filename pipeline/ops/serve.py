@@ -17,7 +17,7 @@ from rich.console import Console
 
 from pipeline.errors import UserError
 from pipeline.ops.run import dagster_home, ensure_instance_config
-from pipeline.settings import REPO_ROOT, settings
+from pipeline.settings import REPO_ROOT, settings, variable
 
 
 def _tool(name: str) -> str:
@@ -52,22 +52,22 @@ def serve(host: str = "127.0.0.1", port: int = 3000, data_dir: str | None = None
         raise UserError(f"DAGSTER_HOME cannot be used ({exc.strerror or exc}): point it at a writable folder") \
             from None
     ensure_instance_config(home, console)
-    env = {**os.environ, "DAGSTER_HOME": str(home), "VRAMLAB_SCHEDULE_ON": "1",
+    child_env = {**os.environ, "DAGSTER_HOME": str(home), "VRAMLAB_SCHEDULE_ON": "1",
            "VRAMLAB_DATA_DIR": str(settings().data_dir)}
     if cron:
-        env["VRAMLAB_SCHEDULE_CRON"] = cron
-    names = [n for n in (os.environ.get("VRAMLAB_UI_ALLOWED_HOSTS", "").split(",") + list(allow_hosts)) if n.strip()]
-    env.update({"VRAMLAB_UI_BIND_HOST": host, "VRAMLAB_UI_ALLOWED_HOSTS": ",".join(names)})
+        child_env["VRAMLAB_SCHEDULE_CRON"] = cron
+    names = [n for n in (variable("VRAMLAB_UI_ALLOWED_HOSTS").text().split(",") + list(allow_hosts)) if n.strip()]
+    child_env.update({"VRAMLAB_UI_BIND_HOST": host, "VRAMLAB_UI_ALLOWED_HOSTS": ",".join(names)})
     workspace = str(REPO_ROOT / "workspace.yaml")
     _tool("dagster-webserver")  # installed beside this Python: the guard runs its command
     children = [
-        subprocess.Popen([_tool("dagster-daemon"), "run", "-w", workspace], cwd=REPO_ROOT, env=env),
-        subprocess.Popen(webserver_command(host, port, allow_launch=allow_launch), cwd=REPO_ROOT, env=env),
+        subprocess.Popen([_tool("dagster-daemon"), "run", "-w", workspace], cwd=REPO_ROOT, env=child_env),
+        subprocess.Popen(webserver_command(host, port, allow_launch=allow_launch), cwd=REPO_ROOT, env=child_env),
     ]
     names_of = {children[0].pid: "dagster-daemon", children[1].pid: "dagster-webserver"}
     mode = "launching allowed" if allow_launch else "read-only (--allow-launch to launch from it)"
-    console.print(f"vramlab serve: schedule hourly_refresh ({env.get('VRAMLAB_SCHEDULE_CRON', '0 * * * *')}, UTC) "
-                  f"on, instance {home}, data {env['VRAMLAB_DATA_DIR']}; UI http://{host}:{port}, {mode} "
+    console.print(f"vramlab serve: schedule hourly_refresh ({child_env.get('VRAMLAB_SCHEDULE_CRON') or variable('VRAMLAB_SCHEDULE_CRON').text()}, UTC) "
+                  f"on, instance {home}, data {child_env['VRAMLAB_DATA_DIR']}; UI http://{host}:{port}, {mode} "
                   "(Ctrl-C stops both)")
     if host not in ("127.0.0.1", "localhost", "::1"):
         console.print(f"[yellow]vramlab serve: the UI listens on {host}: it has no login of its own. Keep it on "

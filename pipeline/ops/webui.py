@@ -23,11 +23,12 @@ backfills and turning schedules on or off are refused even to a request that pas
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from pipeline.settings import variable
 
 ENV_ALLOWED = "VRAMLAB_UI_ALLOWED_HOSTS"
 #: the bound address is read from this variable (set by ``vramlab serve``) so a specific address is allowed too
@@ -55,10 +56,10 @@ def host_name(value: str) -> str:
 def allowed_hosts(extra: Iterable[str] = (), bound: str | None = None) -> frozenset[str]:
     """Loopback names, the bound address (unless a wildcard), ``VRAMLAB_UI_ALLOWED_HOSTS`` and ``extra``."""
     names = set(LOCAL_NAMES)
-    bound = os.environ.get(ENV_BOUND, "") if bound is None else bound
+    bound = variable(ENV_BOUND).text() if bound is None else bound
     if host_name(bound) not in WILDCARDS:
         names.add(host_name(bound))
-    names.update(host_name(n) for n in os.environ.get(ENV_ALLOWED, "").split(",") if n.strip())
+    names.update(host_name(n) for n in variable(ENV_ALLOWED).text().split(",") if n.strip())
     names.update(host_name(n) for n in extra if n.strip())
     return frozenset(names)
 

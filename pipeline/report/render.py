@@ -4,7 +4,6 @@ and ``static/``."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from pipeline.compute.workers import in_workers
 from pipeline.report.data import Snapshot, board, load_snapshot, one_gpu_offers, price_history
 from pipeline.report.i18n import LOCALES, Texts
+from pipeline.settings import variable
 from sizing_core.cost import per_million_tokens
 
 HERE = Path(__file__).resolve().parent
@@ -24,7 +24,7 @@ NOTES = {"Multi-GPU required": "rec.multi_gpu_required", "exceeds the largest Ma
 
 def report_language() -> str:
     """``VRAMLAB_REPORT_LANG`` (``en`` or ``de``; default ``en``)."""
-    lang = os.environ.get("VRAMLAB_REPORT_LANG", "en").strip().lower() or "en"
+    lang = variable("VRAMLAB_REPORT_LANG").text().lower()
     if lang not in LOCALES:
         raise ValueError(f"VRAMLAB_REPORT_LANG={lang!r}: use one of {', '.join(sorted(LOCALES))}")
     return lang

@@ -31,6 +31,7 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 
+from pipeline.settings import variable
 from pipeline.sources.payload import RawPart
 
 USER_AGENT = "vramlab/0.1 (+https://github.com/vramlab/vramlab; GPU price and LLM sizing pipeline)"
@@ -39,21 +40,14 @@ KEPT_HEADERS = ("content-type", "etag", "last-modified", "retry-after", "content
                 "x-vramlab-observed-at")
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name) or default)
-    except ValueError:
-        return default
-
-
 def http_settings() -> dict[str, float]:
     """Retry and timeout settings, from the environment (defaults: 3 retries, 1 s backoff, 30 s timeout per read,
     a total deadline of 300 s per request and 900 s per source fetch, retries and their waits included)."""
-    return {"retries": int(_env_float("VRAMLAB_HTTP_RETRIES", 3)), "backoff": _env_float("VRAMLAB_HTTP_BACKOFF", 1.0),
-            "timeout": _env_float("VRAMLAB_HTTP_TIMEOUT", 30.0),
-            "max_retry_wait": _env_float("VRAMLAB_HTTP_MAX_RETRY_WAIT", 60.0),
-            "request_deadline": _env_float("VRAMLAB_HTTP_DEADLINE", 300.0),
-            "source_deadline": _env_float("VRAMLAB_SOURCE_DEADLINE", 900.0)}
+    return {"retries": variable("VRAMLAB_HTTP_RETRIES").whole(), "backoff": variable("VRAMLAB_HTTP_BACKOFF").number(),
+            "timeout": variable("VRAMLAB_HTTP_TIMEOUT").number(),
+            "max_retry_wait": variable("VRAMLAB_HTTP_MAX_RETRY_WAIT").number(),
+            "request_deadline": variable("VRAMLAB_HTTP_DEADLINE").number(),
+            "source_deadline": variable("VRAMLAB_SOURCE_DEADLINE").number()}
 
 
 #: an error body (4xx/5xx) is kept up to this many bytes: enough for any provider's error message, never a bomb

@@ -34,6 +34,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from pipeline.settings import variable
 from pipeline.sources.base import (
     NotConfigured,
     ParseError,
@@ -352,7 +353,7 @@ def check_clock(data_dir: Path, now: datetime | None = None) -> None:
     its snapshot would become ``latest`` dated in the past. A fetch recorded by a machine whose clock was ahead of
     the source's (its ``Date`` header says so) is not trusted: it never locks out a run on the right clock.
     ``VRAMLAB_ALLOW_CLOCK_BEHIND=1`` (``vramlab run --allow-clock-behind``) lets such a run go on."""
-    if os.environ.get("VRAMLAB_ALLOW_CLOCK_BEHIND", "").lower() in ("1", "true", "yes"):
+    if variable("VRAMLAB_ALLOW_CLOCK_BEHIND").on():
         return
     now = now or datetime.now(UTC)
     newest = max((e.started_at for e in read_log(data_dir) if _trusted(e)), default=None)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.settings import variable
+
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -88,10 +90,7 @@ def is_damage(exc: BaseException) -> bool:
 
 def lock_wait_seconds() -> float:
     """How long to wait for another process's write lock (``VRAMLAB_DB_LOCK_WAIT``, default 120 s)."""
-    try:
-        return float(os.environ.get("VRAMLAB_DB_LOCK_WAIT") or 120.0)
-    except ValueError:
-        return 120.0
+    return variable("VRAMLAB_DB_LOCK_WAIT").number()
 
 
 #: DuckDB's buffer pool cap unless ``VRAMLAB_DUCKDB_MEMORY_LIMIT`` says otherwise. DuckDB's own default is 80% of
@@ -103,7 +102,7 @@ DEFAULT_MEMORY_LIMIT = "512MB"
 
 def memory_limit() -> str:
     """The DuckDB memory limit (``VRAMLAB_DUCKDB_MEMORY_LIMIT``: a DuckDB size such as ``2GB``, default 512 MB)."""
-    return os.environ.get("VRAMLAB_DUCKDB_MEMORY_LIMIT", "").strip() or DEFAULT_MEMORY_LIMIT
+    return variable("VRAMLAB_DUCKDB_MEMORY_LIMIT").text()
 
 
 def _busy_message(path: Path, exc: BaseException) -> str:

@@ -27,6 +27,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.settings import variable
+
 #: where a part's header lives in the Parquet file's key-value metadata
 META_KEY = b"vramlab.part"
 SUFFIX = ".parquet"
@@ -35,7 +37,7 @@ TMP_PREFIX = ".tmp-"
 
 def parts_root(data_dir: Path) -> Path:
     """``$VRAMLAB_PARTS_DIR``, else ``<data_dir>/parts``: on storage every worker and the consolidator share."""
-    override = os.environ.get("VRAMLAB_PARTS_DIR")
+    override = variable("VRAMLAB_PARTS_DIR").text()
     return Path(override) if override else Path(data_dir) / "parts"
 
 
