@@ -14,7 +14,14 @@ from typing import Any
 
 from .architecture import Architecture, DeclaredParameters, QuantScheme
 from .errors import ConfigError
-from .hf_defaults import embedding_dim, extra_tensors, family_data, final_norm_vectors, normalise
+from .hf_defaults import (
+    embedding_dim,
+    extra_tensors,
+    family_data,
+    final_norm_vectors,
+    normalise,
+    states_a_shape,
+)
 from .hf_families import gemma3n_extra_parameters, structural_builder
 from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
 from .hf_fields import (
@@ -50,13 +57,21 @@ _TYPE_OF_ARCHITECTURE = {"CogVLMForCausalLM": "cogvlm", "CogVLMVideoForCausalLM"
 
 
 def _text_block(top: Fields) -> tuple[Fields, bool]:
-    """The block that describes the language model, and whether it is a wrapper's sub-config."""
+    """The block that describes the language model, and whether it is a wrapper's sub-config.
+
+    A sub-config that states no shape (a stub: Fuyu's ``{"model_type": "persimmon"}``) names the language model's
+    family only: the shapes are then the wrapper's own top-level fields when it has them (read with the stub's
+    model_type), else the family's class defaults (the block stays nested)."""
     block, nested = top, False
     for _ in range(2):
         key = next((k for k in TEXT_WRAPPERS if isinstance(block.data.get(k), dict) and block.data[k]), None)
         if key is None:
             break
-        block, nested = block.sub(key), True
+        sub = block.sub(key)
+        if not states_a_shape(sub.data) and states_a_shape(block.data):
+            named = sub.raw("model_type")
+            return Fields(block.model, {**block.data, **({"model_type": named} if named else {})}, block.path), nested
+        block, nested = sub, True
     return block, nested
 
 
