@@ -38,7 +38,7 @@ GENERIC_ALIASES = {
     "hidden_size": ("d_model", "n_embd", "n_embed", "dim", "embedding_dim"),
     "num_attention_heads": ("n_heads", "n_head", "num_heads"),
     "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "num_multi_query_heads", "n_local_heads"),
-    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim", "dff", "d_inner", "dim_ff"),
     "vocab_size": ("padded_vocab_size", "n_vocab"),
     "head_dim": ("kv_channels", "attention_head_dim"),
 }
@@ -163,7 +163,7 @@ def normalise(text: Fields, top: Fields, model_type: str, *, nested: bool) -> tu
         source = f" (transformers {transformers_version()} {class_fields(model_type)['class']})" if generated else ""
         notes.append(f"{model_type} config-class defaults used for: {', '.join(filled)}{source}")
     mlp = entry.get("mlp") or {}
-    rule = mlp.get("width_absent")
+    rule = mlp.get("width_absent") or _derived_width(model_type)
     if rule and isinstance(data.get("hidden_size"), int) and (
             data.get("intermediate_size") is None or mlp.get("width_rule") == "always"):
         data["intermediate_size"] = _width(rule, data["hidden_size"])
@@ -178,6 +178,21 @@ def normalise(text: Fields, top: Fields, model_type: str, *, nested: bool) -> tu
         data["num_key_value_heads"] = None  # older than the class default (Qwen2's 32 for a 28-head model): all heads
         notes.append("num_key_value_heads: the class default does not divide the heads; all heads")
     return Fields(text.model, data, text.path), notes
+
+
+_WIDTH_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size")
+
+
+def _derived_width(model_type: str) -> str | None:
+    """The MLP width rule of a transformers class that states no width (a null default, or no width field at all:
+    GPT-Neo, CodeGen, ImageGPT, OpenAI GPT, XLM): its modelling code's 4 x hidden_size."""
+    fields = class_fields(model_type)
+    if not fields or "encoder_decoder" in fields:
+        return None
+    defaults = fields.get("defaults") or {}
+    if any(defaults.get(k) is not None for k in _WIDTH_FIELDS):
+        return None
+    return "4*hidden_size"
 
 
 def _count(value: Any) -> bool:  # noqa: ANN401 - a config value
