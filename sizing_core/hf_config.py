@@ -22,6 +22,7 @@ from .hf_defaults import (
     normalise,
     states_a_shape,
 )
+from .hf_encoder_decoder import encoder_decoder, is_encoder_decoder
 from .hf_families import gemma3n_extra_parameters, structural_builder
 from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
 from .hf_fields import (
@@ -129,7 +130,12 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     if model_type == "mllama_text_model":  # cross-attention keys/values per image: tiles x (patches + 1) tokens
         text = Fields(model, {**text.data, "_image_tokens": image_tokens(config.get("vision_config"))}, text.path)
     family = FAMILIES.get(model_type)
-    if family is not None:
+    seq2seq = encoder_decoder(text, model_type) if is_encoder_decoder(text, model_type) else None
+    if seq2seq is not None:
+        layers, mtp = seq2seq.decoder, []
+        notes += seq2seq.notes
+        source = "family" if family_data(model_type).get("encoder_decoder") else "generic"
+    elif family is not None:
         layers, mtp = family.build(text)
         source = "family"
     else:
@@ -165,11 +171,14 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     else:  # tokenizer-style sentinels (1e30 = "no limit") mean unknown, not an error
         fallback = text.raw("model_max_length")
         max_ctx = fallback if isinstance(fallback, int) and 0 < fallback <= COUNT_CEILINGS["model_max_length"] else None
+    fields: dict[str, Any] = dict(
+        tie_word_embeddings=bool(tie), extra_tensors=tuple(extra_tensors(text, model_type)),
+        final_norm_vectors=final_norm_vectors(text, model_type), max_context=max_ctx)
+    if seq2seq is not None:
+        fields |= seq2seq.architecture_fields(text, fields["extra_tensors"])
     return Architecture(
         model=model, model_type=str(model_type), hidden_size=hidden, vocab_size=text.int("vocab_size"),
-        tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), tower_tensors=tuple(towers),
-        extra_parameters=extra, extra_tensors=tuple(extra_tensors(text, model_type)),
-        final_norm_vectors=final_norm_vectors(text, model_type), embedding_dim=embedding_dim(text, model_type),
-        max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
-        native=scheme, declared=declared, architecture_source=source, notes=tuple(notes),
+        layers=tuple(layers), mtp_layers=tuple(mtp), tower_tensors=tuple(towers),
+        extra_parameters=extra, embedding_dim=embedding_dim(text, model_type), dtype_bytes=DTYPE_BYTES[dtype.lower()],
+        native=scheme, declared=declared, architecture_source=source, notes=tuple(notes), **fields,
     )
