@@ -26,7 +26,7 @@ from sizing_core.gpus import catalog
 
 MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
 BOUNDS_PATH = Path(__file__).parent / "data" / "gpu_memory_bounds.csv"
-MAPPING_VERSION = "2026-12-04.1"  # bump whenever gpu_map.csv changes
+MAPPING_VERSION = "2026-12-04.2"  # bump whenever gpu_map.csv changes
 
 
 @dataclass(frozen=True)
