@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import cached_property
 
-from .layers import DecoderLayer, EncoderLayer
+from .layers import DecoderLayer, EncoderLayer, SelfAndCrossAttention
 from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
@@ -118,6 +118,13 @@ class Architecture(Record):
     def is_moe(self) -> bool:
         """Any decoder layer routes over experts (engines' FP8 MoE kernel rules ask this per GPU and format)."""
         return any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in self.layers)
+
+    @property
+    def encoder_tokens(self) -> int | None:
+        """An encoder-decoder's encoder tokens per request, whose keys and values every decoder layer keeps (None
+        for a decoder-only model)."""
+        return next((layer.mixer.cross.encoder_tokens for layer in self.layers
+                     if isinstance(layer.mixer, SelfAndCrossAttention)), None)
 
     def mixer_counts(self) -> dict[str, int]:
         """Decoder layers per mixer kind (``none`` for MLP-only layers)."""

@@ -181,3 +181,14 @@ def test_one_config_of_every_model_type_with_a_default_shape_sizes() -> None:
         sized.append(model_type)
     assert sorted(refused) == sorted(_REFUSED)
     assert {"whisper", "m2m_100", "seamless_m4t_v2", "bart", "t5", "llama", "persimmon"} <= set(sized)
+
+
+def test_fit_states_the_encoder_decoder_cache() -> None:
+    """`fit` says what it counted for an encoder-decoder: both stacks and the two caches."""
+    from pipeline.cli.fit import fit_result
+
+    arch = parse_config("openai/whisper-small", _config("openai__whisper-small"))
+    result = fit_result("openai/whisper-small", "l4", "bf16", context=448, arch=arch)
+    assert result["fits"] and result["gpus"] == 1
+    [note] = [w for w in result["warnings"] if w.startswith("encoder-decoder")]
+    assert "12 encoder and 12 decoder layers" in note and "1,500 encoder tokens per request" in note
