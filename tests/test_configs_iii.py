@@ -192,3 +192,37 @@ def test_fit_states_the_encoder_decoder_cache() -> None:
     assert result["fits"] and result["gpus"] == 1
     [note] = [w for w in result["warnings"] if w.startswith("encoder-decoder")]
     assert "12 encoder and 12 decoder layers" in note and "1,500 encoder tokens per request" in note
+
+
+def test_the_generator_reads_a_class_as_transformers_defines_it() -> None:
+    """scripts/gen_config_fields.py's reading of one configuration class, on a stand-in class of the same shape
+    (transformers itself is a build-time tool, not installed here): aliases, signature defaults (a derived
+    ``None`` kept as null, bookkeeping left out), sub-config keys, the encoder-decoder flag."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_config_fields", ROOT / "scripts" / "gen_config_fields.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+
+    class TextConfig:
+        model_type = "toy_text"
+
+    class ToyConfig:
+        model_type = "toy"
+        attribute_map = {"hidden_size": "d_model", "num_attention_heads": "encoder_attention_heads"}
+        sub_configs = {"text_config": TextConfig, "vision_config": object}
+
+        def __init__(self, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                     head_dim=None, dropout=0.1, pad_token_id=1, layer_types=("full", "sliding"),
+                     is_encoder_decoder=True, **kwargs):  # noqa: ANN001, ANN003 - a stand-in class
+            pass
+
+    assert gen.entry("toy", ToyConfig) == {
+        "class": "ToyConfig",
+        "aliases": {"hidden_size": "d_model", "num_attention_heads": "encoder_attention_heads"},
+        "defaults": {"d_model": 512, "decoder_layers": 6, "encoder_attention_heads": 8, "encoder_layers": 6,
+                     "head_dim": None, "is_encoder_decoder": True, "layer_types": ["full", "sliding"]},
+        "sub_configs": {"text_config": "toy_text", "vision_config": "auto"},
+        "encoder_decoder": True,
+    }
