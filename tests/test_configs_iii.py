@@ -226,3 +226,17 @@ def test_the_generator_reads_a_class_as_transformers_defines_it() -> None:
         "sub_configs": {"text_config": "toy_text", "vision_config": "auto"},
         "encoder_decoder": True,
     }
+
+
+def test_experts_switched_off_are_not_counted() -> None:
+    """zzmind-0.5B (MiniMind architecture): ``use_moe: false`` beside ``num_experts: 4``. Before, the experts were
+    counted (1.61B parameters, 24 MoE layers); the model is dense. Hand count: h 1280, 24 layers, 16 heads and 8 KV
+    heads of 80, SwiGLU 4032, vocab 6400 tied. Its design notes audit 497,812,480 instantiated parameters: 3,840
+    more, MiniMind's per-head q/k RMSNorm (2 x 80 per layer), which the config does not state."""
+    arch = parse_config("zzmind-0.5B", _config("zzmind__zzmind-0.5B"))
+    h, heads, kv, hd, f, vocab = 1280, 16, 8, 80, 4032, 6400
+    layer = h * heads * hd + 2 * h * kv * hd + heads * hd * h + 3 * h * f + 2 * h
+    expected = 24 * layer + vocab * h + h
+    assert expected == 497_808_640 == 497_812_480 - 24 * 2 * hd
+    assert arch.mlp_counts() == {"dense": 24}
+    assert count_parameters(arch).total == expected
