@@ -92,7 +92,7 @@ def match(provider: str, raw_name: str, instance_type: str = "", memory_gb: floa
     the offer stays unmapped, never the plain card), and interconnect words are taken out of the instance type
     before a row's instance pattern is tried (``NVLink`` is not ``NVL``)."""
     key = normalise(with_instance_tiers(raw_name, instance_type))
-    instance = without_interconnects(instance_type)
+    instance = without_interconnects(instance_type or "")
     for row in rows():
         if row.provider not in ("*", provider) or row.raw != key:
             continue

@@ -92,7 +92,7 @@ def form_factor(provider: str, map_name: str, instance_type: str, memory_gb: flo
     if row is not None and row.gpu_id == gpu_id:
         if row.form_factor in FORM_FACTORS:
             return row.form_factor
-        return stated_form_factor(map_name, instance_type) or UNKNOWN
+        return stated_form_factor(map_name, instance_type or "") or UNKNOWN
     return catalog_form_factor(gpu_id)
 
 
