@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import cached_property
 
-from .layers import DecoderLayer
+from .layers import DecoderLayer, EncoderLayer, SelfAndCrossAttention
 from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
@@ -59,6 +59,9 @@ class Architecture(Record):
     tie_word_embeddings: bool = False
     layers: tuple[DecoderLayer, ...]
     mtp_layers: tuple[DecoderLayer, ...] = ()  # multi-token-prediction heads: in the checkpoint, not served
+    #: an encoder-decoder's encoder stack (Whisper, M2M-100): run once per request, caching nothing; its weights are
+    #: in ``tensors`` (model-level, no decoder layer index), its front end and positions in ``extra_tensors``
+    encoder_layers: tuple[EncoderLayer, ...] = ()
     vision_parameters: int = 0  # a tower known only by its parameter count (a spec); configs give tower_tensors
     extra_parameters: int = 0  # small architecture-specific blocks (hyper-connections, per-layer embeddings)
     #: model-level tensors outside the standard decoder: learned positions, an embedding LayerNorm, an LM-head bias
@@ -86,6 +89,8 @@ class Architecture(Record):
         out: list[Tensor] = [matrix("model", "embed_tokens", Role.TOKEN_EMBD, self.vocab_size, e, None)]
         for i, layer in enumerate(self.layers):
             out += layer.tensors(f"model.layers.{i}", h, i)
+        for i, enc in enumerate(self.encoder_layers):
+            out += enc.tensors(f"model.encoder.layers.{i}", h, None)
         if self.final_norm_vectors:
             out.append(vector("model", "norm", self.final_norm_vectors * h, None))
         if not self.tie_word_embeddings:
@@ -114,6 +119,13 @@ class Architecture(Record):
         """Any decoder layer routes over experts (engines' FP8 MoE kernel rules ask this per GPU and format)."""
         return any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in self.layers)
 
+    @property
+    def encoder_tokens(self) -> int | None:
+        """An encoder-decoder's encoder tokens per request, whose keys and values every decoder layer keeps (None
+        for a decoder-only model)."""
+        return next((layer.mixer.cross.encoder_tokens for layer in self.layers
+                     if isinstance(layer.mixer, SelfAndCrossAttention)), None)
+
     def mixer_counts(self) -> dict[str, int]:
         """Decoder layers per mixer kind (``none`` for MLP-only layers)."""
         return dict(Counter(layer.mixer.kind if layer.mixer else "none" for layer in self.layers))
@@ -124,5 +136,5 @@ class Architecture(Record):
     def attention_layers(self) -> list[int]:
         """Indices of layers whose mixer keeps a per-token cache (llama.cpp's attn_v counter runs over these)."""
         kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention",
-                 "parallel_hybrid"}
+                 "parallel_hybrid", "self_and_cross_attention"}
         return [i for i, layer in enumerate(self.layers) if layer.mixer and layer.mixer.kind in kinds]

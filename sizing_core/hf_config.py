@@ -14,7 +14,15 @@ from typing import Any
 
 from .architecture import Architecture, DeclaredParameters, QuantScheme
 from .errors import ConfigError
-from .hf_defaults import embedding_dim, extra_tensors, family_data, final_norm_vectors, normalise
+from .hf_defaults import (
+    embedding_dim,
+    extra_tensors,
+    family_data,
+    final_norm_vectors,
+    normalise,
+    states_a_shape,
+)
+from .hf_encoder_decoder import encoder_decoder, is_encoder_decoder
 from .hf_families import gemma3n_extra_parameters, structural_builder
 from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
 from .hf_fields import (
@@ -50,13 +58,21 @@ _TYPE_OF_ARCHITECTURE = {"CogVLMForCausalLM": "cogvlm", "CogVLMVideoForCausalLM"
 
 
 def _text_block(top: Fields) -> tuple[Fields, bool]:
-    """The block that describes the language model, and whether it is a wrapper's sub-config."""
+    """The block that describes the language model, and whether it is a wrapper's sub-config.
+
+    A sub-config that states no shape (a stub: Fuyu's ``{"model_type": "persimmon"}``) names the language model's
+    family only: the shapes are then the wrapper's own top-level fields when it has them (read with the stub's
+    model_type), else the family's class defaults (the block stays nested)."""
     block, nested = top, False
     for _ in range(2):
         key = next((k for k in TEXT_WRAPPERS if isinstance(block.data.get(k), dict) and block.data[k]), None)
         if key is None:
             break
-        block, nested = block.sub(key), True
+        sub = block.sub(key)
+        if not states_a_shape(sub.data) and states_a_shape(block.data):
+            named = sub.raw("model_type")
+            return Fields(block.model, {**block.data, **({"model_type": named} if named else {})}, block.path), nested
+        block, nested = sub, True
     return block, nested
 
 
@@ -114,7 +130,12 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     if model_type == "mllama_text_model":  # cross-attention keys/values per image: tiles x (patches + 1) tokens
         text = Fields(model, {**text.data, "_image_tokens": image_tokens(config.get("vision_config"))}, text.path)
     family = FAMILIES.get(model_type)
-    if family is not None:
+    seq2seq = encoder_decoder(text, model_type) if is_encoder_decoder(text, model_type) else None
+    if seq2seq is not None:
+        layers, mtp = seq2seq.decoder, []
+        notes += seq2seq.notes
+        source = "family" if family_data(model_type).get("encoder_decoder") else "generic"
+    elif family is not None:
         layers, mtp = family.build(text)
         source = "family"
     else:
@@ -150,11 +171,14 @@ def _parse_config(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     else:  # tokenizer-style sentinels (1e30 = "no limit") mean unknown, not an error
         fallback = text.raw("model_max_length")
         max_ctx = fallback if isinstance(fallback, int) and 0 < fallback <= COUNT_CEILINGS["model_max_length"] else None
+    fields: dict[str, Any] = dict(
+        tie_word_embeddings=bool(tie), extra_tensors=tuple(extra_tensors(text, model_type)),
+        final_norm_vectors=final_norm_vectors(text, model_type), max_context=max_ctx)
+    if seq2seq is not None:
+        fields |= seq2seq.architecture_fields(text, fields["extra_tensors"])
     return Architecture(
         model=model, model_type=str(model_type), hidden_size=hidden, vocab_size=text.int("vocab_size"),
-        tie_word_embeddings=bool(tie), layers=tuple(layers), mtp_layers=tuple(mtp), tower_tensors=tuple(towers),
-        extra_parameters=extra, extra_tensors=tuple(extra_tensors(text, model_type)),
-        final_norm_vectors=final_norm_vectors(text, model_type), embedding_dim=embedding_dim(text, model_type),
-        max_context=max_ctx, dtype_bytes=DTYPE_BYTES[dtype.lower()],
-        native=scheme, declared=declared, architecture_source=source, notes=tuple(notes),
+        layers=tuple(layers), mtp_layers=tuple(mtp), tower_tensors=tuple(towers),
+        extra_parameters=extra, embedding_dim=embedding_dim(text, model_type), dtype_bytes=DTYPE_BYTES[dtype.lower()],
+        native=scheme, declared=declared, architecture_source=source, notes=tuple(notes), **fields,
     )

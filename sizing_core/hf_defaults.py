@@ -8,6 +8,12 @@ Qwen v1's ``intermediate_size`` counting both matrices), norm kind and biases, l
 biases. :func:`normalise` rewrites a config block into the standard field names before any builder reads it, so a
 builder only ever sees ``hidden_size``, ``num_hidden_layers``, ``intermediate_size``, ...
 
+Beneath the hand-written table lies the generated one, ``data/config_fields.json`` (``scripts/gen_config_fields.py``
+writes it from an installed transformers, whose version it records): for every model_type transformers defines, its
+configuration class's ``attribute_map`` aliases and the ``__init__`` defaults of the shape fields. Its aliases are read
+for every block of that model_type and its defaults fill the shape fields a config leaves out, at the top level and in
+a wrapper's sub-config alike; a hand-written row wins wherever it says something.
+
 "Absent" means the key is not in the block: an explicit ``null`` is what the config class receives as ``None``
 (``num_key_value_heads: null`` means "as many as the attention heads", not the class's literal default).
 """
@@ -23,6 +29,7 @@ from .hf_fields import Fields
 from .tensors import Role, Tensor, vector
 
 _DATA = Path(__file__).parent / "data" / "family_defaults.json"
+_CLASS_FIELDS = Path(__file__).parent / "data" / "config_fields.json"
 
 #: Other names for the standard fields that any config may use (GPT-2 / Falcon / ChatGLM / MPT style), read for
 #: every model_type after its own aliases.
@@ -30,11 +37,23 @@ GENERIC_ALIASES = {
     "num_hidden_layers": ("n_layers", "num_layers", "n_layer", "num_blocks"),
     "hidden_size": ("d_model", "n_embd", "n_embed", "dim", "embedding_dim"),
     "num_attention_heads": ("n_heads", "n_head", "num_heads"),
-    "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "num_multi_query_heads"),
-    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
+    "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "num_multi_query_heads", "n_local_heads"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim", "dff", "d_inner", "dim_ff"),
     "vocab_size": ("padded_vocab_size", "n_vocab"),
     "head_dim": ("kv_channels", "attention_head_dim"),
 }
+
+
+#: The fields that state a model's size: a block with none of them (under any name) only names a family.
+_SHAPE_NAMES = frozenset({"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                          "encoder_layers", "decoder_layers",
+                          *(n for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+                            for n in GENERIC_ALIASES[k])})
+
+
+def states_a_shape(data: dict[str, Any]) -> bool:
+    """Whether a config block gives any of the model's shape fields (else it is a stub naming a family)."""
+    return any(data.get(k) is not None for k in _SHAPE_NAMES)
 
 
 @lru_cache(maxsize=1)
@@ -49,6 +68,46 @@ def family_data(model_type: str) -> dict[str, Any]:
 
 def known_types() -> tuple[str, ...]:
     return tuple(_families())
+
+
+@lru_cache(maxsize=1)
+def _class_table() -> dict[str, Any]:
+    return json.loads(_CLASS_FIELDS.read_text())
+
+
+def class_fields(model_type: str) -> dict[str, Any]:
+    """The generated table's entry for ``model_type``: what transformers' configuration class says (``class``,
+    ``aliases`` standard name -> config.json name, ``defaults`` under config.json names, ``sub_configs``,
+    ``encoder_decoder``); empty for a model_type transformers does not define."""
+    return _class_table()["model_types"].get(model_type, {})
+
+
+def class_types() -> tuple[str, ...]:
+    return tuple(_class_table()["model_types"])
+
+
+def transformers_version() -> str:
+    """The transformers release the generated table was read from."""
+    return str(_class_table()["transformers"])
+
+
+def class_defaults(model_type: str) -> dict[str, Any]:
+    """The class's shape defaults, each under its config.json name and the standard names its attribute_map gives
+    it (WhisperConfig's ``d_model`` is also ``hidden_size``); ``null`` defaults (derived by the class) left out."""
+    return {name: value for names, value in _default_groups(model_type) for name in names}
+
+
+def _default_groups(model_type: str) -> list[tuple[tuple[str, ...], Any]]:
+    """Each shape default with every name it goes by (its config.json name first)."""
+    fields = class_fields(model_type)
+    aliases = fields.get("aliases") or {}
+    shape = set(_class_table()["shape_fields"])
+    groups = []
+    for stored, value in (fields.get("defaults") or {}).items():
+        names = (stored, *(c for c, target in aliases.items() if target == stored and c != stored))
+        if value is not None and shape.intersection(names):
+            groups.append((names, value))
+    return groups
 
 
 # ------------------------------------------------------------------------------------------ normalisation
@@ -79,6 +138,9 @@ def normalise(text: Fields, top: Fields, model_type: str, *, nested: bool) -> tu
     for stored, canonical in (entry.get("aliases") or {}).items():
         if _absent(data, canonical) and not _absent(data, stored):
             data[canonical] = data[stored]
+    for canonical, stored in (class_fields(model_type).get("aliases") or {}).items():
+        if _absent(data, canonical) and _count(data.get(stored)):
+            data[canonical] = data[stored]
     for canonical, stored_names in GENERIC_ALIASES.items():
         if data.get(canonical) is None:
             stored = next((s for s in stored_names if isinstance(data.get(s), int) and not isinstance(data[s], bool)),
@@ -88,14 +150,20 @@ def normalise(text: Fields, top: Fields, model_type: str, *, nested: bool) -> tu
                 renamed.append(f"{canonical} from {stored}")
     if renamed:
         notes.append("aliases: " + ", ".join(renamed))
-    defaults = {**(entry.get("nested_defaults") or {} if nested else {}), **(entry.get("defaults") or {})}
+    hand = {**(entry.get("nested_defaults") or {} if nested else {}), **(entry.get("defaults") or {})}
+    defaults = dict(hand)
+    for names, value in _default_groups(model_type):  # a group is filled only when none of its names is given
+        if all(_absent(data, k) and _absent(top.data, k) and k not in hand for k in names):
+            defaults.update(dict.fromkeys(names, value))
     filled = sorted(k for k in defaults if _absent(data, k) and _absent(top.data, k))
     for key in filled:
         data[key] = defaults[key]
     if filled:
-        notes.append(f"{model_type} config-class defaults used for: {', '.join(filled)}")
+        generated = [k for k in filled if k not in hand]
+        source = f" (transformers {transformers_version()} {class_fields(model_type)['class']})" if generated else ""
+        notes.append(f"{model_type} config-class defaults used for: {', '.join(filled)}{source}")
     mlp = entry.get("mlp") or {}
-    rule = mlp.get("width_absent")
+    rule = mlp.get("width_absent") or _derived_width(model_type)
     if rule and isinstance(data.get("hidden_size"), int) and (
             data.get("intermediate_size") is None or mlp.get("width_rule") == "always"):
         data["intermediate_size"] = _width(rule, data["hidden_size"])
@@ -110,6 +178,25 @@ def normalise(text: Fields, top: Fields, model_type: str, *, nested: bool) -> tu
         data["num_key_value_heads"] = None  # older than the class default (Qwen2's 32 for a 28-head model): all heads
         notes.append("num_key_value_heads: the class default does not divide the heads; all heads")
     return Fields(text.model, data, text.path), notes
+
+
+_WIDTH_FIELDS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size")
+
+
+def _derived_width(model_type: str) -> str | None:
+    """The MLP width rule of a transformers class that states no width (a null default, or no width field at all:
+    GPT-Neo, CodeGen, ImageGPT, OpenAI GPT, XLM): its modelling code's 4 x hidden_size."""
+    fields = class_fields(model_type)
+    if not fields or "encoder_decoder" in fields:
+        return None
+    defaults = fields.get("defaults") or {}
+    if any(defaults.get(k) is not None for k in _WIDTH_FIELDS):
+        return None
+    return "4*hidden_size"
+
+
+def _count(value: Any) -> bool:  # noqa: ANN401 - a config value
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _kv_rule(entry: dict[str, Any], data: dict[str, Any], notes: list[str]) -> None:

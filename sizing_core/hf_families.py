@@ -225,8 +225,8 @@ def lfm2_layers(c: Fields) -> Layers:
     n = read_num_layers(c)
     if c.has("layer_types"):
         kinds = [str(k) for k in c.list("layer_types", n)[:n]]
-    else:
-        full = {int(i) for i in c.list("full_attn_idxs")}
+    else:  # neither: Lfm2Config makes every layer attention (full_attn_idxs defaults to all of them)
+        full = {int(i) for i in c.list("full_attn_idxs")} if c.has("full_attn_idxs") else set(range(n))
         kinds = ["full_attention" if i in full else "conv" for i in range(n)]
     ff = c.first_int("block_ff_dim", "intermediate_size")
     if c.bool("block_auto_adjust_ff_dim", True):
@@ -288,7 +288,9 @@ def falcon_h1_layers(c: Fields) -> Layers:
     n = read_num_layers(c)
     heads = c.int("mamba_n_heads")
     dtype = _model_dtype(c)
-    ssm = Mamba2(num_heads=heads, head_dim=c.first_int("mamba_d_head", default=c.int("mamba_d_ssm") // heads),
+    auto = c.raw("mamba_d_head") == "auto"  # FalconH1Config's default: mamba_d_ssm / mamba_n_heads
+    ssm = Mamba2(num_heads=heads, head_dim=c.int("mamba_d_ssm") // heads if auto else
+                 c.first_int("mamba_d_head", default=c.int("mamba_d_ssm") // heads),
                  n_groups=c.int("mamba_n_groups", 1), state_size=c.int("mamba_d_state"),
                  conv_kernel=c.int("mamba_d_conv", 4), conv_bias=c.bool("mamba_conv_bias", True),
                  conv_dtype_bytes=dtype, ssm_dtype_bytes=dtype)

@@ -224,7 +224,13 @@ def read_top_k(c: Fields) -> int:
     return c.first_int(*_TOP_K)
 
 
+#: Switches that turn a config's experts off (Doge's ``is_moe``: its num_experts is read only when it is true).
+MOE_SWITCHES = ("is_moe", "use_moe", "moe_enabled")
+
+
 def read_num_experts(c: Fields) -> int:
+    if any(c.has(k) and c.raw(k) is False for k in MOE_SWITCHES):
+        return 0
     return c.first_int(*EXPERT_COUNT_KEYS, default=0, minimum=0)
 
 
@@ -238,7 +244,8 @@ def is_moe_layer(c: Fields, i: int, n: int) -> bool:
         return bool(c.list("is_moe_layer", n)[i])
     if i < c.first_int(*_FIRST_DENSE, default=0, minimum=0):
         return False
-    if c.has("moe_layer_end_index") and i > c.int("moe_layer_end_index", minimum=0):
+    end = c.int("moe_layer_end_index", minimum=-1) if c.has("moe_layer_end_index") else -1
+    if end >= 0 and i > end:  # -1: through the last layer (Ernie4_5_MoeConfig)
         return False
     if c.has("mlp_only_layers") and i in c.list("mlp_only_layers"):
         return False

@@ -128,7 +128,7 @@ def mllama_text_layers(c: Fields) -> Layers:
     kinds = attention_kinds(c, n)
     heads = c.int("num_attention_heads")
     xattn = CrossAttention(num_heads=heads, num_kv_heads=c.int("num_key_value_heads", heads),
-                           head_dim=c.int("hidden_size") // heads, image_tokens=c.int("_image_tokens", 4 * 1601),
+                           head_dim=c.int("hidden_size") // heads, encoder_tokens=c.int("_image_tokens", 4 * 1601),
                            cache_dtype_bytes=_dtype_bytes(c))
     gqa = gqa_kwargs(c)
     return [DecoderLayer(mixer=xattn if i in cross else attention_mixer(c, kinds[i], **gqa), mlp=mlp_for_layer(c, i, n))

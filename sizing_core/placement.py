@@ -33,6 +33,7 @@ from .layers import (
     MLAAttention,
     ParallelHybrid,
     RWKVTimeMix,
+    SelfAndCrossAttention,
     ShortConv,
 )
 from .memo import model_memo
@@ -165,6 +166,8 @@ def _mixer_splits(m: object, tp: int) -> bool:
         return not (m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads))
     if isinstance(m, ParallelHybrid):
         return _mixer_splits(m.attention, tp) and _mixer_splits(m.ssm, tp)
+    if isinstance(m, SelfAndCrossAttention):
+        return _mixer_splits(m.attention, tp) and _mixer_splits(m.cross, tp)
     if isinstance(m, GatedDeltaNet):
         return not (m.num_v_heads % tp or m.num_k_heads % tp)
     if isinstance(m, MLAAttention | CompressedSparseAttention | KimiDeltaAttention | Mamba2 | LinearAttention | MLSTM):

@@ -9,7 +9,7 @@ from .architecture import Architecture
 from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
-from .layers import FullAttention, MLAAttention, MoE
+from .layers import FullAttention, MLAAttention, MoE, SelfAndCrossAttention
 from .memo import model_memo, remembered
 
 
@@ -103,6 +103,9 @@ def _compute_attention_flops(arch: Architecture, context: int) -> float:
     flops = 0.0
     for layer in arch.layers:
         m = layer.mixer
+        if isinstance(m, SelfAndCrossAttention):  # each token also attends to every encoder output
+            flops += 2 * m.cross.encoder_tokens * m.cross.num_heads * 2 * m.cross.head_dim
+            m = m.attention
         if isinstance(m, FullAttention):
             span = m.cached_tokens(context) / 2
             flops += 2 * span * m.num_heads * (m.head_dim + m.vdim)

@@ -107,7 +107,8 @@ def _config(tmp_path: Path, **changes: object) -> Path:
 
 @pytest.mark.parametrize(("changes", "message"), [
     ({"model_type": "not_a_model", "hidden_size": None}, "field 'hidden_size' is missing"),
-    ({"num_hidden_layers": None}, "field 'num_hidden_layers' is missing"),
+    ({"model_type": "not_a_model", "num_hidden_layers": None}, "field 'num_hidden_layers' is missing"),
+    ({"num_hidden_layers": "32"}, "field 'num_hidden_layers' must be an integer"),
     ({"hidden_size": -4096}, "field 'hidden_size' must be >= 1, got -4096"),
     ({"num_key_value_heads": "eight"}, "field 'num_key_value_heads' must be an integer"),
 ])

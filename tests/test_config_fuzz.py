@@ -17,8 +17,9 @@ from sizing_core import size_model
 from sizing_core.errors import ConfigError
 from sizing_core.hf_config import parse_config
 
-#: Real configs of every kind we read: the replay's, issue #11's and issue #25's fixtures.
-BASES = sorted([*CONFIGS.glob("*.json"), *(FIXTURES / "configs").glob("*.json"), *(FIXTURES / "configs_ii").glob("*.json")])
+#: Real configs of every kind we read: the replay's and the fixture sets (encoder-decoders among them).
+BASES = sorted([*CONFIGS.glob("*.json"), *(FIXTURES / "configs").glob("*.json"), *(FIXTURES / "configs_ii").glob("*.json"),
+                *(FIXTURES / "configs_iii").glob("*.json")])
 BASES = [p for p in BASES if not p.name.endswith((".hf_quant_config.json", ".quant.json"))]
 CONFIG_DATA = {p.stem: json.loads(p.read_text()) for p in BASES}
 WRAPPERS = ("text_config", "llm_config", "language_config", "thinker_config", "llm_cfg", "vision_config",
@@ -37,7 +38,11 @@ SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_ke
               "depth", "embed_dim", "patch_size", "image_size", "hybrid_override_pattern", "linear_attn_config",
               "full_attention_interval", "first_k_dense_replace", "shared_expert_intermediate_size", "n_shared_experts",
               "multi_query", "new_decoder_architecture", "attention_hidden_size", "head_size", "state_size",
-              "cross_attention_layers", "mlp_only_layers", "is_moe_layer", "compress_ratios", "block_configs")
+              "cross_attention_layers", "mlp_only_layers", "is_moe_layer", "compress_ratios", "block_configs",
+              "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+              "encoder_ffn_dim", "decoder_ffn_dim", "max_source_positions", "max_target_positions", "num_mel_bins",
+              "d_ff", "d_kv", "num_heads", "num_layers", "num_decoder_layers", "feed_forward_proj",
+              "relative_attention_num_buckets", "is_encoder_decoder", "n_local_heads", "dim", "n_layer")
 BAD_VALUES = st.one_of(st.none(), st.just(0), st.just(-1), st.just(10**30), st.just(2**40 + 1), st.just(1.5),
                        st.just(float("nan")), st.just(True), st.just("eight"), st.just([]), st.just([1, 2, 3]),
                        st.just({}), st.just({"a": 1}), st.integers(-(2**70), 2**70), st.text(max_size=6))

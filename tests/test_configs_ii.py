@@ -199,9 +199,18 @@ def test_vramlab_size_answers_every_genuine_config(path: Path) -> None:
 
 def test_a_broken_config_is_one_config_error() -> None:
     data = _config("openai-community__gpt2")
-    del data["n_embd"]
+    data["n_embd"] = "768"
     with pytest.raises(ConfigError, match="hidden_size"):
         parse_config("gpt2-broken", data)
+
+
+def test_a_config_without_its_width_takes_the_class_default() -> None:
+    """A key the config leaves out is what its configuration class fills in: GPT2Config's ``n_embd`` is 768."""
+    data = _config("openai-community__gpt2")
+    del data["n_embd"]
+    arch = parse_config("gpt2-no-width", data)
+    assert arch.hidden_size == 768
+    assert any("GPT2Config" in n and "hidden_size" in n for n in arch.notes)
 
 
 def test_opt_350m_embeddings_narrower_than_the_decoder() -> None:

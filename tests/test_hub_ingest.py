@@ -106,11 +106,11 @@ def test_missing_repo(tmp_path: Path) -> None:
 def test_malformed_config_names_the_field(tmp_path: Path) -> None:
     repo = "microsoft/phi-4"
     config = json.loads((REPLAY_ROOT / "hub" / "configs" / "microsoft__phi-4.json").read_text())
-    del config["num_hidden_layers"]
+    config["num_hidden_layers"] = "forty"  # (left out, Phi3Config's default of 32 would apply)
     c, _ = client({f"{HUB}/{repo}/resolve/{sha_of(repo)}/config.json": httpx.Response(200, json=config)})
     log, model = ingest_model(entry(repo), c, tmp_path, HubState(tmp_path))
     assert log.outcome == "parse_error" and model is None
-    assert "microsoft/phi-4: field 'num_hidden_layers' is missing" in log.message
+    assert "microsoft/phi-4: field 'num_hidden_layers' must be an integer" in log.message
 
 
 def test_huge_config_is_refused_by_the_size_cap(tmp_path: Path) -> None:

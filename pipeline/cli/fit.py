@@ -116,11 +116,16 @@ def _offload_change(arch: Architecture, gpu: GPU, fmt: str, placed: Placement) -
                     f"GiB), ~{got['decodeTokensPerS'] or 0:,.1f} tok/s"}
 
 
-def _warnings(gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or None
+def _warnings(arch: Architecture, gpu: GPU, plan: Any) -> list[str]:  # noqa: ANN401 - a Plan or None
+    out = []
+    if arch.encoder_tokens is not None:
+        out.append(f"encoder-decoder: weights of both stacks ({len(arch.encoder_layers)} encoder and "
+                   f"{arch.num_layers} decoder layers); KV cache = the decoder's self-attention per token + the "
+                   f"cross-attention keys and values of {arch.encoder_tokens:,} encoder tokens per request")
     if plan is not None and plan.nodes > 1 and gpu.kind in ("consumer", "workstation", "unified", "apple"):
-        return [f"spans {plan.nodes} machines of {gpu.kind} GPUs: layers are split over the network (llama.cpp RPC "
-                "or pipeline stages without NVLink/InfiniBand); expect far lower speed than the estimate"]
-    return []
+        out.append(f"spans {plan.nodes} machines of {gpu.kind} GPUs: layers are split over the network (llama.cpp "
+                   "RPC or pipeline stages without NVLink/InfiniBand); expect far lower speed than the estimate")
+    return out
 
 
 def place(arch: Architecture, gpu: GPU, fmt: str, context: int, concurrency: int, engine_id: str | None,
@@ -236,7 +241,7 @@ def fit_and_serving(model: str, gpu_id: str, fmt: str, context: int = 8192, conc
             "batch": batched.batch if batched else throughput.batch,
             "aggregateTokensPerS": (batched or throughput).aggregate_tokens_per_s,
             "aggregateTokensPerSRange": (batched or throughput).aggregate_tokens_per_s_range},
-        "gpuKind": gpu.kind, "warnings": _warnings(gpu, plan),
+        "gpuKind": gpu.kind, "warnings": _warnings(arch, gpu, plan),
         "substitute": substitute_used, "limitedBy": _limit(arch, gpu, engine, placed.format, placed, start, gpus),
         "gpusAsked": gpus, "engineStartup": startup_json(start, engine, gpu, arch), "fewestGpus": fewest_count,
     }

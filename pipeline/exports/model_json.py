@@ -75,7 +75,8 @@ def _describe(kind: str, m: Any, n: int) -> str:  # noqa: ANN401 - any mixer kin
              "Kimi Delta Attention", "gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba2",
              "linear": "linear replacements", "none": "MLP-only", "rwkv": "RWKV time-mix", "mamba": "Mamba",
              "mlstm": "mLSTM", "cross_attention": "cross-attention", "short_conv": "short convolution",
-             "linear_attention": "linear attention", "parallel_hybrid": "attention + Mamba2"}
+             "linear_attention": "linear attention", "parallel_hybrid": "attention + Mamba2",
+             "self_and_cross_attention": "decoder self- and cross-attention (encoder-decoder)"}
     return (f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention"
             else f"{n} {names.get(kind, kind)}")
 

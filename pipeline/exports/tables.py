@@ -150,10 +150,13 @@ _OFFER_DOC = {
     "ram_gb": "RAM of the instance (the name is kept for existing readers; the figure is GiB: SkyPilot's MemoryGiB, "
               "MiB / 1024 from DigitalOcean, Vultr and Vast, bytes / 2^30 from Scaleway; Verda's GB taken as listed)",
     "form_factor": "SXM, PCIe, NVL (bridged PCIe pairs: H100/H200 NVL), OAM or Superchip (GB200, GH200): the GPU-map "
-                   "row that named the card, else the GPU catalog's; null: unmapped GPU or a chip that is no card",
+                   "row that named the card, the listing's own words, else the GPU catalog's; unknown: the listing "
+                   "does not say it of a card sold in several (a plain H100); null: unmapped GPU or a chip that is "
+                   "no card",
     "gpu_link": "how the GPUs of one instance talk: NVSwitch, NVLink, NVLink bridge, xGMI, PCIe, or none (one GPU or "
-                "a slice); from the instance-family table (pipeline/sources/data/interconnect.csv) or the form-factor "
-                "rule (interconnect_source says which); null: unmapped GPU",
+                "a slice), unknown where the form factor is; from the instance-family table "
+                "(pipeline/sources/data/interconnect.csv) or the form-factor rule (interconnect_source says which); "
+                "null: unmapped GPU",
     "cluster_fabric": "the fabric rented with the instance family to join instances: InfiniBand, RoCE, EFA, NVLink "
                       "domain + RoCE, or none (no cluster fabric listed: separate machines share the public network)",
     "cluster_gbps": "the cluster fabric's bandwidth per instance where the family table states it",

@@ -3,7 +3,9 @@
 ``data/gpu_map.csv`` is read top to bottom; the first row whose provider (``*`` = any), normalised raw name,
 instance-type regex and per-GPU memory bounds all match wins. Rows for a provider's known API mistakes sit at
 the top (the override table of ``shared/reference/prices/NOTES.md``). An unmatched name maps to ``None``:
-the offer is kept with ``gpu_id = null`` and reported, never guessed.
+the offer is kept with ``gpu_id = null`` and reported, never guessed. A row's ``form_factor`` is empty where
+its name does not say the form of a card sold in several (a plain ``H100``, ``A100``, ``V100``): the offer's form
+factor is then what the listing's own words state, else ``unknown`` (``offer_facts.form_factor``).
 
 ``data/gpu_memory_bounds.csv`` holds, per canonical GPU, the per-GPU memory a listing may state (0.85x to 1.16x
 the marketed size: GiB vs GB, driver-visible vs marketed). A row whose GPU cannot have the stated per-GPU memory
@@ -19,11 +21,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from pipeline.sources.gpu_words import with_instance_tiers, without_interconnects
 from sizing_core.gpus import catalog
 
 MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
 BOUNDS_PATH = Path(__file__).parent / "data" / "gpu_memory_bounds.csv"
-MAPPING_VERSION = "2026-12-02.1"  # bump whenever gpu_map.csv changes
+MAPPING_VERSION = "2026-12-04.2"  # bump whenever gpu_map.csv changes
 
 
 @dataclass(frozen=True)
@@ -82,12 +85,18 @@ def resolve(provider: str, raw_name: str, instance_type: str = "", memory_gb: fl
 @lru_cache(maxsize=8192)
 def match(provider: str, raw_name: str, instance_type: str = "", memory_gb: float | None = None) -> MapRow | None:
     """The first map row that accepts the listing (:func:`resolve`'s rule), or None. Cached: a catalog repeats
-    the same few hundred (name, instance, memory) listings over thousands of rows."""
-    key = normalise(raw_name)
+    the same few hundred (name, instance, memory) listings over thousands of rows.
+
+    Read as words first (``gpu_words.py``): tier words the instance type adds after the name's model number are
+    part of the card's name (``RTX5070`` on ``1x-RTX_5070_Ti-...`` is the 5070 Ti; when the map has no such card
+    the offer stays unmapped, never the plain card), and interconnect words are taken out of the instance type
+    before a row's instance pattern is tried (``NVLink`` is not ``NVL``)."""
+    key = normalise(with_instance_tiers(raw_name, instance_type))
+    instance = without_interconnects(instance_type or "")
     for row in rows():
         if row.provider not in ("*", provider) or row.raw != key:
             continue
-        if row.instance_regex and not row.instance_regex.search(instance_type):
+        if row.instance_regex and not row.instance_regex.search(instance):
             continue
         if memory_gb is not None:
             if row.min_memory_gb is not None and memory_gb < row.min_memory_gb:

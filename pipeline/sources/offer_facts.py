@@ -5,8 +5,11 @@ from cited tables, so every reader gets the same answer:
   ``visible_mib``: 81,559 MiB = 79.65 GiB for an H100), ``gpu_memory_gb_marketed``: the vendor's figure (80). For
   a slice of a card both are the card's figure times ``gpu_share`` (an approximation: MIG reserves a little more).
   ``Offer.gpu_memory_gb`` keeps what the source listed, whatever its unit (deprecated for consumers).
-- **Form factor** (``SXM``, ``PCIe``, ``NVL``, ``OAM``, ``Superchip``): the GPU-map row that named the card
-  (``data/gpu_map.csv``: an ``H100`` on an instance that says PCIe is the PCIe card), else the catalog's.
+- **Form factor** (``SXM``, ``PCIe``, ``NVL``, ``OAM``, ``Superchip``, or ``unknown``): the GPU-map row that named
+  the card when its name says it (``data/gpu_map.csv``: an ``H100`` on an instance that says PCIe is the PCIe
+  card); for a row whose name does not say it (a plain ``H100``, sold as SXM and PCIe), what the listing's own
+  words state (``gpu_words.stated_form_factor``: ``1x-H100_SXM`` says SXM; ``NVLink`` says nothing), else
+  ``unknown``, never guessed; the catalog's for a card the map did not name.
 - **Interconnect** within a machine (``gpu_link``: NVSwitch, NVLink, NVLink bridge, xGMI, PCIe; ``none`` for one
   GPU or a slice) and across machines (``cluster_fabric``: InfiniBand, RoCE, EFA, NVLink domain + RoCE, or
   ``none``, with ``cluster_gbps`` per instance) from ``data/interconnect.csv`` (one row per instance family, each
@@ -25,11 +28,13 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.sources.gpu_names import match
+from pipeline.sources.gpu_words import stated_form_factor
 from sizing_core.gpus import catalog
 
 INTERCONNECT_PATH = Path(__file__).parent / "data" / "interconnect.csv"
 FORM_FACTORS = ("SXM", "PCIe", "NVL", "OAM", "Superchip")
-GPU_LINKS = ("NVSwitch", "NVLink", "NVLink bridge", "xGMI", "PCIe", "none")
+UNKNOWN = "unknown"  # a form factor (and so a link) the listing does not state, of a card sold in several
+GPU_LINKS = ("NVSwitch", "NVLink", "NVLink bridge", "xGMI", "PCIe", "none", UNKNOWN)
 CLUSTER_FABRICS = ("InfiniBand", "RoCE", "EFA", "NVLink domain + RoCE", "none")
 AvailabilityStatus = Literal["available", "low", "unavailable"]
 AVAILABILITY = ("available", "low", "unavailable")
@@ -79,12 +84,15 @@ def family(provider: str, instance_type: str) -> Family | None:
 
 def form_factor(provider: str, map_name: str, instance_type: str, memory_gb: float | None,
                 gpu_id: str | None) -> str | None:
-    """The form factor of the card the offer rents: the matching GPU-map row's, else the catalog's."""
+    """The form factor of the card the offer rents: the matching GPU-map row's when its name states it, else the
+    listing's own words, else ``unknown`` (the row's card is sold in several); the catalog's for other cards."""
     if gpu_id is None:
         return None
     row = match(provider, map_name, instance_type, memory_gb)
-    if row is not None and row.gpu_id == gpu_id and row.form_factor in FORM_FACTORS:
-        return row.form_factor
+    if row is not None and row.gpu_id == gpu_id:
+        if row.form_factor in FORM_FACTORS:
+            return row.form_factor
+        return stated_form_factor(map_name, instance_type or "") or UNKNOWN
     return catalog_form_factor(gpu_id)
 
 
@@ -131,6 +139,8 @@ def interconnect(provider: str, instance_type: str, gpu_id: str | None, ff: str 
         link, why = "NVLink bridge", f"rule: NVL cards are sold in NVLink-bridged pairs{detail}"
     elif ff == "PCIe":
         link, why = "PCIe", f"rule: PCIe cards talk over PCIe; an NVLink bridge is never assumed{detail}"
+    elif ff == UNKNOWN:
+        link, why = UNKNOWN, "rule: the listing does not say SXM or PCIe of a card sold as both, so neither is its link"
     else:
         link, why = None, "unknown: GPU not mapped to the catalog"
     if fam is not None:

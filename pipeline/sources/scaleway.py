@@ -7,10 +7,16 @@ The list is paginated (``per_page`` at most 100; the catalog has ~136 types, tot
 are read until one comes back with fewer than ``per_page`` types. Types without a GPU are counted as ignored.
 A type with a ``mig_profile`` ("1g.10gb") rents MIG slices: a share of the card (slice memory / card memory),
 never whole GPUs (a fractional flag alone would still count it as whole GPUs).
+
+Older answers have no ``gpu_info`` (fields added later are optional, so a re-parse of history keeps every offer):
+the card is then read from the commercial type, ``<model>[-SXM]-<count>-<memory>G`` (``L40S-1-48G``,
+``H100-SXM-8-80G``), or for the two types named otherwise from :data:`LEGACY_TYPES`; the GPU map's Scaleway rows
+say which H100 a type is.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import httpx
@@ -34,6 +40,19 @@ ZONES = ("fr-par-1", "fr-par-2", "nl-ams-1", "pl-waw-2")
 PER_PAGE = 100
 URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers?per_page=100"
 MAX_PAGES = 20
+#: the commercial types whose names do not follow <model>-<count>-<memory>G, with the card each rents (the names
+#: SkyPilot's Scaleway catalog fetcher gave them when the API answered without gpu_info: Tesla P100-PCIE-16GB,
+#: GeForce RTX 3070)
+LEGACY_TYPES = {"RENDER-S": ("P100", 16.0), "GPU-3070-S": ("RTX 3070", 8.0)}
+TYPE_NAME = re.compile(r"^(?P<model>[A-Z0-9]+(?:-SXM)?)-(?P<count>\d+)-(?P<gb>\d+)G$")
+
+
+def card_of_type(commercial_type: str) -> tuple[str, float] | None:
+    """(GPU name, memory per GPU in GB) a commercial type's name states, for answers without ``gpu_info``."""
+    if commercial_type in LEGACY_TYPES:
+        return LEGACY_TYPES[commercial_type]
+    m = TYPE_NAME.match(commercial_type)
+    return (m["model"], float(m["gb"])) if m else None
 
 
 class Scaleway(Source):
@@ -66,9 +85,15 @@ class Scaleway(Source):
             gpus = spec.get("gpu") or 0
             if not gpus:
                 return NOT_A_GPU_OFFER
-            info = field(self.name, spec, "gpu_info")
-            gpu_name = field(self.name, info, "gpu_name")
-            memory = info.get("gpu_memory", 0) / 2**30 or None
+            info = spec.get("gpu_info")
+            if info is None:  # an older answer: the commercial type names the card
+                stated = card_of_type(name)
+                if stated is None:
+                    raise RowRejected(self.name, "gpu_info", f"{name}: no gpu_info and a type name that names no card")
+                gpu_name, memory = stated
+            else:
+                gpu_name = field(self.name, info, "gpu_name")
+                memory = info.get("gpu_memory", 0) / 2**30 or None
             share, card = 1.0, None
             if profile := spec.get("mig_profile"):  # a MIG slice ("1g.10gb"): a share of one card, never whole
                 m = MIG_PROFILE.match(str(profile))

@@ -69,8 +69,8 @@ def _gpu_info(text: str) -> Any:  # noqa: ANN401 - a python literal of any shape
         return ast.literal_eval(text)
 
 
-def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "", instance_type: str = ""
-                      ) -> float | None:
+def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = "", instance_type: str = "",
+                      host_ram_gb: float | None = None) -> float | None:
     """Per-GPU memory in GB from SkyPilot's python-repr GpuInfo; None when absent or zero.
 
     The field means different things per catalog and per catalog version: per GPU in most, the machine's total in
@@ -79,8 +79,10 @@ def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = 
     is read several ways, most likely first, and the first reading the GPU map accepts for that name
     (``gpu_memory_bounds.csv``) wins: per GPU as listed, then the total divided by the count (first for catalogs
     known to list totals; the per-GPU reading first when Size x Count = Total), then the same figure read as GB
-    (a GB total above 1024, e.g. 1128 for 8x H200). When no reading fits, the figure is kept as the old rule read it
-    and the offer stays unmapped (reported), never mapped to a card that cannot have that memory.
+    (a GB total above 1024, e.g. 1128 for 8x H200). When no reading fits and the figure is the machine's host RAM
+    (``MemoryGiB``, within 2%: a catalog version that wrote RAM into the GPU field), it is no GPU memory at all:
+    None, and the card is named by its name alone. Otherwise the figure is kept as the old rule read it and the
+    offer stays unmapped (reported), never mapped to a card that cannot have that memory.
     """
     try:
         info = _gpu_info(gpu_info)
@@ -93,6 +95,8 @@ def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = 
     in_gb = mib < 1024  # Shadeform: the number is GB (80 for an H100), not MiB
     gb = mib if in_gb else mib / 1024
     if count <= 1:
+        if resolve(cloud, name, instance_type, gb)[0] is None and _is_host_ram(gb, host_ram_gb):
+            return None  # the machine's RAM written as GPU memory: not this card's figure
         return gb
     total = info.get("TotalGpuMemoryInMiB", gpu.get("TotalGpuMemoryInMiB"))
     per_gpu_first = total is not None and not in_gb and abs(float(total) - mib * count) < 1  # Size x Count = Total
@@ -102,7 +106,13 @@ def per_gpu_memory_gb(gpu_info: str, count: float, cloud: str = "", name: str = 
     for reading in readings:
         if resolve(cloud, name, instance_type, reading)[0] is not None:
             return reading
+    if _is_host_ram(gb, host_ram_gb) or (not in_gb and _is_host_ram(mib, host_ram_gb)):
+        return None
     return gb if per_gpu_first else gb / count
+
+
+def _is_host_ram(figure: float, host_ram_gb: float | None) -> bool:
+    return bool(host_ram_gb) and abs(figure - host_ram_gb) <= 0.02 * host_ram_gb  # type: ignore[operator]
 
 
 class SkyPilotCatalog(Source):
@@ -138,7 +148,8 @@ class SkyPilotCatalog(Source):
                           unit="instance-hour", currency="USD", observed_at=raw.fetched_at, rates=rates,
                           resolve=resolve, region=row["Region"] or None, zone=row.get("AvailabilityZone") or None,
                           memory_gb=per_gpu_memory_gb(row.get("GpuInfo", ""), count, self.provider,
-                                                      row["AcceleratorName"], row["InstanceType"]),
+                                                      row["AcceleratorName"], row["InstanceType"],
+                                                      float(row["MemoryGiB"]) if row.get("MemoryGiB") else None),
                           vcpus=float(row["vCPUs"]) if row.get("vCPUs") else None,
                           ram_gb=float(row["MemoryGiB"]) if row.get("MemoryGiB") else None)
             offers = RowOffers()  # a bad on-demand price must not take the row's valid spot price with it

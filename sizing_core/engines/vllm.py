@@ -42,7 +42,8 @@ if TYPE_CHECKING:  # annotations only: placement imports the engines
 class VLLM(ServerEngine):
     """vLLM: ``gpu_memory_utilization`` of what CUDA reports, a profiled activation peak, paged cache groups."""
 
-    layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba"}
+    #: with the encoder-decoder decoder layer: vLLM's V1 engine serves Whisper (cross-attention KV per request)
+    layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba", "self_and_cross_attention"}
     #: 0.95 leaves 5% of what CUDA reports for CUDA graphs (``engine_memory.CUDA_GRAPH_GIB``) and fragmentation
     highest_memory_fraction: ClassVar[float | None] = 0.95
 

@@ -19,6 +19,7 @@ from .attention import (
 )
 from .base import Kind, per_rank
 from .decoder import DecoderLayer, Mixer
+from .encoder_decoder import EncoderCrossAttention, EncoderLayer, SelfAndCrossAttention
 from .mlp import MLP, DenseMLP, LinearReplacement, MoE
 from .recurrent import (
     GatedDeltaNet,
@@ -38,6 +39,8 @@ __all__ = [
     "CompressedSparseAttention",
     "DecoderLayer",
     "DenseMLP",
+    "EncoderCrossAttention",
+    "EncoderLayer",
     "FullAttention",
     "GatedDeltaNet",
     "KimiDeltaAttention",
@@ -53,6 +56,7 @@ __all__ = [
     "RWKVTimeMix",
     "ParallelHybrid",
     "Recurrent",
+    "SelfAndCrossAttention",
     "ShortConv",
     "SlidingWindowAttention",
     "per_rank",

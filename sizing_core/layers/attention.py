@@ -31,6 +31,7 @@ class FullAttention(Kind):
     q_gate: bool = False  # Qwen3-Next/3.5 gated attention: q_proj emits a gate too (2x)
     qk_norm: bool = False
     bias: bool = False  # q/k/v biases (Qwen2, gpt-oss)
+    k_bias: bool = True  # with ``bias``: k_proj has one too (Whisper's k_proj has none)
     o_bias: bool = False
     sinks: bool = False  # gpt-oss learned attention sinks, one per head
     k_eq_v: bool = False  # Gemma 4 global layers: keys double as values, one cached tensor
@@ -58,7 +59,7 @@ class FullAttention(Kind):
                 out.append(matrix(p, "v_proj", Role.ATTN_V, v_out, hidden, layer))
         out.append(matrix(p, "o_proj", Role.ATTN_OUTPUT, hidden, self.num_heads * self.vdim, layer))
         if self.bias:
-            out.append(vector(p, "qkv_bias", q_out + k_out + v_out, layer))
+            out.append(vector(p, "qkv_bias", q_out + (k_out if self.k_bias else 0) + v_out, layer))
         if self.o_bias:
             out.append(vector(p, "o_proj_bias", hidden, layer))
         if self.qk_norm:

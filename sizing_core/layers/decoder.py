@@ -12,13 +12,14 @@ from .attention import (
     SlidingWindowAttention,
 )
 from .base import Kind
+from .encoder_decoder import SelfAndCrossAttention
 from .mlp import MLP, LinearReplacement, MoE
 from .recurrent import GatedDeltaNet, KimiDeltaAttention, LinearAttention, Mamba2, ParallelHybrid, ShortConv
 from .rnn import MLSTM, CrossAttention, Mamba, RWKVTimeMix
 
 Mixer = (FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | CompressedSparseAttention
          | GatedDeltaNet | KimiDeltaAttention | Mamba2 | ShortConv | LinearAttention | ParallelHybrid | LinearReplacement
-         | RWKVTimeMix | Mamba | MLSTM | CrossAttention)
+         | RWKVTimeMix | Mamba | MLSTM | CrossAttention | SelfAndCrossAttention)
 
 
 @record

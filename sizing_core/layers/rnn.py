@@ -157,14 +157,14 @@ class MLSTM(Recurrent):
 class CrossAttention(Recurrent):
     """Mllama's cross-attention layers (transformers modeling_mllama.py ``MllamaTextCrossAttention``): q/k/v/o,
     per-head q/k RMSNorm and two tanh gates. They attend to the image tokens, not the text: their keys and values
-    are computed once per request from ``image_tokens`` vision states (tiles x patches) and stay fixed, a state that
-    does not grow with context."""
+    are computed once per request from ``encoder_tokens`` vision states (tiles x patches) and stay fixed, a state
+    that does not grow with context."""
 
     kind: ClassVar[str] = "cross_attention"
     num_heads: int = checked(kind=int, gt=0)
     num_kv_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
-    image_tokens: int = checked(kind=int, gt=0)
+    encoder_tokens: int = checked(kind=int, gt=0)  # the encoder outputs it attends to (Mllama: image tokens)
     cache_dtype_bytes: float = 2
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
@@ -176,7 +176,7 @@ class CrossAttention(Recurrent):
                 vector(p, "qk_norm_gates", 2 * self.head_dim + 2, layer)]
 
     def state_bytes(self, tp: int) -> float:
-        return self.image_tokens * per_rank(self.num_kv_heads, tp) * 2 * self.head_dim * self.cache_dtype_bytes
+        return self.encoder_tokens * per_rank(self.num_kv_heads, tp) * 2 * self.head_dim * self.cache_dtype_bytes
 
     def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
         return [CrossAttentionSpec(state_bytes=self.kept_state_bytes(tp, state_f32))] if self.state_bytes(tp) else []
