@@ -19,6 +19,35 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: run from a checkout (the repository's top level is there) or installed from a wheel (site-packages)
+IN_CHECKOUT = (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "sql").is_dir()
+#: the project files of the repository's top level a run needs: the migrations, the instance and workspace config
+TOP_LEVEL_FILES = ("sql", "dagster.yaml", "workspace.yaml")
+
+
+def project_file(name: str) -> Path:
+    """A top-level project file (:data:`TOP_LEVEL_FILES`): the file itself in a checkout; installed, the copy the
+    wheel carries as package data (``pipeline/bundled/``, made by ``setup.py`` at build time)."""
+    if name not in TOP_LEVEL_FILES:
+        raise ValueError(f"{name!r} is not one of the project's top-level files {TOP_LEVEL_FILES}")
+    if IN_CHECKOUT:
+        return REPO_ROOT / name
+    from importlib.resources import files
+
+    return Path(str(files("pipeline").joinpath("bundled", name)))
+
+
+def default_data_dir() -> Path:
+    """``data/`` in a checkout; installed, ``$XDG_DATA_HOME/vramlab`` (``~/.local/share/vramlab``), never inside
+    the package."""
+    if IN_CHECKOUT:
+        return REPO_ROOT / "data"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "vramlab"
+
+
+def work_dir() -> Path | None:
+    """The folder child processes (daemon, webserver, Celery workers) start in: the checkout, else where we are."""
+    return REPO_ROOT if IN_CHECKOUT else None
 REPLAY_SNAPSHOT_AT = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)  # when shared/reference was frozen for replay
 
 
@@ -56,7 +85,7 @@ class Variable:
 #: (``scripts/docs_variables.py`` writes the table; a test keeps it and the code's names in step with this)
 VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("VRAMLAB_DATA_DIR", "", "the data directory; also the root a run's own config may not leave",
-             "data/ in the project"),
+             "data/ in the project; installed, ~/.local/share/vramlab"),
     Variable("VRAMLAB_DB", "", "the DuckDB file", "vramlab.duckdb in the data directory"),
     Variable("VRAMLAB_LIVE", "", "1: fetch from the real sources; otherwise the bundled recordings are replayed", "off"),
     Variable("VRAMLAB_WORKERS", "", "processes the CPU-bound steps fork (1 keeps the work in the step's process)",
@@ -123,7 +152,7 @@ class Settings:
 
 
 def settings() -> Settings:
-    data_dir = Path(variable("VRAMLAB_DATA_DIR").text() or REPO_ROOT / "data")
+    data_dir = Path(variable("VRAMLAB_DATA_DIR").text() or default_data_dir())
     db = Path(variable("VRAMLAB_DB").text() or data_dir / "vramlab.duckdb")
     live = variable("VRAMLAB_LIVE").on()
     workers = variable("VRAMLAB_WORKERS").text()

@@ -155,7 +155,8 @@ NONNEG = _type(lambda t: float(t) if float(t) >= 0 else (_ for _ in ()).throw(Va
 
 def data_dir_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="data directory (default: $VRAMLAB_DATA_DIR, else data/ in the project)")
+                   help="data directory (default: $VRAMLAB_DATA_DIR, else data/ in the project; installed: "
+                        "~/.local/share/vramlab)")
 
 
 def rope_flag(p: argparse.ArgumentParser) -> None:

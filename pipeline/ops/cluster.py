@@ -26,7 +26,7 @@ from pathlib import Path
 from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
 from pipeline.executors import WORKER_SETTINGS
-from pipeline.settings import REPO_ROOT
+from pipeline.settings import REPO_ROOT, project_file, work_dir
 
 PG_USER = "vramlab"
 #: loopback only, a throw-away local role; override with DAGSTER_PG_PASSWORD
@@ -117,7 +117,7 @@ class LocalCluster:
         _wait_port(self.redis_port, 30)
         # create the instance's tables once, before the workers start (each would race to create them)
         made = subprocess.run([sys.executable, "-c", "import dagster as dg; dg.DagsterInstance.get().dispose()"],
-                              cwd=REPO_ROOT, env=self.env(), capture_output=True, text=True, timeout=300)
+                              cwd=work_dir(), env=self.env(), capture_output=True, text=True, timeout=300)
         if made.returncode != 0:
             raise UserError(f"the Postgres instance storage could not be set up: {made.stderr.strip()[-500:]}")
         # the worker's Celery configuration as the module dagster_celery.app reads (what `dagster-celery worker
@@ -134,7 +134,7 @@ class LocalCluster:
             self.processes.append(subprocess.Popen(
                 [str(celery), "-A", "dagster_celery.app", "worker", "--prefetch-multiplier=1", "--loglevel", "INFO",
                  "-n", f"vramlab-{n}@%h", "--concurrency", "1"],
-                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=work_dir(), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=die_with_parent))
         self._wait_workers()
 
@@ -156,7 +156,7 @@ class LocalCluster:
         """vramlab's dagster.yaml (pools, run limits, monitoring) with Postgres as the storage."""
         import yaml
 
-        config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
+        config = yaml.safe_load(project_file("dagster.yaml").read_text())
         config["storage"] = {"postgres": {"postgres_db": {
             "hostname": "127.0.0.1", "port": port, "db_name": self.db_name, "username": PG_USER,
             "password": {"env": "DAGSTER_PG_PASSWORD"},
@@ -186,7 +186,7 @@ class LocalCluster:
         """The refresh job with its steps on the Celery workers, recorded in the Postgres instance; run in a
         process of its own so the broker is set before the code location is imported. Returns the run's id,
         success and which worker ran each step."""
-        out = subprocess.run([sys.executable, "-m", "pipeline.ops.cluster_run"], cwd=REPO_ROOT, env=self.env(),
+        out = subprocess.run([sys.executable, "-m", "pipeline.ops.cluster_run"], cwd=work_dir(), env=self.env(),
                              capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent)
         if out.returncode != 0 and not out.stdout.strip():
             raise UserError(f"the Celery refresh did not run: {out.stderr.strip()[-800:]}")

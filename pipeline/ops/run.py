@@ -28,10 +28,18 @@ from rich.table import Table
 
 from pipeline.errors import UserError, discard_stdout
 from pipeline.ops.liveness import owner_tags, release_dead_runs
-from pipeline.settings import REPO_ROOT, settings
+from pipeline.settings import IN_CHECKOUT, REPO_ROOT, project_file, settings
+
+#: the instance configuration installed into a DAGSTER_HOME without one (the DuckDB pool limit)
+BUNDLED_INSTANCE_CONFIG = project_file("dagster.yaml")
 
 CLI_TAGS = {"vramlab/trigger": "cli"}
 MAIN_GPUS = ("h100", "h200", "b200")
+
+
+def workspace_arg() -> str:
+    """The workspace file as a command line names it: ``workspace.yaml`` from the checkout, else its full path."""
+    return "workspace.yaml" if IN_CHECKOUT else str(project_file("workspace.yaml"))
 
 
 def resolve_data_dir(override: str | None = None) -> Path:
@@ -39,12 +47,20 @@ def resolve_data_dir(override: str | None = None) -> Path:
     return Path(override) if override else settings().data_dir
 
 
+def default_dagster_home() -> Path:
+    """``$DAGSTER_HOME``, else ``.dagster_home/`` in the checkout; installed, ``.dagster_home/`` in the data
+    directory (never inside the package)."""
+    if os.environ.get("DAGSTER_HOME"):
+        return Path(os.environ["DAGSTER_HOME"])
+    return (REPO_ROOT if IN_CHECKOUT else settings().data_dir) / ".dagster_home"
+
+
 def dagster_home() -> Path:
-    """``$DAGSTER_HOME``, else ``<project>/.dagster_home``; created with the project's dagster.yaml when missing."""
-    home = Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")
+    """:func:`default_dagster_home`, created with the project's dagster.yaml when missing."""
+    home = default_dagster_home()
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
-        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+        shutil.copy(BUNDLED_INSTANCE_CONFIG, home / "dagster.yaml")
     return home
 
 
@@ -136,7 +152,7 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
 def _persistent_instance(dg):  # type: ignore[no-untyped-def] - the dagster module, imported by the caller
     """The Dagster instance in ``$DAGSTER_HOME`` (else ``.dagster_home/``), or one line saying why it cannot be
     used (a folder that cannot be created or written: read-only, a file in the way, no permission)."""
-    home = Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")
+    home = default_dagster_home()
     try:
         home = dagster_home()
         probe = home / f".vramlab-write-probe-{os.getpid()}"
@@ -316,7 +332,7 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     if os.environ.get("DAGSTER_HOME"):
         # the guarded, read-only webserver (pipeline/ops/webui.py): plain dagster-webserver obeys any web page
         webserver = command_name("python") + " -m pipeline.ops.webui"
-        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} {webserver} -w workspace.yaml --read-only "
+        console.print(f"UI:   DAGSTER_HOME={os.environ['DAGSTER_HOME']} {webserver} -w {workspace_arg()} --read-only "
                       "(runs, asset metadata and checks, the hourly schedule)")
     if damaged:  # met by a step (damage past what the start-up check reads): the documented code and hint
         console.print(f"vramlab: error: {damaged}", style="red")
@@ -393,7 +409,6 @@ def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:
 
 # --- reliability: instance config, run lock, dead CLI runs, damaged database ------------------------------
 
-BUNDLED_INSTANCE_CONFIG = Path(__file__).resolve().parents[2] / "dagster.yaml"
 
 
 def ensure_instance_config(home: Path, console: Console) -> None:

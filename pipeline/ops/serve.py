@@ -17,7 +17,7 @@ from rich.console import Console
 
 from pipeline.errors import UserError
 from pipeline.ops.run import dagster_home, ensure_instance_config
-from pipeline.settings import REPO_ROOT, settings, variable
+from pipeline.settings import project_file, settings, variable, work_dir
 
 
 def _tool(name: str) -> str:
@@ -31,7 +31,7 @@ def _tool(name: str) -> str:
 def webserver_command(host: str, port: int, *, allow_launch: bool = False) -> list[str]:
     """The UI's command: Dagster's webserver behind vramlab's guard (``pipeline/ops/webui.py``: Host and Origin
     checked, no GraphQL mutation over GET), read-only unless ``allow_launch``."""
-    command = [sys.executable, "-m", "pipeline.ops.webui", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", host,
+    command = [sys.executable, "-m", "pipeline.ops.webui", "-w", str(project_file("workspace.yaml")), "-h", host,
                "-p", str(port)]
     return command if allow_launch else [*command, "--read-only"]
 
@@ -58,11 +58,11 @@ def serve(host: str = "127.0.0.1", port: int = 3000, data_dir: str | None = None
         child_env["VRAMLAB_SCHEDULE_CRON"] = cron
     names = [n for n in (variable("VRAMLAB_UI_ALLOWED_HOSTS").text().split(",") + list(allow_hosts)) if n.strip()]
     child_env.update({"VRAMLAB_UI_BIND_HOST": host, "VRAMLAB_UI_ALLOWED_HOSTS": ",".join(names)})
-    workspace = str(REPO_ROOT / "workspace.yaml")
+    workspace = str(project_file("workspace.yaml"))
     _tool("dagster-webserver")  # installed beside this Python: the guard runs its command
     children = [
-        subprocess.Popen([_tool("dagster-daemon"), "run", "-w", workspace], cwd=REPO_ROOT, env=child_env),
-        subprocess.Popen(webserver_command(host, port, allow_launch=allow_launch), cwd=REPO_ROOT, env=child_env),
+        subprocess.Popen([_tool("dagster-daemon"), "run", "-w", workspace], cwd=work_dir(), env=child_env),
+        subprocess.Popen(webserver_command(host, port, allow_launch=allow_launch), cwd=work_dir(), env=child_env),
     ]
     names_of = {children[0].pid: "dagster-daemon", children[1].pid: "dagster-webserver"}
     mode = "launching allowed" if allow_launch else "read-only (--allow-launch to launch from it)"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.settings import variable
+from pipeline.settings import project_file, variable
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+SQL_DIR = project_file("sql")
 MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
 

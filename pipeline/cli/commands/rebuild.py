@@ -11,7 +11,7 @@ from pipeline.cli.args import examples
 def register(sub: argparse._SubParsersAction) -> None:
     rebuild = sub.add_parser("rebuild", help="re-create the DuckDB file from the raw landing (after damage or loss)",
                              epilog=examples("vramlab rebuild", "vramlab rebuild --data-dir /srv/vramlab/data"))
-    rebuild.add_argument("--data-dir", default=None, help="data directory (default $VRAMLAB_DATA_DIR or ./data)")
+    rebuild.add_argument("--data-dir", default=None, help="data directory (default: $VRAMLAB_DATA_DIR, else data/ in the project; installed: ~/.local/share/vramlab)")
     rebuild.set_defaults(func=cmd_rebuild)
 
 
