@@ -33,6 +33,7 @@ from pipeline.storage.loaders import (
     pending_fetches,
     rebuild_current,
     registered,
+    source_fingerprints,
     source_freshness,
 )
 
@@ -199,8 +200,7 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                  AND NOT jump_unconfirmed AND NOT fractional
             GROUP BY gpu_id ORDER BY p""").fetchall()
         freshness = source_freshness(con, as_of)
-        fingerprints = dict(con.execute("""SELECT source, arg_max(sha256, started_at) FROM fetch_log
-                                           WHERE outcome IN ('ok', 'partial') GROUP BY source""").fetchall())
+        fingerprints = source_fingerprints(con)
         schema = column_schema(con, "offers_current")
     new = sorted(set(after) - set(before))
     changed = sorted(k for k in set(after) & set(before) if after[k] != before[k])

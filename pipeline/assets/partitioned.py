@@ -48,14 +48,14 @@ from pipeline.resources import VramlabSettings, store
 from pipeline.settings import variable
 from pipeline.sources import CURRENCY_SOURCE
 from pipeline.sources.base import Offer
-from pipeline.sources.landing import FetchLogEntry, run_source
+from pipeline.sources.landing import HEALTHY, LOADABLE, FetchLogEntry, run_source
 from pipeline.storage.loaders import (
-    SUCCESS,
     insert_frame,
     load_fetch_log,
     load_observations_detailed,
     mark_loaded,
     rebuild_current,
+    source_fingerprints,
     transaction,
 )
 from pipeline.storage.parts import latest_part, latest_parts, parts_root, prune, write_part
@@ -80,7 +80,7 @@ def parts__prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
     rates = None if source is CURRENCY_SOURCE else latest_rates(s.data_dir)
     with client_for(s.replay, vramlab.fail_sources, step=s.replay_step) as client:
         entry, result = run_source(source, client, s.data_dir, rates, replay=s.replay)
-    loadable = entry.outcome in SUCCESS and entry.raw_path is not None  # what pending_fetches() would load
+    loadable = entry.outcome in LOADABLE and entry.raw_path is not None  # what pending_fetches() would load
     offers = result.offers if loadable and result is not None else []
     frame = pl.DataFrame({"offer_key": [o.offer_key for o in offers], "observed_at": [o.observed_at for o in offers],
                           "gpu_id": [o.gpu_id for o in offers],
@@ -90,7 +90,7 @@ def parts__prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
                                  "price_per_hour_usd": pl.Float64, "offer": pl.String})
     part = write_part(parts_root(s.data_dir), "prices", source.name, context.run.run_id, frame,
                       {"entry": entry.model_dump(mode="json"), "loadable": loadable})
-    if entry.outcome not in ("ok", "partial", "unchanged"):
+    if entry.outcome not in HEALTHY:
         context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
     return dg.MaterializeResult(metadata={**_metadata(entry, s.replay), "part": dg.MetadataValue.path(str(part.path)),
                                           "dagster/row_count": frame.height})
@@ -129,8 +129,7 @@ def parts__offers(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         # the rows eligible_offers() reads (pipeline/compute/offer_groups.py), as Arrow for the part
         eligible = con.sql("""SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
                               FROM offers_judged WHERE eligible ORDER BY offer_key""").to_arrow_table()
-        fingerprints = dict(con.execute("""SELECT source, arg_max(sha256, started_at) FROM fetch_log
-                                           WHERE outcome IN ('ok', 'partial') GROUP BY source""").fetchall())
+        fingerprints = source_fingerprints(con)
     if eligible.num_rows == 0:
         raise dg.Failure(description="no eligible offer after consolidating the price parts: nothing to price "
                                      "setups on (see core__offer_quality's checks)", allow_retries=False)

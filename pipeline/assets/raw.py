@@ -19,7 +19,7 @@ from pipeline.settings import ForeignLink, check_data_dir
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Source
 from pipeline.sources.http import HostGate, skipped_hosts
-from pipeline.sources.landing import ClockBehind, FetchLogEntry, check_clock, run_source
+from pipeline.sources.landing import HEALTHY, ClockBehind, FetchLogEntry, check_clock, run_source
 
 RAW_GROUP = "raw"
 
@@ -76,7 +76,7 @@ def raw_prices__ecb(context: dg.AssetExecutionContext, vramlab: VramlabSettings)
     _clock_sane(s)
     with client_for(s.replay, vramlab.fail_sources, step=s.replay_step) as client:
         entry, _ = run_source(CURRENCY_SOURCE, client, s.data_dir, None, replay=s.replay)
-    if entry.outcome not in ("ok", "partial", "unchanged"):
+    if entry.outcome not in HEALTHY:
         context.log.warning(f"{CURRENCY_SOURCE.name}: {entry.outcome}: {entry.message}")
     _clock_not_ahead([entry])
     return dg.MaterializeResult(metadata=_metadata(entry, s.replay))
@@ -104,7 +104,7 @@ def raw_prices(context: dg.AssetExecutionContext, vramlab: VramlabSettings):  # 
     context.log.info(f"fetched {len(selected)} price sources concurrently in {time.perf_counter() - started:.1f} s")
     _warn_skipped(context, gate.skipped)
     for (key, source), (entry, _) in zip(selected, results, strict=True):
-        if entry.outcome not in ("ok", "partial", "unchanged"):
+        if entry.outcome not in HEALTHY:
             context.log.warning(f"{source.name}: {entry.outcome}: {entry.message}")
         extra = {"hosts_skipped": dg.MetadataValue.json(dict(gate.skipped))} if gate.skipped else {}
         yield dg.MaterializeResult(asset_key=key, metadata={**_metadata(entry, s.replay), **extra})

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.sources.landing import read_log
+from pipeline.sources.landing import ANSWERED, read_log
 from pipeline.sources.replay import CURRENT_STEP, ReplayStep, captured_at, load_series
 
 CORE_PRICE_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current", "core__offer_quality")
-DONE = ("ok", "partial", "empty", "unchanged")
 
 
 @dataclass
@@ -33,7 +32,7 @@ class StepOutcome:
 
 def step_done(step: ReplayStep, data_dir: Path) -> bool:
     """True when every recording of the step was fetched and landed before (by source and capture time)."""
-    seen = {(e.source, e.started_at) for e in read_log(data_dir) if e.outcome in DONE}
+    seen = {(e.source, e.started_at) for e in read_log(data_dir) if e.outcome in ANSWERED}
     return all((e["source"], datetime.fromisoformat(captured_at(e))) in seen for e in step.entries)
 
 

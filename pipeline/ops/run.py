@@ -29,6 +29,7 @@ from rich.table import Table
 from pipeline.errors import UserError, discard_stdout
 from pipeline.ops.liveness import owner_tags, release_dead_runs
 from pipeline.settings import IN_CHECKOUT, REPO_ROOT, project_file, settings
+from pipeline.sources.landing import HEALTHY
 
 #: the instance configuration installed into a DAGSTER_HOME without one (the DuckDB pool limit)
 BUNDLED_INSTANCE_CONFIG = project_file("dagster.yaml")
@@ -279,7 +280,7 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
         if key.startswith("raw_prices__"):
             md = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
             outcomes[key.removeprefix("raw_prices__").replace("_", "-")] = md
-    failed_sources = {k: v for k, v in outcomes.items() if v.get("outcome") not in ("ok", "partial", "unchanged")}
+    failed_sources = {k: v for k, v in outcomes.items() if v.get("outcome") not in HEALTHY}
     failed_checks, warned_checks = [], []
     for e in result.get_asset_check_evaluations():
         if e.passed:

@@ -31,6 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipeline.sources.base import ALLOCATIONS, RENTABLE
 from pipeline.storage.loaders import registered, transaction
 
 #: a price more than BAND_LOW times below the GPU's reference, or BAND_HIGH times above it, is quarantined. The
@@ -47,7 +48,6 @@ CONFIRM_DAYS = 7
 CONFIRM_MAX_FACTOR = 5.0
 #: sources that relay other providers' prices (a direct API of the same provider wins over them)
 AGGREGATOR_PREFIXES = ("skypilot-",)
-ALLOCATION_CLASSES = ("on_demand", "spot", "marketplace", "monthly")
 REASONS = ("below_band", "above_band", "spot_reversed", "placeholder")
 
 
@@ -56,7 +56,7 @@ def provider_table() -> pl.DataFrame:
     text = (resources.files("pipeline.quality") / "data" / "providers.csv").read_text()
     rows = list(csv.DictReader(text.splitlines()))
     for row in rows:
-        if row["hourly_class"] and row["hourly_class"] not in ALLOCATION_CLASSES:
+        if row["hourly_class"] and row["hourly_class"] not in ALLOCATIONS:
             raise ValueError(f"providers.csv: {row['alias']}: unknown class {row['hourly_class']!r}")
     return pl.DataFrame({"alias": [r["alias"] for r in rows], "canonical": [r["canonical"] for r in rows],
                          "hourly_class": [r["hourly_class"] or None for r in rows]},
@@ -197,7 +197,7 @@ _STAMP_UNJUDGED = """
 UPDATE price_observations p
 SET quarantined = coalesce(j.quarantined, false), quality_reasons = coalesce(j.reasons, []),
     eligible = coalesce(j.duplicate_of IS NULL AND NOT j.quarantined
-                        AND j.allocation_class IN ('on_demand', 'spot', 'marketplace')
+                        AND j.allocation_class IN {rentable}
                         AND p.gpu_id IS NOT NULL AND NOT p.fractional AND p.gpu_count >= 1
                         AND p.price_per_hour_usd > 0 AND isfinite(p.price_per_hour_usd), false)
 FROM (SELECT o.offer_key, q.quarantined, q.reasons, q.duplicate_of, q.allocation_class
@@ -222,7 +222,7 @@ def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict
             con.execute("DELETE FROM offer_quality")
             con.execute(_WRITE, {"now": now})
             con.execute(_STAMP_HISTORY)
-            con.execute(_STAMP_UNJUDGED)
+            con.execute(_STAMP_UNJUDGED.format(rentable=RENTABLE))
             con.execute("DELETE FROM gpu_price_reference")
             con.execute("INSERT INTO gpu_price_reference SELECT *, $now FROM q_reference", {"now": now})
             for table in ("q_base", "q_kept", "q_reference", "q_flags", "q_confirmed"):

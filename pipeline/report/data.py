@@ -11,10 +11,12 @@ from typing import Any
 
 import polars as pl
 
-#: allocation (as published) -> board column; anything else (e.g. monthly) is not an hourly price
-PRICE_CLASS = {"on_demand": "on_demand", "spot": "spot", "interruptible": "spot", "preemptible": "spot",
-               "marketplace": "marketplace", "marketplace_median": "marketplace"}
-CLASSES = ("on_demand", "spot", "marketplace")
+from pipeline.sources.base import RENTABLE
+
+#: allocation (as published) -> board column: the rentable classes, and a marketplace's median with the
+#: marketplace; anything else (monthly, bid statistics) is not an hourly price
+PRICE_CLASS = {**{c: c for c in RENTABLE}, "marketplace_median": "marketplace"}
+CLASSES = RENTABLE
 #: offer facts shown beside each provider's price: form factor, links, capacity at fetch time
 MACHINE_FACTS = ("form_factor", "gpu_link", "cluster_fabric", "cluster_gbps", "availability_status")
 

@@ -11,7 +11,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from pipeline.compute.workers import in_workers
-from pipeline.report.data import Snapshot, board, load_snapshot, one_gpu_offers, price_history
+from pipeline.report.data import CLASSES, Snapshot, board, load_snapshot, one_gpu_offers, price_history
 from pipeline.report.i18n import LOCALES, Texts
 from pipeline.settings import variable
 from sizing_core.cost import per_million_tokens
@@ -251,6 +251,6 @@ def render_report(snapshot: Path, *, out: Path | None = None, lang: str | None =
     history = price_history(snap)
     (out / "prices.html").write_text(env.get_template("prices.html").render(
         **common, root="", page="prices", rows=rows, history=history, charts=_chart_data(t, history),
-        gpu_pages=set(gpu_pages),
+        gpu_pages=set(gpu_pages), classes=CLASSES,
         offers=snap.offers.height, left_out=_left_out(snap), providers=snap.offers["provider"].n_unique() if snap.offers.height else 0))
     return out

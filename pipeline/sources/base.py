@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +22,9 @@ from pipeline.sources.http import get_part
 from pipeline.sources.payload import RawPart, RawPayload
 
 Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics", "monthly"]
+#: every allocation class a source can emit, and those an hourly price can be rented at (what can be eligible)
+ALLOCATIONS: tuple[Allocation, ...] = get_args(Allocation)
+RENTABLE: tuple[Allocation, ...] = ("on_demand", "spot", "marketplace")
 PriceUnit = Literal["instance-hour", "gpu-hour", "instance-month"]
 HOURS_PER_MONTH = 730  # the providers' own convention (Hetzner, Scaleway, Vultr monthly caps): 8760 h / 12
 PRICE_DECIMALS = 6  # prices are rounded once, here: 12 x 0.031611 + ... is 3.673385, not 3.6733849999999997

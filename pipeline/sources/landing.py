@@ -58,6 +58,14 @@ from pipeline.sources.http import (
 Outcome = Literal["ok", "partial", "empty", "unchanged", "http_error", "timeout", "network_error", "too_large",
                   "parse_error", "not_configured", "gated", "missing", "error", "degraded", "clock_ahead",
                   "write_error"]
+#: a fetch whose payload was landed and is loaded (an empty answer loads as "this source lists nothing")
+LOADABLE: tuple[Outcome, ...] = ("ok", "partial", "empty")
+#: a fetch that landed offers
+WITH_OFFERS: tuple[Outcome, ...] = ("ok", "partial")
+#: a fetch that answered as a healthy source does: offers landed, or the same as last time (empty is suspicious)
+HEALTHY: tuple[Outcome, ...] = ("ok", "partial", "unchanged")
+#: a fetch that finished with an answer of the source's (every other outcome is a failure of some kind)
+ANSWERED: tuple[Outcome, ...] = ("ok", "partial", "empty", "unchanged")
 
 
 class FetchLogEntry(BaseModel):

@@ -19,7 +19,14 @@ from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
 from pipeline.sources.base import Offer
 from pipeline.sources.fx import FxRates
 from pipeline.sources.huggingface import HubModel, WatchEntry
-from pipeline.sources.landing import FetchLogEntry, load_landed, resolve_raw_path
+from pipeline.sources.landing import (
+    HEALTHY,
+    LOADABLE,
+    WITH_OFFERS,
+    FetchLogEntry,
+    load_landed,
+    resolve_raw_path,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +34,6 @@ from sizing_core.gpus import catalog
 
 STALE_AFTER = timedelta(hours=2)
 JUMP_FACTOR = 5.0
-SUCCESS = ("ok", "partial", "empty")
 
 
 class transaction:
@@ -126,7 +132,7 @@ def pending_fetches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, datetime,
     return [tuple(r) for r in con.execute(  # type: ignore[misc]
         "SELECT source, started_at, raw_path FROM fetch_log WHERE loaded_at IS NULL AND raw_path IS NOT NULL "
         "AND NOT starts_with(source, ?) "
-        f"AND outcome IN {SUCCESS} ORDER BY started_at", [HUB_PREFIX]).fetchall()]
+        f"AND outcome IN {LOADABLE} ORDER BY started_at", [HUB_PREFIX]).fetchall()]
 
 
 class LandingParse(list):
@@ -296,7 +302,7 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                 WINDOW w AS (PARTITION BY offer_key ORDER BY observed_at DESC)),
             fetches AS (
                 SELECT source,
-                       max(started_at) FILTER (WHERE outcome IN ('ok', 'partial')) AS last_ok,
+                       max(started_at) FILTER (WHERE outcome IN {WITH_OFFERS}) AS last_ok,
                        max(started_at) FILTER (WHERE outcome = 'unchanged') AS last_unchanged
                 FROM fetch_log GROUP BY source)
             SELECT r.offer_key, r.source, r.provider, r.instance_type, r.region, r.zone, r.gpu_name, r.gpu_id,
@@ -322,9 +328,9 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
 def source_freshness(con: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
     """Per source: the last successful fetch (its verification time), the last outcome, its age, and whether the
     last attempt was ``degraded`` by a drift canary (with what changed)."""
-    rows = con.execute("""
+    rows = con.execute(f"""
         SELECT source,
-               max(started_at) FILTER (WHERE outcome IN ('ok', 'partial', 'unchanged')) AS verified_at,
+               max(started_at) FILTER (WHERE outcome IN {HEALTHY}) AS verified_at,
                arg_max(outcome, started_at) AS last_outcome, max(started_at) AS last_attempt,
                arg_max(coalesce(drift, []), started_at) AS drift
         FROM fetch_log WHERE NOT starts_with(source, ?) GROUP BY source ORDER BY source""", [HUB_PREFIX]).fetchall()
@@ -398,3 +404,9 @@ def load_models(con: duckdb.DuckDBPyConnection, results: list[tuple[WatchEntry, 
 
 def currency_entries(entries: list[FetchLogEntry]) -> list[FetchLogEntry]:
     return [e for e in entries if e.source == CURRENCY_SOURCE.name]
+
+
+def source_fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Per source, the sha256 of its newest fetch that landed offers (what the setups step keys its cache on)."""
+    return dict(con.execute(f"""SELECT source, arg_max(sha256, started_at) FROM fetch_log
+                                WHERE outcome IN {WITH_OFFERS} GROUP BY source""").fetchall())
