@@ -479,17 +479,15 @@ def print_gpu_catalog(rows: list[dict[str, Any]], console: _RichConsole | None =
 
 
 def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[dict[str, Any]], snapshot: str,
-                  console: _RichConsole | None = None) -> None:
-    """One line per day and provider, cheapest first within a day; the day's cheapest starred."""
+                  compared: dict[str, Any] | None = None, console: _RichConsole | None = None) -> None:
+    """One line per day and provider, cheapest first within a day, the day's cheapest starred; then per day its
+    providers and what changed; the footer compares the first and last day like for like."""
     console = console or Console()
     first, last = days[0], days[-1]
-    change = last["cheapest"] - first["cheapest"]
     table = _table(f"{gpu}: cheapest {what} $/GPU-hour per day and provider ({len(days)} days, "
                    f"{len({r['provider'] for r in rows})} providers)",
                    caption=f"snapshot {snapshot}; * = the day's cheapest; observations = prices seen that day; "
-                           f"quarantined and merged-duplicate offers left out. Cheapest {first['day']}: "
-                           f"${first['cheapest']:,.2f} ({first['provider']}), {last['day']}: ${last['cheapest']:,.2f} "
-                           f"({last['provider']}), {'+' if change >= 0 else '-'}${abs(change):,.2f}")
+                           "quarantined and merged-duplicate offers left out")
     for col, just in (("day", "left"), ("provider", "left"), ("GPU", "left"), ("$/GPU-h", "right"),
                       ("observations", "right"), ("instance", "left")):
         table.add_column(col, justify=just, no_wrap=col != "instance", overflow="fold")
@@ -499,6 +497,30 @@ def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[di
         table.add_row(r["day"], r["provider"], r["gpu_id"], f"{star}{r['price']:,.3f}", str(r["observations"]),
                       r["instance_type"] or "-")
     _show(console, table)
+    per_day = _table(f"{gpu}: the providers of each day ({what})",
+                     caption="changes = against the day before in this list; a cheapest price is like for like with "
+                             "the day before only when the providers are the same")
+    for col, just in (("day", "left"), ("providers", "right"), ("cheapest", "right"), ("changes", "left")):
+        per_day.add_column(col, justify=just, no_wrap=col != "changes", overflow="fold")
+    for i, d in enumerate(days):
+        change = " ".join([f"+{p}" for p in d["added"]] + [f"-{p}" for p in d["removed"]])
+        per_day.add_row(d["day"], str(d["providers"]), f"${d['cheapest']:,.2f} ({d['provider']})",
+                        ", ".join(d["providerList"]) if i == 0 else (change or "same providers"))
+    _show(console, per_day)
+    if compared is None:
+        return
+    if compared["providers"]:
+        a, b = compared["first"], compared["last"]
+        change = b["price"] - a["price"]
+        shared = ", ".join(compared["providers"])
+        console.print(f"like for like ({len(compared['providers'])} provider"
+                      f"{'s' if len(compared['providers']) != 1 else ''} on both days: {shared}): cheapest "
+                      f"{a['day']} ${a['price']:,.2f} ({a['provider']}), {b['day']} ${b['price']:,.2f} "
+                      f"({b['provider']}), {'+' if change >= 0 else '-'}${abs(change):,.2f}")
+    else:
+        console.print(f"no like-for-like change: {first['day']} ({first['providers']} provider"
+                      f"{'s' if first['providers'] != 1 else ''}) and {last['day']} ({last['providers']}) share no "
+                      "provider")
 
 
 # ------------------------------------------------------------------------------------------------ sources

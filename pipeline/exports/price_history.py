@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pipeline.compute.price_days import day_summaries, like_for_like
+
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "interruptible", "preemptible", "marketplace", "marketplace_median", "bid_statistics")
 
@@ -58,11 +60,14 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
 
 def by_day(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per day: the cheapest provider's price and name, the most expensive provider's cheapest price (the
-    spread) and how many providers were seen."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in rows:  # cheapest first within a day
-        day = out.setdefault(r["day"], {"day": r["day"], "cheapest": r["price"], "provider": r["provider"],
-                                        "gpu_id": r["gpu_id"], "highest": r["price"], "providers": 0})
-        day["highest"] = max(day["highest"], r["price"])
-        day["providers"] += 1
-    return list(out.values())
+    spread), how many providers were seen, which, and what changed against the previous day
+    (:func:`pipeline.compute.price_days.day_summaries`)."""
+    return day_summaries(rows)
+
+
+def first_to_last(rows: list[dict[str, Any]], days: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first and the last day's cheapest over the providers both days have
+    (:func:`pipeline.compute.price_days.like_for_like`); None with fewer than two days."""
+    if len(days) < 2:
+        return None
+    return like_for_like(rows, days[0]["day"], days[-1]["day"])

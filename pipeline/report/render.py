@@ -213,10 +213,12 @@ PAGES_PER_JOB = 100
 
 def _chart_data(t: Texts, history: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per GPU the chart's series with their labels: the cheapest on-demand price (a line), the spread up to the
-    dearest provider's cheapest (a band), the cheapest spot/marketplace price (dashed), each provider (hidden)."""
+    dearest provider's cheapest (a band), the cheapest spot/marketplace price (dashed), each provider (hidden);
+    days whose provider set differs from the day before are marked (``changed``), ``None`` points break lines."""
     return {gpu: {"cheapest": h["cheapest"], "high": h["high"], "spot": h["spot"], "providers": h["providers"],
                   "labels": {"cheapest": t("prices.history.cheapest"), "high": t("prices.history.spread"),
-                             "spot": t("prices.history.spot")}}
+                             "spot": t("prices.history.spot"), "providers": t("prices.history.day_providers"),
+                             "changed": t("prices.history.changed")}}
             for gpu, h in history.items()}
 
 
