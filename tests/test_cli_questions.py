@@ -390,6 +390,47 @@ def test_q11_which_providers_rent_h100s_under_2_50(data: Path) -> None:
     assert "regions" in text and "offers" in text and "--offers" in text
 
 
+def test_q12_which_providers_does_each_day_of_the_h100_history_have(data: Path) -> None:
+    """`vramlab history H100` joined one provider's $12.29 to sixteen providers' $1.29 as if the price had crashed:
+    each day now says which providers it has and what changed, and the first and last day are compared over the
+    providers both have (like for like)."""
+    got = ask(data, "history", "H100")
+    # by hand: the eligible whole-GPU on-demand H100 observations of the published history, per UTC day
+    files = [str(p) for p in (snapshot(data) / "price_observations").glob("*/*.parquet")]
+    con = duckdb.connect()
+    per_day = con.execute("""
+        SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d') AS day, provider,
+               round(min(price_per_gpu_hour_usd), 4)
+        FROM read_parquet(?, hive_partitioning = false)
+        WHERE gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND allocation = 'on_demand' AND NOT fractional
+          AND coalesce(eligible, false) AND price_per_gpu_hour_usd > 0 GROUP BY ALL ORDER BY ALL""",
+                          [files]).fetchall()
+    providers: dict[str, list[str]] = {}
+    for day, provider, _ in per_day:
+        providers.setdefault(day, []).append(provider)
+    days = sorted(providers)
+    assert len(days) >= 3
+    assert [(d["day"], d["providerList"], d["providers"]) for d in got["byDay"]] == [
+        (d, providers[d], len(providers[d])) for d in days]
+    for before, d in zip(got["byDay"], got["byDay"][1:], strict=False):
+        assert d["added"] == sorted(set(providers[d["day"]]) - set(providers[before["day"]]))
+        assert d["removed"] == sorted(set(providers[before["day"]]) - set(providers[d["day"]]))
+        assert d["changed"] == (providers[d["day"]] != providers[before["day"]])
+    assert got["byDay"][0]["added"] == [] and any(d["changed"] for d in got["byDay"])
+    # like for like: the providers of both the first and the last day, and their cheapest on each
+    common = sorted(set(providers[days[0]]) & set(providers[days[-1]]))
+    assert common == ["lambda"]  # Lambda's own API on 2026-07-30, its SkyPilot catalog on the snapshot's day
+    price = {(d, p): v for d, p, v in per_day}
+    compared = got["likeForLike"]
+    assert compared["providers"] == common
+    assert (compared["first"]["day"], compared["first"]["price"]) == (days[0], min(price[days[0], p] for p in common))
+    assert (compared["last"]["day"], compared["last"]["price"]) == (days[-1], min(price[days[-1], p] for p in common))
+    assert compared["first"]["price"] == 3.29  # the H100 PCIe at $3.29/GPU-h (shared/reference/prices/NOTES.md)
+    text = table(data, "history", "H100")
+    assert "the providers of each day" in text and "like for like (1 provider on both days: lambda)" in text
+    assert f"+{providers[days[1]][0]}" in text  # the second day's new provider, named
+
+
 # fit's explanation ---------------------------------------------------------------------------------------------
 
 def test_why_gpt_oss_120b_needs_two_h100s_and_what_would_make_one_do(data: Path) -> None:
