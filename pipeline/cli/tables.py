@@ -604,6 +604,18 @@ _SETUP_KEY = ("setup = instances x GPUs and GPU, the instance type under it; pla
               "fetch time (yes, low, no; ? not stated)")
 
 
+def _idle_note(setups: list[dict[str, Any]]) -> str | None:
+    """A note naming the setups whose plan uses fewer GPUs than the instances rent (an instance of 10 for a plan
+    of 9): their $/h is the whole instance's, the rest idle; None when every setup uses all it rents."""
+    idle = [f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']} (plan {r['tensor_parallel']}x"
+            f"{r['pipeline_parallel']} uses {r['gpus_needed']} of {r['gpus']})"
+            for r in setups if r.get("gpus_needed") and r["gpus_needed"] < r["gpus"]]
+    if not idle:
+        return None
+    return (f"{', '.join(dict.fromkeys(idle))}: priced as the whole instance, the GPUs the plan does not use stay "
+            "idle (providers rent whole instances)")
+
+
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     """``cheapest`` at a load: one row per setup meeting the service level, with its figures at that load."""
     console = console or Console()
@@ -639,6 +651,9 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
     if result.get("note"):
         say(f"note: {result['note']}", console)
     _show(console, table)
+    idle = _idle_note(result["setups"])
+    if idle:
+        say(f"note: {idle}", console)
 
 
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
@@ -690,6 +705,9 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
     if result.get("gpuNote"):
         say(f"note: {result['gpuNote']}", console)
     _show(console, table)
+    idle = _idle_note(result["setups"])
+    if idle:
+        say(f"note: {idle}", console)
     if any(r["instances"] > 1 for r in result["setups"]):
         console.print(styled(("note", "yellow"), ": rows with several nodes span machines (pipeline stages over the "
                              "network); --single-machine keeps one-instance setups only"))
