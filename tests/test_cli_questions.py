@@ -431,6 +431,45 @@ def test_q12_which_providers_does_each_day_of_the_h100_history_have(data: Path) 
     assert f"+{providers[days[1]][0]}" in text  # the second day's new provider, named
 
 
+def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
+    """`vramlab cost-history qwen3-8b`: per day the cheapest on-demand $/h of a setup running one 8K request, over
+    the setup shapes the snapshot publishes for that load, priced with each day's observations."""
+    got = ask(data, "cost-history", "qwen3-8b")
+    snap = snapshot(data)
+    files = [str(p) for p in (snap / "price_observations").glob("*/*.parquet")]
+    con = duckdb.connect()
+    # by hand: the published setups' shapes for 8K x 1, joined to every eligible on-demand observation of an
+    # instance of that GPU and size, cost = instance $/h x instances; cheapest per UTC day
+    want = dict(con.execute("""
+        WITH shapes AS (SELECT DISTINCT gpu_id, gpus_per_instance, instances FROM read_parquet(?)
+                        WHERE model_id = 'qwen3-8b' AND context = 8192 AND concurrency = 1 AND list = 'on_demand')
+        SELECT strftime((h.observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'),
+               round(min(h.price_per_hour_usd * s.instances), 4)
+        FROM read_parquet(?, hive_partitioning = false) h
+        JOIN shapes s ON h.gpu_id = s.gpu_id AND h.gpu_count = s.gpus_per_instance
+        WHERE h.allocation = 'on_demand' AND coalesce(h.eligible, false) AND NOT h.fractional
+          AND h.price_per_hour_usd > 0 GROUP BY 1""", [str(snap / "cheapest_setups.parquet"), files]).fetchall())
+    assert len(want) >= 2
+    assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want
+    assert all(d["perMonth"] == round(d["cheapest"] * 730, 2) for d in got["byDay"])
+    # the snapshot's own day: the cheapest published setup for this load (any format) is that day's cheapest,
+    # the model JSON's first cheapest setup
+    top = con.execute("""SELECT price_per_hour_usd, provider FROM read_parquet(?) WHERE model_id = 'qwen3-8b'
+                         AND context = 8192 AND concurrency = 1 AND list = 'on_demand'
+                         ORDER BY price_per_hour_usd, provider LIMIT 1""",
+                      [str(snap / "cheapest_setups.parquet")]).fetchall()[0]
+    first = json.loads((snap / "models" / "qwen3-8b.json").read_text())["cheapestSetups"][0]
+    assert (first["pricePerHour"], first["provider"]) == (round(top[0], 4), top[1])
+    last = got["byDay"][-1]
+    assert (last["cheapest"], last["provider"]) == (round(top[0], 4), top[1])
+    assert got["byDay"][-1]["providerList"] == sorted({r["provider"] for r in got["rows"]
+                                                       if r["day"] == last["day"]})
+    text = table(data, "cost-history", "qwen3-8b")
+    assert "the providers of each day" in text and "$/month" in text
+    out = vramlab("cost-history", "qwen3-8b", "--context", "5000", "--data-dir", str(data))
+    assert out.returncode == 2 and "its loads: --context 8192 --concurrency 1" in out.stderr
+
+
 # fit's explanation ---------------------------------------------------------------------------------------------
 
 def test_why_gpt_oss_120b_needs_two_h100s_and_what_would_make_one_do(data: Path) -> None:

@@ -483,7 +483,6 @@ def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[di
     """One line per day and provider, cheapest first within a day, the day's cheapest starred; then per day its
     providers and what changed; the footer compares the first and last day like for like."""
     console = console or Console()
-    first, last = days[0], days[-1]
     table = _table(f"{gpu}: cheapest {what} $/GPU-hour per day and provider ({len(days)} days, "
                    f"{len({r['provider'] for r in rows})} providers)",
                    caption=f"snapshot {snapshot}; * = the day's cheapest; observations = prices seen that day; "
@@ -497,14 +496,20 @@ def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[di
         table.add_row(r["day"], r["provider"], r["gpu_id"], f"{star}{r['price']:,.3f}", str(r["observations"]),
                       r["instance_type"] or "-")
     _show(console, table)
-    per_day = _table(f"{gpu}: the providers of each day ({what})",
-                     caption="changes = against the day before in this list; a cheapest price is like for like with "
-                             "the day before only when the providers are the same")
+    _providers_by_day(console, f"{gpu}: the providers of each day ({what})", days, compared)
+
+
+def _providers_by_day(console: _RichConsole, title: str, days: list[dict[str, Any]],
+                      compared: dict[str, Any] | None, unit: str = "") -> None:
+    """Per day its providers (how many, the cheapest, who came and went), then the like-for-like footer."""
+    first, last = days[0], days[-1]
+    per_day = _table(title, caption="changes = against the day before in this list; a cheapest price is like for "
+                                    "like with the day before only when the providers are the same")
     for col, just in (("day", "left"), ("providers", "right"), ("cheapest", "right"), ("changes", "left")):
         per_day.add_column(col, justify=just, no_wrap=col != "changes", overflow="fold")
     for i, d in enumerate(days):
         change = " ".join([f"+{p}" for p in d["added"]] + [f"-{p}" for p in d["removed"]])
-        per_day.add_row(d["day"], str(d["providers"]), f"${d['cheapest']:,.2f} ({d['provider']})",
+        per_day.add_row(d["day"], str(d["providers"]), f"${d['cheapest']:,.2f}{unit} ({d['provider']})",
                         ", ".join(d["providerList"]) if i == 0 else (change or "same providers"))
     _show(console, per_day)
     if compared is None:
@@ -515,12 +520,35 @@ def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[di
         shared = ", ".join(compared["providers"])
         console.print(f"like for like ({len(compared['providers'])} provider"
                       f"{'s' if len(compared['providers']) != 1 else ''} on both days: {shared}): cheapest "
-                      f"{a['day']} ${a['price']:,.2f} ({a['provider']}), {b['day']} ${b['price']:,.2f} "
+                      f"{a['day']} ${a['price']:,.2f}{unit} ({a['provider']}), {b['day']} ${b['price']:,.2f}{unit} "
                       f"({b['provider']}), {'+' if change >= 0 else '-'}${abs(change):,.2f}")
     else:
         console.print(f"no like-for-like change: {first['day']} ({first['providers']} provider"
                       f"{'s' if first['providers'] != 1 else ''}) and {last['day']} ({last['providers']}) share no "
                       "provider")
+
+
+def print_cost_history(model: str, context: int, concurrency: int, rows: list[dict[str, Any]],
+                       days: list[dict[str, Any]], snapshot: str, compared: dict[str, Any] | None,
+                       console: _RichConsole | None = None) -> None:
+    """Per day and provider the cheapest setup running the model at the load, then the days' providers."""
+    console = console or Console()
+    load = f"{concurrency} x {context:,} tokens"
+    table = _table(f"{model} at {load}: cheapest on-demand setup per day and provider ({len(days)} days)",
+                   caption=f"snapshot {snapshot}; * = the day's cheapest; setup shapes (GPU, GPUs per instance, "
+                           "instances, format) are those of the snapshot's published cheapest setups for this "
+                           "load, priced with each day's eligible observations; $/month = 730 h")
+    for col, just in (("day", "left"), ("provider", "left"), ("setup", "left"), ("format", "left"),
+                      ("$/h", "right"), ("$/month", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    cheapest = {d["day"]: d["provider"] for d in days}
+    for r in rows:
+        star = "*" if cheapest[r["day"]] == r["provider"] else " "
+        table.add_row(r["day"], r["provider"], _two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                                                    r["instance_type"]),
+                      r["format"], f"{star}{r['price']:,.2f}", f"{r['price'] * 730:,.0f}")
+    _show(console, table)
+    _providers_by_day(console, f"{model} at {load}: the providers of each day", days, compared, "/h")
 
 
 # ------------------------------------------------------------------------------------------------ sources
