@@ -162,7 +162,8 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
                     providers: sets.filter(d => d.role === 'provider').length,
                     hidden: sets.filter(d => d.role === 'provider' && !d.hidden).length === 0,
                     inked: inked, width: c.width,
-                    points: sets.filter(d => d.role === 'provider').map(d => d.data.map(p => p.y))};
+                    points: sets.filter(d => d.role === 'provider').map(d => d.data.filter(p => p.y !== null)
+                                                                                 .map(p => p.y))};
         })""")
         # one clear chart per GPU (#23): the cheapest line and the spread band (+ spot dashed), providers on demand
         assert {d["gpu"]: (d["shown"], d["providers"]) for d in drawn} == {

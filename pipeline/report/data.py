@@ -159,7 +159,8 @@ def price_history(snap: Snapshot) -> dict[str, dict[str, Any]]:
     has (:func:`pipeline.compute.price_days.day_summaries`); a line joins two days only when they are consecutive
     days of the history (no observed day between them without a price for the GPU) with the same provider set, so
     a gap stays a gap and a change of providers is a marked new start, not a price move (``None`` points break
-    the line). ``days``: the same per day as rows for the table under the chart."""
+    the line; each provider's own line breaks at its gaps too). ``days``: the same per day as rows for the table
+    under the chart."""
     hist = snap.history
     if hist.is_empty():
         return {}
@@ -181,8 +182,7 @@ def price_history(snap: Snapshot) -> dict[str, dict[str, Any]]:
             "cheapest": _line(days, "cheapest", with_providers=True),
             "high": _line(days, "highest"),
             "spot": _line(spot_days, "cheapest", with_providers=True),
-            "providers": [{"provider": prov, "points": [{"x": _day_ms(d), "y": v}
-                                                        for d, v in zip(pp["day"], pp["price"], strict=True)]}
+            "providers": [{"provider": prov, "points": _line(joined(day_summaries(pp.to_dicts()), observed), "cheapest")}
                           for (prov,), pp in od.sort(["provider", "day"]).group_by(["provider"], maintain_order=True)],
             "days": [{"day": day, "on_demand": od_by_day.get(day), "spot": spot_by_day.get(day)}
                      for day in sorted(set(od_by_day) | set(spot_by_day))],
