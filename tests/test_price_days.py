@@ -1,10 +1,11 @@
 """The per-day rule shared by `vramlab history` and the report's charts (pipeline/compute/price_days.py), on
 hand-made rows: each day's providers and changes, like-for-like comparisons, and where a line may join two days;
-and the staleness check's texts, one per verdict."""
+the staleness check's texts, one per verdict; and the note a setup renting more GPUs than its plan uses gets."""
 
 from __future__ import annotations
 
 from pipeline.assets.core import staleness_text
+from pipeline.cli.tables import _idle_note, _rented
 from pipeline.compute.price_days import day_summaries, joined, like_for_like
 
 ROWS = [{"day": "2026-09-16", "provider": "azure", "price": 12.29},
@@ -57,3 +58,14 @@ def test_staleness_says_pass_warning_and_failure_differently() -> None:
     assert len({fresh, warn, fail, replay}) == 4
     assert "passes" in fresh and "warns" in warn and "vultr" in warn and "fails" in fail and "vultr" in fail
     assert "never a failure in replay" in replay and "vultr 2026-11-28" in replay
+
+
+def test_a_plan_using_fewer_gpus_than_it_rents_is_priced_whole_and_says_so() -> None:
+    assert _rented({"gpusUsed": 2, "gpusRented": 4}) == (
+        "; uses 2 of the 4 GPUs rented: priced as the whole instance, the rest idle")
+    assert _rented({"gpusUsed": 4, "gpusRented": 4}) == ""
+    row = {"instances": 1, "gpus_per_instance": 4, "gpu_id": "mi300x", "tensor_parallel": 2, "pipeline_parallel": 1,
+           "gpus_needed": 2, "gpus": 4}
+    note = _idle_note([row, row | {"gpus_needed": 4}])
+    assert note is not None and note.startswith("1x4 mi300x (plan 2x1 uses 2 of 4): priced as the whole instance")
+    assert _idle_note([row | {"gpus_needed": 4}]) is None

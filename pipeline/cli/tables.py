@@ -254,7 +254,7 @@ def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
                   + (f", ${_money(offer['usdPerMillionTokensBatched'])}/1M at {offer['batch']} requests"
                      if offer.get("usdPerMillionTokensBatched") and offer.get("batch", 1) > 1 else "")
                   + f" - {offer['provider']} {offer['instanceType']} ({offer['layout']}, {offer['region'] or '-'}, "
-                  f"verified {offer['verifiedAt'][:10]}, snapshot {c['snapshot']})")
+                  f"verified {offer['verifiedAt'][:10]}, snapshot {c['snapshot']})" + _rented(offer))
     if other:
         console.print(styled(("other layout", "yellow"), f": {other['note']}"))
     rvb = c.get("rentVsBuy")
@@ -425,6 +425,8 @@ def print_compare(result: dict[str, Any], console: _RichConsole | None = None) -
     for r in result["gpus"]:
         if not r["fits"] and r.get("reason"):
             say(f"{r['gpu']}: {r['reason']}", console)
+        elif r.get("offer") and _rented(r["offer"]):
+            say(f"{r['gpu']}: {r['offer']['provider']} {r['offer']['instanceType']}{_rented(r['offer'])}", console)
 
 
 def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool, limit: int | None, spot: bool,
@@ -630,6 +632,15 @@ _SETUP_KEY = ("setup = instances x GPUs and GPU, the instance type under it; pla
               "joining the machines (IB InfiniBand, RoCE, EFA, NVL+RoCE an NVLink rack over RoCE, RPC llama.cpp "
               "over the public network); provider, its regions under it; cap = capacity the provider stated at "
               "fetch time (yes, low, no; ? not stated)")
+
+
+def _rented(offer: dict[str, Any]) -> str:
+    """``; uses N of the M GPUs rented: ...`` when a priced plan (``cost.offer``) leaves GPUs of its instances
+    idle, else ''."""
+    used, rented = offer.get("gpusUsed"), offer.get("gpusRented")
+    if not used or not rented or used >= rented:
+        return ""
+    return f"; uses {used} of the {rented} GPUs rented: priced as the whole instance, the rest idle"
 
 
 def _idle_note(setups: list[dict[str, Any]]) -> str | None:
