@@ -390,6 +390,86 @@ def test_q11_which_providers_rent_h100s_under_2_50(data: Path) -> None:
     assert "regions" in text and "offers" in text and "--offers" in text
 
 
+def test_q12_which_providers_does_each_day_of_the_h100_history_have(data: Path) -> None:
+    """`vramlab history H100` joined one provider's $12.29 to sixteen providers' $1.29 as if the price had crashed:
+    each day now says which providers it has and what changed, and the first and last day are compared over the
+    providers both have (like for like)."""
+    got = ask(data, "history", "H100")
+    # by hand: the eligible whole-GPU on-demand H100 observations of the published history, per UTC day
+    files = [str(p) for p in (snapshot(data) / "price_observations").glob("*/*.parquet")]
+    con = duckdb.connect()
+    per_day = con.execute("""
+        SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d') AS day, provider,
+               round(min(price_per_gpu_hour_usd), 4)
+        FROM read_parquet(?, hive_partitioning = false)
+        WHERE gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND allocation = 'on_demand' AND NOT fractional
+          AND coalesce(eligible, false) AND price_per_gpu_hour_usd > 0 GROUP BY ALL ORDER BY ALL""",
+                          [files]).fetchall()
+    providers: dict[str, list[str]] = {}
+    for day, provider, _ in per_day:
+        providers.setdefault(day, []).append(provider)
+    days = sorted(providers)
+    assert len(days) >= 3
+    assert [(d["day"], d["providerList"], d["providers"]) for d in got["byDay"]] == [
+        (d, providers[d], len(providers[d])) for d in days]
+    for before, d in zip(got["byDay"], got["byDay"][1:], strict=False):
+        assert d["added"] == sorted(set(providers[d["day"]]) - set(providers[before["day"]]))
+        assert d["removed"] == sorted(set(providers[before["day"]]) - set(providers[d["day"]]))
+        assert d["changed"] == (providers[d["day"]] != providers[before["day"]])
+    assert got["byDay"][0]["added"] == [] and any(d["changed"] for d in got["byDay"])
+    # like for like: the providers of both the first and the last day, and their cheapest on each
+    common = sorted(set(providers[days[0]]) & set(providers[days[-1]]))
+    assert common == ["lambda"]  # Lambda's own API on 2026-07-30, its SkyPilot catalog on the snapshot's day
+    price = {(d, p): v for d, p, v in per_day}
+    compared = got["likeForLike"]
+    assert compared["providers"] == common
+    assert (compared["first"]["day"], compared["first"]["price"]) == (days[0], min(price[days[0], p] for p in common))
+    assert (compared["last"]["day"], compared["last"]["price"]) == (days[-1], min(price[days[-1], p] for p in common))
+    assert compared["first"]["price"] == 3.29  # the H100 PCIe at $3.29/GPU-h (shared/reference/prices/NOTES.md)
+    text = table(data, "history", "H100")
+    assert "the providers of each day" in text and "like for like (1 provider on both days: lambda)" in text
+    assert f"+{providers[days[1]][0]}" in text  # the second day's new provider, named
+
+
+def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
+    """`vramlab cost-history qwen3-8b`: per day the cheapest on-demand $/h of a setup running one 8K request, over
+    the setup shapes the snapshot publishes for that load, priced with each day's observations."""
+    got = ask(data, "cost-history", "qwen3-8b")
+    snap = snapshot(data)
+    files = [str(p) for p in (snap / "price_observations").glob("*/*.parquet")]
+    con = duckdb.connect()
+    # by hand: the published setups' shapes for 8K x 1, joined to every eligible on-demand observation of an
+    # instance of that GPU and size, cost = instance $/h x instances; cheapest per UTC day
+    want = dict(con.execute("""
+        WITH shapes AS (SELECT DISTINCT gpu_id, gpus_per_instance, instances FROM read_parquet(?)
+                        WHERE model_id = 'qwen3-8b' AND context = 8192 AND concurrency = 1 AND list = 'on_demand')
+        SELECT strftime((h.observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'),
+               round(min(h.price_per_hour_usd * s.instances), 4)
+        FROM read_parquet(?, hive_partitioning = false) h
+        JOIN shapes s ON h.gpu_id = s.gpu_id AND h.gpu_count = s.gpus_per_instance
+        WHERE h.allocation = 'on_demand' AND coalesce(h.eligible, false) AND NOT h.fractional
+          AND h.price_per_hour_usd > 0 GROUP BY 1""", [str(snap / "cheapest_setups.parquet"), files]).fetchall())
+    assert len(want) >= 2
+    assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want
+    assert all(d["perMonth"] == round(d["cheapest"] * 730, 2) for d in got["byDay"])
+    # the snapshot's own day: the cheapest published setup for this load (any format) is that day's cheapest,
+    # the model JSON's first cheapest setup
+    top = con.execute("""SELECT price_per_hour_usd, provider FROM read_parquet(?) WHERE model_id = 'qwen3-8b'
+                         AND context = 8192 AND concurrency = 1 AND list = 'on_demand'
+                         ORDER BY price_per_hour_usd, provider LIMIT 1""",
+                      [str(snap / "cheapest_setups.parquet")]).fetchall()[0]
+    first = json.loads((snap / "models" / "qwen3-8b.json").read_text())["cheapestSetups"][0]
+    assert (first["pricePerHour"], first["provider"]) == (round(top[0], 4), top[1])
+    last = got["byDay"][-1]
+    assert (last["cheapest"], last["provider"]) == (round(top[0], 4), top[1])
+    assert got["byDay"][-1]["providerList"] == sorted({r["provider"] for r in got["rows"]
+                                                       if r["day"] == last["day"]})
+    text = table(data, "cost-history", "qwen3-8b")
+    assert "the providers of each day" in text and "$/month" in text
+    out = vramlab("cost-history", "qwen3-8b", "--context", "5000", "--data-dir", str(data))
+    assert out.returncode == 2 and "its loads: --context 8192 --concurrency 1" in out.stderr
+
+
 # fit's explanation ---------------------------------------------------------------------------------------------
 
 def test_why_gpt_oss_120b_needs_two_h100s_and_what_would_make_one_do(data: Path) -> None:

@@ -20,9 +20,14 @@ import pytest
 from test_cli_size import CONSOLE_SCRIPT, vramlab
 from test_dagster_services import free_port
 
+from pipeline.assets.metadata import column_descriptions
+
 ROOT = Path(__file__).resolve().parent.parent
 DUCKDB_ASSETS = ("core__fetch_log", "core__price_observations", "core__offers_current", "core__offer_quality",
                  "core__gpus", "core__models", "out__sizing", "out__cheapest_setups", "out__exports")
+#: the assets whose table is published: every column described from the data dictionary (pipeline/exports/tables.py)
+DESCRIBED = ("core__price_observations", "core__offers_current", "core__gpus", "core__models", "out__sizing",
+             "out__cheapest_setups")
 
 METADATA = """
 query ($keys: [AssetKeyInput!]) {
@@ -36,7 +41,7 @@ query ($keys: [AssetKeyInput!]) {
         __typename
         ... on FloatMetadataEntry { floatValue }
         ... on TableMetadataEntry { table { records schema { columns { name } } } }
-        ... on TableSchemaMetadataEntry { schema { columns { name type } } }
+        ... on TableSchemaMetadataEntry { schema { columns { name type description } } }
       }
     }
   }
@@ -175,6 +180,12 @@ def test_the_ui_shows_the_cli_run_tables_schemas_and_plots(cli_run: dict) -> Non
         entries = {e["label"]: e for e in mats[0]["metadataEntries"]}
         schema = entries.get("dagster/column_schema")
         assert schema and schema["__typename"] == "TableSchemaMetadataEntry" and schema["schema"]["columns"], key
+        if key in DESCRIBED:  # a published table's columns carry the data dictionary's meaning
+            described = {c["name"]: c["description"] for c in schema["schema"]["columns"]}
+            assert all(described.values()), (key, [n for n, d in described.items() if not d])
+    offers_schema = {c["name"]: c["description"] for c in {e["label"]: e for e in by_key["core__offers_current"][
+        "assetMaterializations"][0]["metadataEntries"]}["dagster/column_schema"]["schema"]["columns"]}
+    assert offers_schema["offer_key"] == column_descriptions("offers_current")["offer_key"]
     offers = {e["label"]: e for e in by_key["core__offers_current"]["assetMaterializations"][0]["metadataEntries"]}
     assert offers["cheapest_gpu_hour_before_quality"]["__typename"] == "TableMetadataEntry"
     # the rentable cheapest per GPU (quality verdict applied, what `vramlab gpus` lists) is the quality asset's

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -161,7 +162,8 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
                     providers: sets.filter(d => d.role === 'provider').length,
                     hidden: sets.filter(d => d.role === 'provider' && !d.hidden).length === 0,
                     inked: inked, width: c.width,
-                    points: sets.filter(d => d.role === 'provider').map(d => d.data.map(p => p.y))};
+                    points: sets.filter(d => d.role === 'provider').map(d => d.data.filter(p => p.y !== null)
+                                                                                 .map(p => p.y))};
         })""")
         # one clear chart per GPU (#23): the cheapest line and the spread band (+ spot dashed), providers on demand
         assert {d["gpu"]: (d["shown"], d["providers"]) for d in drawn} == {
@@ -185,6 +187,11 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
         browser.close()
     assert problems == []
     assert external == []
+
+
+def _day(ms: float) -> str:
+    """A chart point's x (ms since the epoch, 00:00 UTC of its day) as its ISO day."""
+    return datetime.fromtimestamp(ms / 1000, UTC).date().isoformat()
 
 
 def _usd(text: str) -> float:
@@ -248,3 +255,79 @@ def test_model_page_switches_loads_in_headless_chromium(replayed: Path, tmp_path
         assert ranks == sorted(ranks)
         browser.close()
     assert problems == [] and external == []
+
+
+def test_h100_chart_draws_the_cheapest_spot_per_day_and_marks_provider_changes(replayed: Path, tmp_path: Path) -> None:
+    """The H100 chart as a reader's browser holds it: its spot/marketplace line is, per day, the cheapest spot or
+    marketplace price of any provider (the day table under the chart and a DuckDB query over the published history
+    say the same; on the snapshot's day also the provider table's cheapest spot/marketplace cell), its points are in
+    date order, a day whose providers differ from the day before is marked and not joined by a line, and no chart
+    repeats a date on its axis."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does it)")
+    from playwright.sync_api import sync_playwright
+
+    con = duckdb.connect()
+    obs = f"read_parquet('{replayed}/price_observations/*/*.parquet', hive_partitioning = false)"
+    # by hand: eligible (as stamped when observed) spot/marketplace prices of the H100 SXM, cheapest per UTC day
+    want_spot = dict(con.execute(f"""
+        SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'), round(min(price_per_gpu_hour_usd), 4)
+        FROM {obs} WHERE gpu_id = 'h100' AND coalesce(eligible, false) AND ({CLASSES}) IN ('spot', 'marketplace')
+          AND price_per_gpu_hour_usd > 0 GROUP BY 1""").fetchall())
+    providers = dict(con.execute(f"""
+        SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'), list(DISTINCT provider ORDER BY provider)
+        FROM {obs} WHERE gpu_id = 'h100' AND coalesce(eligible, false) AND allocation = 'on_demand'
+          AND price_per_gpu_hour_usd > 0 GROUP BY 1""").fetchall())
+    assert len(want_spot) >= 2 and len(providers) >= 2
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, viewport={"width": 1280, "height": 900},
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"])
+        browser.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                      else route.abort())
+        page = browser.new_page()
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.goto((replayed / "report" / "prices.html").as_uri())
+        got = page.evaluate("""() => {
+            const chart = Chart.getChart(document.querySelector("canvas[data-gpu='h100']"));
+            const sets = chart.data.datasets;
+            const of = role => sets.findIndex(d => d.role === role);
+            const line = i => sets[i].data.map((p, j) => ({x: p.x, y: p.y, changed: !!p.changed,
+                style: chart.getDatasetMeta(i).data[j].options.pointStyle}));
+            const table = [...document.querySelectorAll("table.history-table[data-gpu='h100'] tbody tr")].map(tr => ({
+                day: tr.dataset.day, changed: tr.dataset.changed === 'true',
+                spot: tr.querySelector('td.spot').dataset.price}));
+            const cells = [...document.querySelectorAll("table.provider-table[data-gpu='h100'] tbody tr")].flatMap(tr =>
+                [...tr.querySelectorAll('td.num')].slice(1, 3).map(td => td.innerText.trim()));
+            const ticks = [...document.querySelectorAll('canvas[data-gpu]')].map(c => {
+                const x = Chart.getChart(c).scales.x;
+                return {gpu: c.dataset.gpu, labels: x.ticks.map(t => t.label)};
+            });
+            return {spot: line(of('spot')), cheapest: line(of('cheapest')), table, cells, ticks};
+        }""")
+        browser.close()
+    assert problems == []
+    spot = [p for p in got["spot"] if p["y"] is not None]
+    assert [p["x"] for p in spot] == sorted(p["x"] for p in spot)  # date order
+    drawn = {_day(p["x"]): p["y"] for p in spot}
+    assert drawn == want_spot
+    # the day table under the chart says the same, day by day
+    assert {r["day"]: float(r["spot"]) for r in got["table"] if r["spot"]} == drawn
+    # the snapshot's day: the provider table's cheapest spot / marketplace cell
+    cells = [_usd(c.split()[0]) for c in got["cells"] if c.startswith("$")]
+    assert min(cells) == pytest.approx(drawn[max(drawn)], abs=0.005)
+    # a day with other providers than the day before: marked in the chart (a triangle) and the table, and the
+    # line is broken before it (a null point), so 12.29 (one provider) -> 1.29 (many) is no drawn price move
+    days = sorted(providers)
+    changed = {d for a, d in zip(days, days[1:], strict=False) if providers[a] != providers[d]}
+    assert changed
+    points = got["cheapest"]
+    marked = {_day(p["x"]) for p in points if p["changed"]}
+    assert marked == changed
+    assert all(p["style"] == "triangle" for p in points if p["changed"])
+    assert all(points[i - 1]["y"] is None for i, p in enumerate(points) if p["changed"])
+    assert {r["day"] for r in got["table"] if r["changed"]} == changed
+    # whole-day ticks: no chart repeats a date (a one-day chart used to print its day several times)
+    assert all(len(t["labels"]) == len(set(t["labels"])) >= 2 for t in got["ticks"]), got["ticks"]

@@ -58,13 +58,22 @@ def code_version() -> str:
 
 
 def staleness_text(warn: list[dict], old: list[dict], live: bool) -> str:
-    """What ``source_staleness`` says: the counts live; in replay also each old recording's capture date."""
+    """What ``source_staleness`` says, different for each verdict: passed (every source within 2 h), a warning
+    (live: older than 2 h but none over 24 h, named; replay: old recordings keep their capture dates, named with
+    them, never a failure) and a failure (live: the sources silent for over 24 h, named)."""
     text = f"{len(warn)} sources older than 2 h, {len(old)} older than 24 h"
-    if live or not warn:
-        return text
-    dates = ", ".join(f"{f['source']} {str(f['verified_at'] or '?')[:10]}"
-                      for f in sorted(warn, key=lambda f: str(f["verified_at"] or "")))
-    return f"{text}: replayed recordings keep their capture dates ({dates})"
+    if not warn:
+        return f"{text}: every source verified within the last 2 hours (passes)"
+    if not live:
+        dates = ", ".join(f"{f['source']} {str(f['verified_at'] or '?')[:10]}"
+                          for f in sorted(warn, key=lambda f: str(f["verified_at"] or "")))
+        return (f"{text}: replayed recordings keep their capture dates ({dates}); a warning, never a failure "
+                "in replay")
+    if old:
+        return (f"{text}: fails, silent for over 24 hours: {', '.join(sorted(f['source'] for f in old))} "
+                "(their offers are stale and left out of cheapest setups)")
+    return (f"{text}: warns, older than 2 hours but none over 24: {', '.join(sorted(f['source'] for f in warn))} "
+            "(their offers are stale and left out of cheapest setups until fetched again)")
 
 
 def _check(name: str, asset: str, passed: bool, description: str, severity=dg.AssetCheckSeverity.ERROR,
@@ -168,8 +177,8 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
           freshness_policy=dg.FreshnessPolicy.time_window(fail_window=STALE_AFTER,
                                                           warn_window=STALE_AFTER * 0.75),
           description="Latest observation per offer with first/last seen, verification time, stale/removed flags "
-                      "and unconfirmed >5x price jumps; also appends price_changes. Fresh while materialized "
-                      "within the last 2 hours (warns after 90 minutes); metadata: cheapest $/GPU-hour per GPU "
+                      "and unconfirmed >5x price jumps; also appends price_changes. Freshness: a warning when "
+                      "not materialized for 90 minutes, a failure after 2 hours; metadata: cheapest $/GPU-hour per GPU "
                       "before the quality stage (the rentable cheapest is core__offer_quality's "
                       "cheapest_gpu_hour), source outcomes.",
           check_specs=[
@@ -177,7 +186,9 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
                                 description="offers whose price moved >5x since the previous observation "
                                             "(kept, excluded from cheapest setups until confirmed)"),
               dg.AssetCheckSpec("source_staleness", asset="core__offers_current", blocking=False,
-                                description="per source: last verification older than 2 h warns, 24 h fails"),
+                                description="per source: a last verification older than 2 h warns (the offers "
+                                            "turn stale), older than 24 h fails (live; in replay old recordings "
+                                            "only warn)"),
               dg.AssetCheckSpec("source_drift", asset="core__offers_current", blocking=False,
                                 description="no source's last live fetch tripped a drift canary (unknown shape, new "
                                             "enum values, >50% fewer offers); a degraded source keeps its last "

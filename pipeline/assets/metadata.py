@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -18,21 +19,45 @@ _TYPES = {"VARCHAR": "string", "DOUBLE": "float", "FLOAT": "float", "INTEGER": "
 PLOTTED_GPUS = ("h100", "h200", "b200", "a100-80gb", "l40s", "rtx-4090")
 
 
-def _schema(rows: Iterable[tuple[Any, ...]]) -> dg.TableSchema:
+def column_descriptions(name: str) -> dict[str, str]:
+    """Per column, its meaning (and unit) from the data dictionary (``pipeline/exports/tables.py``, published as
+    ``schemas/dictionary.json``) for the published table whose DuckDB table or file is ``name`` (``offers_current``,
+    ``sizing.parquet``, ...); DuckDB columns the table does not publish say why. Empty for an unpublished table."""
+    from pipeline.exports.tables import TABLES, columns
+
+    stem = name.removesuffix(".parquet")
+    for t in TABLES:
+        if stem in (t.file.removesuffix(".parquet"), t.db_table.split()[0]):
+            specs = columns(t)
+            out = {c.name: f"{c.meaning} ({c.unit})" if c.unit else c.meaning for c in specs}
+            # a DuckDB column published under another name (listed_unit <- unit): described with that name
+            for c in specs:
+                source = c.sql.split("::")[0].split(".")[-1]
+                if source.isidentifier() and source not in out:
+                    out[source] = f"{out[c.name]} (published as {c.name})"
+            return out | {k: f"not published: {why}" for k, why in t.unpublished.items() if k not in out}
+    return {}
+
+
+def _schema(rows: Iterable[tuple[Any, ...]], described: dict[str, str] | None = None) -> dg.TableSchema:
+    described = described or {}
     return dg.TableSchema(columns=[dg.TableColumn(name=name, type=_TYPES.get(str(kind), str(kind).lower()),
+                                                  description=described.get(name) or None,
                                                   constraints=dg.TableColumnConstraints(nullable=nullable == "YES"))
                                    for name, kind, nullable, *_ in rows])
 
 
 def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> dg.TableSchema:
-    """The column schema of a DuckDB table, as DuckDB describes it."""
-    return _schema(con.execute(f"DESCRIBE {table}").fetchall())
+    """The column schema of a DuckDB table, as DuckDB describes it, with the data dictionary's descriptions."""
+    return _schema(con.execute(f"DESCRIBE {table}").fetchall(), column_descriptions(table))
 
 
 def parquet_schema(path: str) -> dg.TableSchema:
+    """The column schema of a published Parquet file, with the data dictionary's descriptions."""
     con = duckdb.connect()
     try:
-        return _schema(con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall())
+        return _schema(con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall(),
+                       column_descriptions(Path(path).name))
     finally:
         con.close()
 

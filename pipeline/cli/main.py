@@ -17,6 +17,7 @@ from pipeline.cli.args import PROG, Parser, Version, examples
 from pipeline.cli.commands import (
     cheapest,
     compare,
+    cost_history,
     export,
     fit,
     gpus,
@@ -33,7 +34,7 @@ from pipeline.cli.commands import (
 )
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, compare, models, gpus, cheapest, history, track, sources, export, run, serve, replay, rebuild,
+COMMANDS = (size, fit, compare, models, gpus, cheapest, history, cost_history, track, sources, export, run, serve, replay, rebuild,
             parts)  # --help order
 
 

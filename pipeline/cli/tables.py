@@ -254,7 +254,7 @@ def _print_cost(result: dict[str, Any], console: _RichConsole) -> None:
                   + (f", ${_money(offer['usdPerMillionTokensBatched'])}/1M at {offer['batch']} requests"
                      if offer.get("usdPerMillionTokensBatched") and offer.get("batch", 1) > 1 else "")
                   + f" - {offer['provider']} {offer['instanceType']} ({offer['layout']}, {offer['region'] or '-'}, "
-                  f"verified {offer['verifiedAt'][:10]}, snapshot {c['snapshot']})")
+                  f"verified {offer['verifiedAt'][:10]}, snapshot {c['snapshot']})" + _rented(offer))
     if other:
         console.print(styled(("other layout", "yellow"), f": {other['note']}"))
     rvb = c.get("rentVsBuy")
@@ -425,6 +425,8 @@ def print_compare(result: dict[str, Any], console: _RichConsole | None = None) -
     for r in result["gpus"]:
         if not r["fits"] and r.get("reason"):
             say(f"{r['gpu']}: {r['reason']}", console)
+        elif r.get("offer") and _rented(r["offer"]):
+            say(f"{r['gpu']}: {r['offer']['provider']} {r['offer']['instanceType']}{_rented(r['offer'])}", console)
 
 
 def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool, limit: int | None, spot: bool,
@@ -479,17 +481,14 @@ def print_gpu_catalog(rows: list[dict[str, Any]], console: _RichConsole | None =
 
 
 def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[dict[str, Any]], snapshot: str,
-                  console: _RichConsole | None = None) -> None:
-    """One line per day and provider, cheapest first within a day; the day's cheapest starred."""
+                  compared: dict[str, Any] | None = None, console: _RichConsole | None = None) -> None:
+    """One line per day and provider, cheapest first within a day, the day's cheapest starred; then per day its
+    providers and what changed; the footer compares the first and last day like for like."""
     console = console or Console()
-    first, last = days[0], days[-1]
-    change = last["cheapest"] - first["cheapest"]
     table = _table(f"{gpu}: cheapest {what} $/GPU-hour per day and provider ({len(days)} days, "
                    f"{len({r['provider'] for r in rows})} providers)",
                    caption=f"snapshot {snapshot}; * = the day's cheapest; observations = prices seen that day; "
-                           f"quarantined and merged-duplicate offers left out. Cheapest {first['day']}: "
-                           f"${first['cheapest']:,.2f} ({first['provider']}), {last['day']}: ${last['cheapest']:,.2f} "
-                           f"({last['provider']}), {'+' if change >= 0 else '-'}${abs(change):,.2f}")
+                           "quarantined and merged-duplicate offers left out")
     for col, just in (("day", "left"), ("provider", "left"), ("GPU", "left"), ("$/GPU-h", "right"),
                       ("observations", "right"), ("instance", "left")):
         table.add_column(col, justify=just, no_wrap=col != "instance", overflow="fold")
@@ -499,6 +498,59 @@ def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[di
         table.add_row(r["day"], r["provider"], r["gpu_id"], f"{star}{r['price']:,.3f}", str(r["observations"]),
                       r["instance_type"] or "-")
     _show(console, table)
+    _providers_by_day(console, f"{gpu}: the providers of each day ({what})", days, compared)
+
+
+def _providers_by_day(console: _RichConsole, title: str, days: list[dict[str, Any]],
+                      compared: dict[str, Any] | None, unit: str = "") -> None:
+    """Per day its providers (how many, the cheapest, who came and went), then the like-for-like footer."""
+    first, last = days[0], days[-1]
+    per_day = _table(title, caption="changes = against the day before in this list; a cheapest price is like for "
+                                    "like with the day before only when the providers are the same")
+    for col, just in (("day", "left"), ("providers", "right"), ("cheapest", "right"), ("changes", "left")):
+        per_day.add_column(col, justify=just, no_wrap=col != "changes", overflow="fold")
+    for i, d in enumerate(days):
+        change = " ".join([f"+{p}" for p in d["added"]] + [f"-{p}" for p in d["removed"]])
+        per_day.add_row(d["day"], str(d["providers"]), f"${d['cheapest']:,.2f}{unit} ({d['provider']})",
+                        ", ".join(d["providerList"]) if i == 0 else (change or "same providers"))
+    _show(console, per_day)
+    if compared is None:
+        return
+    if compared["providers"]:
+        a, b = compared["first"], compared["last"]
+        change = b["price"] - a["price"]
+        shared = ", ".join(compared["providers"])
+        console.print(f"like for like ({len(compared['providers'])} provider"
+                      f"{'s' if len(compared['providers']) != 1 else ''} on both days: {shared}): cheapest "
+                      f"{a['day']} ${a['price']:,.2f}{unit} ({a['provider']}), {b['day']} ${b['price']:,.2f}{unit} "
+                      f"({b['provider']}), {'+' if change >= 0 else '-'}${abs(change):,.2f}")
+    else:
+        console.print(f"no like-for-like change: {first['day']} ({first['providers']} provider"
+                      f"{'s' if first['providers'] != 1 else ''}) and {last['day']} ({last['providers']}) share no "
+                      "provider")
+
+
+def print_cost_history(model: str, context: int, concurrency: int, rows: list[dict[str, Any]],
+                       days: list[dict[str, Any]], snapshot: str, compared: dict[str, Any] | None,
+                       console: _RichConsole | None = None) -> None:
+    """Per day and provider the cheapest setup running the model at the load, then the days' providers."""
+    console = console or Console()
+    load = f"{concurrency} x {context:,} tokens"
+    table = _table(f"{model} at {load}: cheapest on-demand setup per day and provider ({len(days)} days)",
+                   caption=f"snapshot {snapshot}; * = the day's cheapest; setup shapes (GPU, GPUs per instance, "
+                           "instances, format) are those of the snapshot's published cheapest setups for this "
+                           "load, priced with each day's eligible observations; $/month = 730 h")
+    for col, just in (("day", "left"), ("provider", "left"), ("setup", "left"), ("format", "left"),
+                      ("$/h", "right"), ("$/month", "right")):
+        table.add_column(col, justify=just, overflow="fold")
+    cheapest = {d["day"]: d["provider"] for d in days}
+    for r in rows:
+        star = "*" if cheapest[r["day"]] == r["provider"] else " "
+        table.add_row(r["day"], r["provider"], _two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                                                    r["instance_type"]),
+                      r["format"], f"{star}{r['price']:,.2f}", f"{r['price'] * 730:,.0f}")
+    _show(console, table)
+    _providers_by_day(console, f"{model} at {load}: the providers of each day", days, compared, "/h")
 
 
 # ------------------------------------------------------------------------------------------------ sources
@@ -582,6 +634,27 @@ _SETUP_KEY = ("setup = instances x GPUs and GPU, the instance type under it; pla
               "fetch time (yes, low, no; ? not stated)")
 
 
+def _rented(offer: dict[str, Any]) -> str:
+    """``; uses N of the M GPUs rented: ...`` when a priced plan (``cost.offer``) leaves GPUs of its instances
+    idle, else ''."""
+    used, rented = offer.get("gpusUsed"), offer.get("gpusRented")
+    if not used or not rented or used >= rented:
+        return ""
+    return f"; uses {used} of the {rented} GPUs rented: priced as the whole instance, the rest idle"
+
+
+def _idle_note(setups: list[dict[str, Any]]) -> str | None:
+    """A note naming the setups whose plan uses fewer GPUs than the instances rent (an instance of 10 for a plan
+    of 9): their $/h is the whole instance's, the rest idle; None when every setup uses all it rents."""
+    idle = [f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']} (plan {r['tensor_parallel']}x"
+            f"{r['pipeline_parallel']} uses {r['gpus_needed']} of {r['gpus']})"
+            for r in setups if r.get("gpus_needed") and r["gpus_needed"] < r["gpus"]]
+    if not idle:
+        return None
+    return (f"{', '.join(dict.fromkeys(idle))}: priced as the whole instance, the GPUs the plan does not use stay "
+            "idle (providers rent whole instances)")
+
+
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     """``cheapest`` at a load: one row per setup meeting the service level, with its figures at that load."""
     console = console or Console()
@@ -617,6 +690,9 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
     if result.get("note"):
         say(f"note: {result['note']}", console)
     _show(console, table)
+    idle = _idle_note(result["setups"])
+    if idle:
+        say(f"note: {idle}", console)
 
 
 def print_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
@@ -668,6 +744,9 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
     if result.get("gpuNote"):
         say(f"note: {result['gpuNote']}", console)
     _show(console, table)
+    idle = _idle_note(result["setups"])
+    if idle:
+        say(f"note: {idle}", console)
     if any(r["instances"] > 1 for r in result["setups"]):
         console.print(styled(("note", "yellow"), ": rows with several nodes span machines (pipeline stages over the "
                              "network); --single-machine keeps one-instance setups only"))

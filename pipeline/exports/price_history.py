@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pipeline.compute.price_days import day_summaries, like_for_like
+
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "interruptible", "preemptible", "marketplace", "marketplace_median", "bid_statistics")
 
@@ -58,11 +60,71 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
 
 def by_day(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per day: the cheapest provider's price and name, the most expensive provider's cheapest price (the
-    spread) and how many providers were seen."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in rows:  # cheapest first within a day
-        day = out.setdefault(r["day"], {"day": r["day"], "cheapest": r["price"], "provider": r["provider"],
-                                        "gpu_id": r["gpu_id"], "highest": r["price"], "providers": 0})
-        day["highest"] = max(day["highest"], r["price"])
-        day["providers"] += 1
-    return list(out.values())
+    spread), how many providers were seen, which, and what changed against the previous day
+    (:func:`pipeline.compute.price_days.day_summaries`)."""
+    return day_summaries(rows)
+
+
+def first_to_last(rows: list[dict[str, Any]], days: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first and the last day's cheapest over the providers both days have
+    (:func:`pipeline.compute.price_days.like_for_like`); None with fewer than two days."""
+    if len(days) < 2:
+        return None
+    return like_for_like(rows, days[0]["day"], days[-1]["day"])
+
+
+def model_cost_history(snapshot: Path, model_id: str, context: int, concurrency: int, *,
+                       days: int | None = None) -> list[dict[str, Any]]:
+    """Rows ``{day, provider, price_per_hour_usd, instance_type, gpu_id, instances, gpus_per_instance, format}``:
+    per UTC day and provider, the cheapest on-demand $/h of running ``model_id`` at ``context`` x ``concurrency``
+    as the snapshot's ``cheapest_setups.parquet`` answers that load: over the setup shapes it lists (GPU, GPUs per
+    instance, instances; on-demand list; the format of the shape's best-ranked row), the cheapest eligible whole-GPU observation of that day of an
+    instance of that GPU and size, times the instances. Shapes that are not among the published setups today are
+    not priced on earlier days (the published list is the top setups of today's prices). Oldest day first, then
+    cheapest; ``days``: only the last N days up to the newest."""
+    import duckdb
+
+    files = history_files(snapshot)
+    setups = snapshot / "cheapest_setups.parquet"
+    if not files or not setups.exists():
+        return []
+    con = duckdb.connect()
+    rows = con.execute("""
+        WITH shapes AS (
+            SELECT gpu_id, gpus_per_instance, instances, arg_min(format, rank) AS format
+            FROM read_parquet(?) WHERE model_id = ? AND context = ? AND concurrency = ? AND list = 'on_demand'
+            GROUP BY ALL),
+        obs AS (
+            SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.instance_type, h.gpu_id,
+                   h.gpu_count, h.price_per_hour_usd
+            FROM read_parquet(?, hive_partitioning = false) h
+            WHERE h.provider IS NOT NULL AND h.observed_at IS NOT NULL AND isfinite(h.price_per_hour_usd)
+              AND h.price_per_hour_usd > 0 AND h.allocation = 'on_demand' AND NOT coalesce(h.fractional, false)
+              AND coalesce(h.eligible, false)),
+        priced AS (
+            SELECT o.day, o.provider, o.instance_type, o.gpu_id, s.instances, s.gpus_per_instance, s.format,
+                   o.price_per_hour_usd * s.instances AS cost
+            FROM obs o JOIN shapes s ON o.gpu_id = s.gpu_id AND o.gpu_count = s.gpus_per_instance),
+        kept AS (SELECT * FROM priced WHERE ? IS NULL OR day > (SELECT max(day) FROM priced) - ?::INTEGER)
+        SELECT day, provider, min(cost), arg_min(instance_type, cost), arg_min(gpu_id, cost),
+               arg_min(instances, cost), arg_min(gpus_per_instance, cost), arg_min(format, cost)
+        FROM kept GROUP BY day, provider ORDER BY day, min(cost), provider""",
+                       [str(setups), model_id, context, concurrency, files, days, days]).fetchall()
+    con.close()
+    return [{"day": d.isoformat(), "provider": p, "price": round(c, 4), "price_per_hour_usd": round(c, 4),
+             "instance_type": it, "gpu_id": g, "instances": n, "gpus_per_instance": k, "format": f}
+            for d, p, c, it, g, n, k, f in rows]
+
+
+def published_loads(snapshot: Path, model_id: str) -> list[tuple[int, int]]:
+    """The (context, concurrency) loads ``cheapest_setups.parquet`` answers for ``model_id``."""
+    import duckdb
+
+    setups = snapshot / "cheapest_setups.parquet"
+    if not setups.exists():
+        return []
+    con = duckdb.connect()
+    out = con.execute("SELECT DISTINCT context, concurrency FROM read_parquet(?) WHERE model_id = ? ORDER BY ALL",
+                      [str(setups), model_id]).fetchall()
+    con.close()
+    return [(int(c), int(k)) for c, k in out]

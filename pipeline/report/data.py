@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from pipeline.compute.price_days import day_summaries, joined
 from pipeline.sources.base import RENTABLE
 
 #: allocation (as published) -> board column: the rentable classes, and a marketplace's median with the
@@ -154,37 +155,61 @@ def _gpu_sort(snap: Snapshot, gpu_id: str) -> tuple:
 def price_history(snap: Snapshot) -> dict[str, dict[str, Any]]:
     """Per GPU, per UTC day (``pipeline/exports/price_history.py``'s rule: eligible whole-GPU offers): the cheapest
     on-demand $/GPU-hour across providers with its provider, the highest of the providers' cheapest (the spread),
-    the cheapest spot/marketplace price, and each provider's own cheapest (drawn on demand)."""
+    the cheapest spot/marketplace price of the day (the minimum over every spot and marketplace price, any
+    provider), and each provider's own cheapest (drawn on demand). Days come in date order with the providers each
+    has (:func:`pipeline.compute.price_days.day_summaries`); a line joins two days only when they are consecutive
+    days of the history (no observed day between them without a price for the GPU) with the same provider set, so
+    a gap stays a gap and a change of providers is a marked new start, not a price move (``None`` points break
+    the line; each provider's own line breaks at its gaps too). ``days``: the same per day as rows for the table
+    under the chart."""
     hist = snap.history
     if hist.is_empty():
         return {}
-    hist = hist.with_columns(day=pl.col("observed_at").dt.convert_time_zone("UTC").dt.date())
-    per_provider = (hist.group_by(["gpu_id", "price_class", "day", "provider"])
-                    .agg(pl.col("price_per_gpu_hour_usd").min().alias("price"))
-                    .sort(["gpu_id", "price_class", "day", "price", "provider"]))
+    hist = hist.with_columns(day=pl.col("observed_at").dt.convert_time_zone("UTC").dt.date().cast(pl.String))
+    observed = hist["day"].unique().to_list()
+    per_provider = (hist.with_columns(line=pl.when(pl.col("price_class") == "on_demand").then(pl.lit("on_demand"))
+                                      .otherwise(pl.lit("spot")))
+                    .group_by(["gpu_id", "line", "day", "provider"])
+                    .agg(pl.col("price_per_gpu_hour_usd").min().round(4).alias("price"))
+                    .sort(["gpu_id", "line", "day", "price", "provider"]))
     out: dict[str, dict[str, Any]] = {}
     for (gpu_id,), part in per_provider.group_by(["gpu_id"], maintain_order=True):
-        od = part.filter(pl.col("price_class") == "on_demand")
-        spot = part.filter(pl.col("price_class") != "on_demand")
-        days = od.group_by("day", maintain_order=True).agg(pl.col("price").first().alias("low"),
-                                                           pl.col("provider").first().alias("provider"),
-                                                           pl.col("price").max().alias("high"))
-        spot_days = spot.group_by("day", maintain_order=True).agg(pl.col("price").first().alias("low"),
-                                                                  pl.col("provider").first().alias("provider"))
+        od = part.filter(pl.col("line") == "on_demand")
+        days = joined(day_summaries(od.to_dicts()), observed)
+        spot_days = joined(day_summaries(part.filter(pl.col("line") == "spot").to_dicts()), observed)
+        spot_by_day = {d["day"]: d for d in spot_days}
+        od_by_day = {d["day"]: d for d in days}
         out[gpu_id] = {
-            "cheapest": [{"x": _day_ms(d), "y": round(v, 4), "provider": p}
-                         for d, v, p in zip(days["day"], days["low"], days["provider"], strict=True)],
-            "high": [{"x": _day_ms(d), "y": round(v, 4)} for d, v in zip(days["day"], days["high"], strict=True)],
-            "spot": [{"x": _day_ms(d), "y": round(v, 4), "provider": p}
-                     for d, v, p in zip(spot_days["day"], spot_days["low"], spot_days["provider"], strict=True)],
-            "providers": [{"provider": prov, "points": [{"x": _day_ms(d), "y": round(v, 4)}
-                                                        for d, v in zip(pp["day"], pp["price"], strict=True)]}
-                          for (prov,), pp in od.sort("day").group_by(["provider"], maintain_order=True)],
+            "cheapest": _line(days, "cheapest", with_providers=True),
+            "high": _line(days, "highest"),
+            "spot": _line(spot_days, "cheapest", with_providers=True),
+            "providers": [{"provider": prov, "points": _line(joined(day_summaries(pp.to_dicts()), observed), "cheapest")}
+                          for (prov,), pp in od.sort(["provider", "day"]).group_by(["provider"], maintain_order=True)],
+            "days": [{"day": day, "on_demand": od_by_day.get(day), "spot": spot_by_day.get(day)}
+                     for day in sorted(set(od_by_day) | set(spot_by_day))],
             "points": part.height}
     return out
 
 
-def _day_ms(day: Any) -> int:  # noqa: ANN401 - a date
+def _line(days: list[dict[str, Any]], key: str, with_providers: bool = False) -> list[dict[str, Any]]:
+    """Chart.js points of one series in date order; a ``{x, y: None}`` point (halfway) before each day a line must
+    not join to the one before (:func:`pipeline.compute.price_days.joined`)."""
+    points: list[dict[str, Any]] = []
+    for i, d in enumerate(days):
+        x = _day_ms(d["day"])
+        if i and not d["joined"]:
+            points.append({"x": (points[-1]["x"] + x) / 2, "y": None})
+        point: dict[str, Any] = {"x": x, "y": d[key]}
+        if with_providers:
+            point |= {"provider": d["provider"], "providers": d["providers"], "changed": d["changed"],
+                      "added": d["added"], "removed": d["removed"], "gap": d["gap"]}
+        points.append(point)
+    return points
+
+
+def _day_ms(day: Any) -> int:  # noqa: ANN401 - a date or an ISO day
+    if isinstance(day, str):
+        day = date.fromisoformat(day)
     return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
 

@@ -122,7 +122,9 @@ def _recommendations(t: Texts, model: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for key in ("bestSingleGpu", "bestValue", "appleUnifiedMemory", "cloudFrom"):
         value = (model.get("recommendations") or {}).get(key)
-        if value is None:
+        if value is None and key == "bestValue":
+            text = t("rec.no_consumer_gpu")  # null: no consumer/workstation GPU holds it alone (schema)
+        elif value is None:
             text = t("rec.none")
         elif "note" in value:
             text = t(NOTES[value["note"]]) if value["note"] in NOTES else value["note"]
@@ -147,9 +149,17 @@ def _left_out(snap: Snapshot) -> dict[str, int]:
 def _index_row(model: dict[str, Any], native: str | None) -> dict[str, Any]:
     return {"id": model["id"], "name": model["name"], "lab": model["lab"]["name"], "failed": None,
             "params": model["parameters"], "active": model["activeParameters"], "native": format_name(native),
-            "native_gib": model["weightsGiB"].get("native"), "fewest": fewest_gpus(model),
+            "native_gib": model["weightsGiB"].get("native"), "fewest": _named(fewest_gpus(model), native),
             "cheapest": (model.get("cheapestSetups") or [None])[0], "byGpu": gpu_answers(model, native),
+            "native_code": native,
             "scenario": model["gpusNeeded"].get("scenario")}
+
+
+def _named(fewest: dict[str, Any] | None, native: str | None) -> dict[str, Any] | None:
+    """:func:`fewest_gpus`'s answer with the display name of its format column (``native``: the checkpoint's)."""
+    if fewest is None:
+        return None
+    return fewest | {"format": format_name(fewest["column"], native)}
 
 
 def _index_rows(snap: Any, rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: ANN401 - Snapshot
@@ -213,10 +223,12 @@ PAGES_PER_JOB = 100
 
 def _chart_data(t: Texts, history: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per GPU the chart's series with their labels: the cheapest on-demand price (a line), the spread up to the
-    dearest provider's cheapest (a band), the cheapest spot/marketplace price (dashed), each provider (hidden)."""
+    dearest provider's cheapest (a band), the cheapest spot/marketplace price (dashed), each provider (hidden);
+    days whose provider set differs from the day before are marked (``changed``), ``None`` points break lines."""
     return {gpu: {"cheapest": h["cheapest"], "high": h["high"], "spot": h["spot"], "providers": h["providers"],
                   "labels": {"cheapest": t("prices.history.cheapest"), "high": t("prices.history.spread"),
-                             "spot": t("prices.history.spot")}}
+                             "spot": t("prices.history.spot"), "providers": t("prices.history.day_providers"),
+                             "changed": t("prices.history.changed")}}
             for gpu, h in history.items()}
 
 
