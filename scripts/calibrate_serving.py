@@ -34,10 +34,10 @@ QUANTITIES = ("ttft", "itl", "e2e", "tput")
 WEIGHTS = {"ttft": 1.0, "itl": 1.0, "e2e": 1.0, "tput": 0.5}
 #: (module, name, key) of every fitted constant
 PARAMS = [(step, "MEMORY_KIND_FACTOR", k) for k in ("HBM2e", "HBM3", "HBM3e", "GDDR6")] + [
-    (step, "OVERLAP", None), (step, "SEQ_US", None), (step, "MFU_FACTOR", None),
-    (steady_state, "QUEUE_FACTOR", None), (steady_state, "FLOOR_FACTOR", None),
+    (step, "OVERLAP", None), (step, "SEQ_US", None), (step, "MFU_FACTOR", None), (step, "ROUTE_US", None),
+    (steady_state, "QUEUE_FACTOR", None)] + [(steady_state, "FLOOR_FACTOR", k) for k in ("vllm", "sglang")] + [
     (steady_state, "FRONT_MS", None)]
-FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0}  # start of a constant that is zero (log space)
+FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "ROUTE_US": 0.05}  # start of a constant that is zero (log space)
 BANDS_PY = ROOT / "sizing_core" / "serving" / "bands.py"
 DOC = ROOT / "docs" / "calibration.md"
 BAND_QUANTILES = (0.05, 0.95)
@@ -208,8 +208,9 @@ def doc_tables(cs: list, fig: dict, table: dict, held: tuple[int, int]) -> str:
              f"| serving.step.OVERLAP | {step.OVERLAP:.4g} |", f"| serving.step.SEQ_US | {step.SEQ_US:.4g} |",
              f"| serving.step.EXPERT_US | {step.EXPERT_US:.4g} |",
              f"| serving.step.MFU_FACTOR | {step.MFU_FACTOR:.4g} |",
+             f"| serving.step.ROUTE_US | {step.ROUTE_US:.4g} |",
              f"| serving.steady_state.QUEUE_FACTOR | {steady_state.QUEUE_FACTOR:.4g} |",
-             f"| serving.steady_state.FLOOR_FACTOR | {steady_state.FLOOR_FACTOR:.4g} |",
+             f"| serving.steady_state.FLOOR_FACTOR | {steady_state.FLOOR_FACTOR} |",
              f"| serving.steady_state.FRONT_MS | {steady_state.FRONT_MS:.4g} |"]
     rows += ["", "| case | engine | GPU | model class | load | TTFT ms meas / pred | ITL ms meas / pred | "
              "E2E ms meas / pred | out tok/s meas / pred | step at measured batch (B) | source |",

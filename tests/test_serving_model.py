@@ -79,7 +79,7 @@ def test_low_rate_ttft_is_the_batch_one_prefill() -> None:
     model = StepModel(arch, gpu, engine, "bf16", 1, 1)
     weights = model.weight_bytes(prompt) / model.bandwidth * 1000  # the step reads the weights once
     assert compute > weights  # a 2,000-token prompt of an 8B model is compute-bound on an H100
-    expected = (TTFT_FLOOR_MS["server"] * steady_state.FLOOR_FACTOR + compute + step.OVERLAP * weights
+    expected = (TTFT_FLOOR_MS["server"] * steady_state.FLOOR_FACTOR[engine.id] + compute + step.OVERLAP * weights
                 + fixed_ms(arch, gpu, engine, 1, 1))
     assert got.ttft_ms == pytest.approx(expected, rel=0.02)
 
