@@ -109,14 +109,17 @@ def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
 
 def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, workload: Workload,
           start: EngineStartup | None = None, kv_cache_dtype: str = "bf16", native: bool = True,
-          nodes: int = 1, cpu_offload_gb: float | None = None, dp_attention: int = 1) -> Serving:
+          nodes: int = 1, cpu_offload_gb: float | None = None, dp_attention: int = 1,
+          expert_parallel: int = 1) -> Serving:
     """The setup's steady state at ``workload``: ``start`` (the engine's start-up figures for this layout and
     ``max_model_len``) gives the KV pool and the scheduler's defaults; ``dp_attention`` the DP-attention degree
-    inside the TP group (SGLang's --enable-dp-attention: each rank holds its own requests and KV pool)."""
+    inside the TP group (SGLang's --enable-dp-attention: each rank holds its own requests and KV pool),
+    ``expert_parallel`` the expert-parallel degree (each rank runs its own experts)."""
     from ..calibration import model_class
 
     group = model_class(arch)  # the bands' group
-    model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes, cpu_offload_gb, dp_attention)
+    model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes, cpu_offload_gb, dp_attention,
+                      expert_parallel)
     solver = Solver(model, scheduler_for(engine, gpu, start), workload)
     max_rate = solver.max_rate()
     decodes = solver.decodes

@@ -5,7 +5,8 @@ the call ``vramlab fit ... --rate R`` makes. Reading package data is the only I/
 Each row becomes a setup (config, GPU, engine with the settings the row states, TP x PP, DP replicas sharing the
 load) and a :class:`Workload` (the row's mean lengths, its rate, clients or burst size, its run length and how its
 output lengths spread: ShareGPT ~ exponential, SGLang's ``random`` with range ratio 0 uniform, else fixed). Measured:
-mean TTFT, ITL (or TPOT), E2E (medians where means are not given) and output tokens/s; an ITL more than twice
+mean TTFT, ITL (or TPOT), E2E (medians where means are not given; a median E2E over ShareGPT's spread of output
+lengths is set against the median-length request's, ``ln 2`` of the mean output) and output tokens/s; an ITL more than twice
 what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of several tokens), nor a
 burst's TTFT below what its prompts take at the GPUs' peak FLOPs (:func:`prefill_bound_ms`: not all sent at once).
 """
@@ -110,6 +111,7 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
     attention_dp = dp if dp > 1 and (_int(row.get("gpu_count")) or tp * pp * dp) == tp * pp else 1
     if attention_dp > 1:
         dp = 1
+    ep = _int(row.get("ep")) or 1
     nodes = math.ceil(tp * pp / gpu.node_size)
     fmt = row["format"] or "bf16"
     kv = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "auto": "bf16"}.get(row.get("kv_cache_dtype") or "bf16",
@@ -121,8 +123,10 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
     start = startup_for_layout(arch, gpu, engine, fmt, tp, pp, context, kv, 1)
     if not start.starts:
         return "the modelled pool does not hold one request (the start-up model says it would not start)"
-    answer = serve(arch, gpu, engine, fmt, tp, pp, load, start, kv, native, nodes, dp_attention=attention_dp)
-    solver = Solver(StepModel(arch, gpu, engine, fmt, tp, pp, kv, native, nodes, dp_attention=attention_dp),
+    answer = serve(arch, gpu, engine, fmt, tp, pp, load, start, kv, native, nodes, dp_attention=attention_dp,
+                   expert_parallel=ep)
+    solver = Solver(StepModel(arch, gpu, engine, fmt, tp, pp, kv, native, nodes, dp_attention=attention_dp,
+                              expert_parallel=ep),
                     scheduler_for(engine, gpu, start), load)
     return answer, dp, solver
 
@@ -168,7 +172,11 @@ def cases() -> list[Case]:
                                                              + answer.e2e_ms / 1000)
         if row["load_kind"] == "burst" and "ttft" in m and m["ttft"] < prefill_bound_ms(solver):
             del m["ttft"]  # below what the burst's prompts take at the GPUs' peak FLOPs: not a burst as stated
-        case.predicted = {"ttft": answer.ttft_ms, "itl": answer.itl_ms, "e2e": answer.e2e_ms, "tput": tput * replicas}
+        e2e = answer.e2e_ms
+        if not _first(row, "e2e_ms_mean") and output_cv2(row) == 1.0:
+            # a median E2E over exponential output lengths is the median-length request's: ln 2 of the mean output
+            e2e = answer.ttft_ms + max(0.0, math.log(2) * load.output_tokens - 1) * answer.itl_ms
+        case.predicted = {"ttft": answer.ttft_ms, "itl": answer.itl_ms, "e2e": e2e, "tput": tput * replicas}
         if "itl" in m and "tput" in m:  # the step alone, at the batch Little's law gives from the measured figures
             batch = m["tput"] / replicas * m["itl"] / 1000
             rate = m["tput"] / replicas / float(row["output_tokens"])

@@ -6,7 +6,9 @@ group::
                 + B x KV bytes of ``held`` tokens                       over  bandwidth x efficiency(memory kind)
     compute   = ((B + p) x 2 x active params + B x attention over held + p x attention over the prompt) / TP
                                                                          over  peak x MFU
-    step      = max(bandwidth, compute) + OVERLAP x min(bandwidth, compute) + fixed costs (``engine_speed``)
+    step      = roof(weight bytes, matrix FLOPs) + roof(KV bytes, attention FLOPs) + fixed costs (``engine_speed``)
+                + B x SEQ_US + (B + p) x routed picks per token x ROUTE_US (MoE)
+    roof(a, b) = max(a, b) + OVERLAP x min(a, b)  (the matrix products and attention run as kernels of their own)
 
 The distinct experts a layer's routed experts see for ``n`` tokens: ``E (1 - (1 - k/E)^n)`` (``k`` at one token,
 all ``E`` for many). Fixed costs (launches, routing, MLA kernels, TP all-reduces) and the MFU, the expert streaming
@@ -53,7 +55,7 @@ EXPERT_US = 0.0
 MFU_FACTOR = 1.151
 #: per token and routed expert it picks, per MoE layer and step (vLLM/SGLang fused MoE): the router's top-k, the
 #: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
-#: group (each rank runs every token's experts, sharded). It is what makes a MoE step at a batch of hundreds (and a
+#: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what makes a MoE step at a batch of hundreds (and a
 #: MoE prompt) slower than its bytes and FLOPs
 ROUTE_US = 0.0802
 # ------------------------------------------------------------------------------------------------------------------
@@ -106,11 +108,14 @@ class StepModel:
 
     def __init__(self, arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int,
                  kv_cache_dtype: str = "bf16", native: bool = True, nodes: int = 1,
-                 cpu_offload_gb: float | None = None, dp_attention: int = 1) -> None:
+                 cpu_offload_gb: float | None = None, dp_attention: int = 1, expert_parallel: int = 1) -> None:
         self.arch, self.gpu, self.engine, self.tp, self.pp, self.kv = arch, gpu, engine, tp, pp, kv_cache_dtype
         #: SGLang's --enable-dp-attention: the TP group's ranks each run attention for their own share of the batch
         #: (their own KV, their own requests); the MoE and dense layers run every rank's tokens together
         self.dp_attention = max(1, dp_attention)
+        #: expert parallelism (vLLM --enable-expert-parallel, SGLang --ep-size): each rank runs its own experts, so
+        #: only its share of the routed (token, expert) picks
+        self.expert_parallel = max(1, expert_parallel)
         self.family = family(engine)
         dense, row, self.experts = step_terms(arch, fmt)
         groups: dict[tuple[int, int], int] = {}
@@ -150,19 +155,25 @@ class StepModel:
         prompts ``prompt`` tokens long (their attention spans half the prompt on average)."""
         tokens = batch + prefill
         ranks = self.dp_attention  # attention over held KV: each DP-attention rank its own share of the batch
-        nbytes = self.weight_bytes(max(tokens, 1.0)) + batch / ranks * self.kv_bytes(held)
-        bandwidth_ms = nbytes / self.bandwidth * 1000 if self.bandwidth else 0.0
-        compute_ms = 0.0
+        rate = self.bandwidth / 1000 if self.bandwidth else 0.0  # bytes per ms
+        weights_ms = self.weight_bytes(max(tokens, 1.0)) / rate if rate else 0.0
+        kv_ms = batch / ranks * self.kv_bytes(held) / rate if rate else 0.0
+        gemm_ms = attention_ms = 0.0
         if self.flops:
-            flops = tokens * 2 * self.active + batch * _attention_flops_per_token(self.arch, 2 * max(1, round(held)))
+            per_ms = self.tp * self.flops / 1000
+            gemm_ms = tokens * 2 * self.active / per_ms
+            attention = batch * _attention_flops_per_token(self.arch, 2 * max(1, round(held)))
             if prefill:
-                flops += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
-            compute_ms = flops / self.tp / self.flops * 1000
-        total = max(bandwidth_ms, compute_ms) + OVERLAP * min(bandwidth_ms, compute_ms) + self.fixed
+                attention += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
+            attention_ms = attention / per_ms
+        # two kinds of kernel, one after the other: the matrix products stream the weights, attention the KV
+        total = (max(weights_ms, gemm_ms) + OVERLAP * min(weights_ms, gemm_ms)
+                 + max(kv_ms, attention_ms) + OVERLAP * min(kv_ms, attention_ms) + self.fixed)
+        bandwidth_ms, compute_ms = weights_ms + kv_ms, gemm_ms + attention_ms
         if self.server:
             total += batch / ranks * SEQ_US / 1000
             if ROUTE_US and self.routed:
-                total += tokens * self.routed * ROUTE_US / 1000
+                total += tokens * self.routed / self.expert_parallel * ROUTE_US / 1000
         if EXPERT_US and self.moe_layers:
             total += sum(n * distinct_experts(e, k, max(tokens, 1.0)) for e, k, n in self.moe_layers) * EXPERT_US / 1000
         return Step(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=self.fixed, total_ms=total)
