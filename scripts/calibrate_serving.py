@@ -8,8 +8,8 @@ at-load constants, residual bands, and the at-load section of docs/calibration.m
                                                 # sizing_core/serving/bands.py and the tables of docs/calibration.md
 
 Every case runs through :func:`sizing_core.serving.serve`, the call ``vramlab fit ... --rate R`` makes. The fit
-minimises the mean absolute log(measured / predicted) of TTFT, ITL, E2E and output throughput (robust to the few
-cases the model cannot reach) with calibrate.py's Nelder-Mead on the constants' logarithms.
+minimises the mean absolute log(measured / predicted) of TTFT, ITL, E2E and output throughput, each term capped at
+a factor of 3 (robust to the few cases the model cannot reach) with calibrate.py's Nelder-Mead on the constants' logarithms.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "ROU
 BANDS_PY = ROOT / "sizing_core" / "serving" / "bands.py"
 DOC = ROOT / "docs" / "calibration.md"
 BAND_QUANTILES = (0.05, 0.95)
+#: a case's term in the loss counts at most this (a factor of 3): the few cases the model cannot reach (a run the
+#: engine thrashed, a client timing chunks) do not pull the constants away from the rest
+LOSS_CAP = math.log(3)
 
 
 def get(module, name: str, key: object) -> float:
@@ -71,7 +74,7 @@ def loss(x: list[float], ids: set[str] | None = None) -> float:
         for q in QUANTITIES:
             r = c.ratio(q)
             if r == r and r > 0:
-                total += WEIGHTS[q] * abs(math.log(r))
+                total += WEIGHTS[q] * min(abs(math.log(r)), LOSS_CAP)
                 weight += WEIGHTS[q]
     return total / max(weight, 1)
 

@@ -43,21 +43,21 @@ from ..units import GB, GIB
 # on GDDR6 (L4, L40S); a step pays bandwidth and compute in full (overlap at its cap of 1) and 66 us per running
 # request, its matrix work at 1.12 x the batch-1 prefill MFU
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.404, "HBM3e": 1.63, "GDDR6": 0.631, "GDDR7": 1.0, "LPDDR": 1.0}
+MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.402, "HBM3e": 1.63, "GDDR6": 0.633, "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a step does not hide under the larger one
-OVERLAP = 0.504
+OVERLAP = 0.502
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
-SEQ_US = 39.6
+SEQ_US = 39.3
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
 #: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
 EXPERT_US = 0.0
 #: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
-MFU_FACTOR = 1.036
+MFU_FACTOR = 1.034
 #: per token and routed expert it picks, per MoE layer and step (vLLM/SGLang fused MoE): the router's top-k, the
 #: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
 #: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what makes a MoE step at a batch of hundreds (and a
 #: MoE prompt) slower than its bytes and FLOPs
-ROUTE_US = 0.0999
+ROUTE_US = 0.103
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
