@@ -161,11 +161,14 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
         saturated = clients > solver.running_cap()
         e2e = clients / state.throughput * 1000
         ttft = e2e - decodes * state.step_ms
-        if workload.num_prompts and workload.num_prompts >= clients:
-            extra = solver.burst_extra_ms(clients, state) * clients / workload.num_prompts
-            ttft, e2e = ttft + extra, e2e + extra
+        # the run starts with a burst of K prompts; with fixed output lengths the clients stay in lock-step (they
+        # finish in the same step and send again together), so every wave is such a burst
+        waves = 1.0 if workload.output_cv2 == 0 and clients > 1 else (
+            clients / workload.num_prompts if workload.num_prompts and workload.num_prompts >= clients else 0.0)
+        extra = solver.burst_extra_ms(clients, state) * waves if waves else 0.0
+        ttft, e2e = ttft + extra, e2e + extra
         ttft90 = ttft - state.wait_ms + state.wait_p90_ms + 0.4 * state.step_ms
-        requests = state.throughput
+        requests = clients / e2e * 1000 if waves else state.throughput
         mean_batch = state.batch + requests * state.prefill_ms / 1000
         itl = state.step_ms
     e2e90 = ttft90 + decodes * itl

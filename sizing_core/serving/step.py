@@ -38,13 +38,15 @@ from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_
 from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
-# on serving.csv of branch serving-data at 4fdf367 (151 of 215 cases predicted): vLLM/SGLang stream at 0.89 of the
-# spec bandwidth on HBM2e (A100) and HBM3e (H200, B200) at the cap of 0.95, 0.78 on HBM3 (H100, MI300X) and 0.66
-# on GDDR6 (L4, L40S); a step pays bandwidth and compute in full (overlap at its cap of 1) and 66 us per running
-# request, its matrix work at 1.12 x the batch-1 prefill MFU
+# on serving.csv (151 of 215 cases predicted): vLLM/SGLang stream at 0.89 of the spec bandwidth on HBM2e (A100) and
+# HBM3e (H200, B200) at the cap of 0.95, 0.82 on HBM3 (H100, MI300X) and 0.63 on GDDR6 (L4, L40S); the matrix
+# products and attention each hide half of the smaller of their bandwidth and compute time (overlap 0.5), a step
+# pays 39 us per running request and 0.1 us per routed (token, expert) pick and MoE layer, its matrix work at 1.03 x
+# the batch-1 prefill MFU
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
 MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.402, "HBM3e": 1.63, "GDDR6": 0.633, "GDDR7": 1.0, "LPDDR": 1.0}
-#: share of the smaller of bandwidth and compute time a step does not hide under the larger one
+#: share of the smaller of bandwidth and compute time a kernel (the matrix products, attention) does not hide under
+#: the larger one
 OVERLAP = 0.502
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
 SEQ_US = 39.3
@@ -55,8 +57,8 @@ EXPERT_US = 0.0
 MFU_FACTOR = 1.034
 #: per token and routed expert it picks, per MoE layer and step (vLLM/SGLang fused MoE): the router's top-k, the
 #: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
-#: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what makes a MoE step at a batch of hundreds (and a
-#: MoE prompt) slower than its bytes and FLOPs
+#: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what
+#: makes a MoE step at a batch of hundreds (and a MoE prompt) slower than its bytes and FLOPs
 ROUTE_US = 0.103
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
