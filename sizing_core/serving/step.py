@@ -38,16 +38,16 @@ from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_
 from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
-# on serving.csv (151 of 215 cases predicted): vLLM/SGLang stream at 0.89 of the spec bandwidth on HBM2e (A100) and
-# HBM3e (H200, B200) at the cap of 0.95, 0.81 on HBM3 (H100, MI300X) and 0.63 on GDDR6 (L4, L40S); the matrix
+# on serving.csv (151 of 215 cases predicted): vLLM/SGLang stream at 0.93 of the spec bandwidth on HBM2e (A100),
+# at the cap of 0.95 on HBM3e (H200, B200), 0.81 on HBM3 (H100, MI300X) and 0.63 on GDDR6 (L4, L40S); the matrix
 # products and attention each hide 56% of the smaller of their bandwidth and compute time (overlap 0.44), a step
 # pays 37 us per running request and 0.11 us per routed (token, expert) pick and MoE layer, its matrix work at 1.01 x
 # the batch-1 prefill MFU
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.397, "HBM3e": 1.63, "GDDR6": 0.6311, "GDDR7": 1.0, "LPDDR": 1.0}
+MEMORY_KIND_FACTOR = {"HBM2e": 1.6, "HBM3": 1.396, "HBM3e": 1.63, "GDDR6": 0.6295, "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a kernel (the matrix products, attention) does not hide under
 #: the larger one
-OVERLAP = 0.44
+OVERLAP = 0.436
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
 SEQ_US = 37
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
@@ -59,7 +59,7 @@ MFU_FACTOR = 1.012
 #: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
 #: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what
 #: makes a MoE step at a batch of hundreds (and a MoE prompt) slower than its bytes and FLOPs
-ROUTE_US = 0.108
+ROUTE_US = 0.107
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
