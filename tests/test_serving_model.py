@@ -79,7 +79,7 @@ def test_low_rate_ttft_is_the_batch_one_prefill() -> None:
     model = StepModel(arch, gpu, engine, "bf16", 1, 1)
     weights = model.weight_bytes(prompt) / model.bandwidth * 1000  # the step reads the weights once
     assert compute > weights  # a 2,000-token prompt of an 8B model is compute-bound on an H100
-    expected = (TTFT_FLOOR_MS["server"] * steady_state.FLOOR_FACTOR + compute + step.OVERLAP * weights
+    expected = (TTFT_FLOOR_MS["server"] * steady_state.FLOOR_FACTOR[engine.id] + compute + step.OVERLAP * weights
                 + fixed_ms(arch, gpu, engine, 1, 1))
     assert got.ttft_ms == pytest.approx(expected, rel=0.02)
 
@@ -209,3 +209,43 @@ def test_a_short_overload_grows_the_batch_not_the_queue() -> None:
     assert wait == pytest.approx(0.0, abs=1e-6) and batch <= cap
     long_wait, long_itl, _ = solver.overloaded_run(1.2 * top, 50 * int(cap))
     assert long_wait > 1000 and long_itl >= itl
+
+
+def test_moe_step_pays_per_routed_pick_a_rank_share_under_expert_parallelism() -> None:
+    """The MoE step grows by tokens x (top-k x MoE layers) x ROUTE_US; expert parallelism over ``ep`` ranks leaves
+    each rank ``1/ep`` of the picks."""
+    arch, gpu, engine, _ = _setup("Qwen__Qwen3-30B-A3B")
+    tp = StepModel(arch, gpu, engine, "bf16", 2, 1)
+    ep = StepModel(arch, gpu, engine, "bf16", 2, 1, expert_parallel=2)
+    assert tp.routed == 48 * 8  # 48 MoE layers, top-8
+    gap = tp.step(100, 1000).total_ms - ep.step(100, 1000).total_ms
+    assert gap == pytest.approx(100 * tp.routed * step.ROUTE_US / 1000 / 2, rel=1e-6)
+
+
+def test_dp_attention_ranks_read_their_own_share_of_the_kv() -> None:
+    """SGLang DP attention: each of the group's ranks holds its share of the batch (its own KV) and a pool of its own."""
+    arch, gpu, engine, start = _setup("deepseek-ai__DeepSeek-R1", "h200", "fp8", tp=8)
+    plain = StepModel(arch, gpu, get_engine("sglang"), "fp8", 8, 1)
+    dpa = StepModel(arch, gpu, get_engine("sglang"), "fp8", 8, 1, dp_attention=8)
+    one, many = plain.step(256, 4000), dpa.step(256, 4000)
+    kv = 256 * plain.kv_bytes(4000) / plain.bandwidth * 1000
+    assert one.bandwidth_ms - many.bandwidth_ms == pytest.approx(kv * 7 / 8, rel=1e-6)
+    load = Workload(input_tokens=1000, output_tokens=200, concurrency=64)
+    solo = steady_state.Solver(plain, scheduler_for(get_engine("sglang"), gpu, start), load)
+    ranks = steady_state.Solver(dpa, scheduler_for(get_engine("sglang"), gpu, start), load)
+    assert ranks.limits.kv_tokens == pytest.approx(8 * solo.limits.kv_tokens)
+
+
+def test_a_burst_beyond_the_running_cap_decodes_between_the_full_and_the_draining_batch() -> None:
+    """A burst of more prompts than the engine runs at once keeps the batch full while prompts wait, then drains:
+    its ITL lies between the step at the full batch and the step of one wave draining."""
+    arch, gpu, engine, start = _setup()
+    burst = Workload(input_tokens=200, output_tokens=200, concurrency=4000, kind="burst", output_cv2=1.0)
+    got = serve(arch, gpu, engine, "bf16", 1, 1, burst, start)
+    assert got.saturated and got.max_running > 0
+    full = _serve(Workload(input_tokens=200, output_tokens=200, concurrency=got.max_running))
+    assert got.itl_ms < full.itl_ms * 1.001
+    wave = serve(arch, gpu, engine, "bf16", 1, 1, Workload(input_tokens=200, output_tokens=200,
+                                                          concurrency=got.max_running, kind="burst",
+                                                          output_cv2=1.0), start)
+    assert got.itl_ms > wave.itl_ms

@@ -75,47 +75,64 @@ def _range(value: float, quantity: str, group: str = "*") -> Range:
 
 
 def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
-    """N prompts sent at once: the engine runs ``n = min(N, what it runs at once)`` of them as a closed loop, the
-    first ``n`` prompts queue for the step budget one behind the other, the rest wait for a slot (the ``j``-th
-    beyond ``n`` for ``j`` completions). With output lengths of squared CV ``c``, the batch a token sees while the
-    burst drains is ``n / (1 + c)`` (fixed lengths: all ``n``; exponential: half)."""
+    """N prompts sent at once: the engine runs ``n = min(N, what it runs at once)`` of them, the first ``n`` prompts
+    queue for the step budget one behind the other, the rest wait for a slot (the ``j``-th beyond ``n`` for ``j``
+    completions). While prompts wait, each finished request is replaced at once: the batch stays at ``n``. Once the
+    queue is empty the last ``n`` drain: with lengths of squared CV ``c`` a request left then has ``O (1 + c) / 2``
+    tokens to go (the residual life) of squared CV about ``(1 + 2c) / 3``, and the batch a draining token sees is
+    ``n / (1 + that)``. One wave (``N <= n``) drains from the start: ``n / (1 + c)`` (fixed lengths: all ``n``;
+    exponential: half)."""
     from ..calibration import model_class
 
     group = model_class(solver.model.arch)
     total = int(workload.concurrency or 1)
     inside = max(1, min(total, int(solver.running_cap())))
-    seen = max(1, round(inside / (1 + workload.output_cv2)))
-    state = solver.closed_state(seen)
+    cv2 = workload.output_cv2
     decodes = solver.decodes
+    if total > inside:  # a full batch while prompts wait, then the drain
+        state = solver.closed_state(inside)
+        drain = solver.closed_state(max(1, round(inside / (1 + (1 + 2 * cv2) / 3))))
+        share = min(1.0, inside * (1 + cv2) / 2 / total)  # of the tokens, decoded while the last n drain
+        itl = (1 - share) * state.step_ms + share * drain.step_ms
+        seen = inside
+    else:
+        seen = max(1, round(inside / (1 + cv2)))
+        state = solver.closed_state(seen)
+        itl = state.step_ms
     extra = solver.burst_extra_ms(inside, state)  # the first wave's prefill queue
     x = state.throughput  # requests/s once the engine runs its slots
     outside = (total - inside) * (total - inside + 1) / (2 * total * x) * 1000 if total > inside else 0.0
     engine = seen / x * 1000  # in the engine, from arrival to the last token, at the batch a token sees
     wave = inside / total
     ttft = engine - decodes * state.step_ms + wave * extra + outside
-    e2e = ttft + decodes * state.step_ms
+    e2e = ttft + decodes * itl
     # the run ends with its longest request: (1 + sqrt(3) cv) x the mean decode (uniform lengths: twice the mean)
-    longest = solver.floor + decodes * state.step_ms * (1 + math.sqrt(3 * workload.output_cv2))
+    longest = solver.floor + decodes * itl * (1 + math.sqrt(3 * cv2))
     duration = (total - inside) / x + (2 * extra + longest) / 1000
     requests = total / duration
     ttft90 = ttft + (1.6 * extra if wave > 0.5 else 0.8 * outside)
-    e2e90 = ttft90 + decodes * state.step_ms
-    return Serving(rate=None, concurrency=total, ttft_ms=ttft, ttft_ms_p90=ttft90, itl_ms=state.step_ms, e2e_ms=e2e,
+    e2e90 = ttft90 + decodes * itl
+    return Serving(rate=None, concurrency=total, ttft_ms=ttft, ttft_ms_p90=ttft90, itl_ms=itl, e2e_ms=e2e,
                    e2e_ms_p90=e2e90, output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
                    mean_batch=state.batch + x * state.prefill_ms / 1000, saturated=total > solver.running_cap(),
                    max_rate=max_rate, ttft_ms_range=_range(ttft, "ttft", group),
-                   itl_ms_range=_range(state.step_ms, "itl", group), e2e_ms_range=_range(e2e, "e2e", group), max_running=int(solver.limits.max_running))
+                   itl_ms_range=_range(itl, "itl", group), e2e_ms_range=_range(e2e, "e2e", group),
+                   max_running=int(solver.limits.max_running))
 
 
 def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, workload: Workload,
           start: EngineStartup | None = None, kv_cache_dtype: str = "bf16", native: bool = True,
-          nodes: int = 1, cpu_offload_gb: float | None = None) -> Serving:
+          nodes: int = 1, cpu_offload_gb: float | None = None, dp_attention: int = 1,
+          expert_parallel: int = 1) -> Serving:
     """The setup's steady state at ``workload``: ``start`` (the engine's start-up figures for this layout and
-    ``max_model_len``) gives the KV pool and the scheduler's defaults."""
+    ``max_model_len``) gives the KV pool and the scheduler's defaults; ``dp_attention`` the DP-attention degree
+    inside the TP group (SGLang's --enable-dp-attention: each rank holds its own requests and KV pool),
+    ``expert_parallel`` the expert-parallel degree (each rank runs its own experts)."""
     from ..calibration import model_class
 
     group = model_class(arch)  # the bands' group
-    model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes, cpu_offload_gb)
+    model = StepModel(arch, gpu, engine, fmt, tp, pp, kv_cache_dtype, native, nodes, cpu_offload_gb, dp_attention,
+                      expert_parallel)
     solver = Solver(model, scheduler_for(engine, gpu, start), workload)
     max_rate = solver.max_rate()
     decodes = solver.decodes
@@ -144,11 +161,18 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
         saturated = clients > solver.running_cap()
         e2e = clients / state.throughput * 1000
         ttft = e2e - decodes * state.step_ms
-        if workload.num_prompts and workload.num_prompts >= clients:
-            extra = solver.burst_extra_ms(clients, state) * clients / workload.num_prompts
-            ttft, e2e = ttft + extra, e2e + extra
+        # the run starts with a burst of K prompts; with fixed output lengths and a wave the step budget prefills at
+        # once, the clients stay in lock-step (they start and finish in the same steps and send again together), so
+        # every wave is such a burst (a wave of several steps' prompts staggers: each then comes back as the one
+        # before it is done)
+        lockstep = workload.output_cv2 == 0 and clients > 1 and (
+            clients * workload.input_tokens <= solver.limits.token_budget)
+        waves = 1.0 if lockstep else (
+            clients / workload.num_prompts if workload.num_prompts and workload.num_prompts >= clients else 0.0)
+        extra = solver.burst_extra_ms(clients, state) * waves if waves else 0.0
+        ttft, e2e = ttft + extra, e2e + extra
         ttft90 = ttft - state.wait_ms + state.wait_p90_ms + 0.4 * state.step_ms
-        requests = state.throughput
+        requests = clients / e2e * 1000 if waves else state.throughput
         mean_batch = state.batch + requests * state.prefill_ms / 1000
         itl = state.step_ms
     e2e90 = ttft90 + decodes * itl

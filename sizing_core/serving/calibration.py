@@ -5,8 +5,11 @@ the call ``vramlab fit ... --rate R`` makes. Reading package data is the only I/
 Each row becomes a setup (config, GPU, engine with the settings the row states, TP x PP, DP replicas sharing the
 load) and a :class:`Workload` (the row's mean lengths, its rate, clients or burst size, its run length and how its
 output lengths spread: ShareGPT ~ exponential, SGLang's ``random`` with range ratio 0 uniform, else fixed). Measured:
-mean TTFT, ITL (or TPOT), E2E (medians where means are not given) and output tokens/s; an ITL more than twice
-what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of several tokens).
+mean TTFT, ITL (or TPOT), E2E (medians where means are not given; a median E2E over ShareGPT's spread of output
+lengths is set against the median-length request's, ``ln 2`` of the mean output, and a median TTFT against the
+median-length prompt's prefill, :func:`median_prompt_saving_ms`) and output tokens/s; an ITL more than twice
+what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of several tokens), nor a
+burst's TTFT below what its prompts take at the GPUs' peak FLOPs (:func:`prefill_bound_ms`: not all sent at once).
 """
 
 from __future__ import annotations
@@ -105,6 +108,11 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
         max_num_batched_tokens=_int(row.get("max_num_batched_tokens")),
         memory_fraction=_float(row.get("gpu_memory_utilization")))
     tp, pp, dp = _int(row["tp"]) or 1, _int(row["pp"]) or 1, _int(row.get("dp")) or 1
+    # dp inside the TP group (GPUs = tp x pp): DP attention, one engine serving the whole load; else replicas
+    attention_dp = dp if dp > 1 and (_int(row.get("gpu_count")) or tp * pp * dp) == tp * pp else 1
+    if attention_dp > 1:
+        dp = 1
+    ep = _int(row.get("ep")) or 1
     nodes = math.ceil(tp * pp / gpu.node_size)
     fmt = row["format"] or "bf16"
     kv = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "auto": "bf16"}.get(row.get("kv_cache_dtype") or "bf16",
@@ -116,10 +124,38 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
     start = startup_for_layout(arch, gpu, engine, fmt, tp, pp, context, kv, 1)
     if not start.starts:
         return "the modelled pool does not hold one request (the start-up model says it would not start)"
-    answer = serve(arch, gpu, engine, fmt, tp, pp, load, start, kv, native, nodes)
-    solver = Solver(StepModel(arch, gpu, engine, fmt, tp, pp, kv, native, nodes), scheduler_for(engine, gpu, start),
-                    load)
+    answer = serve(arch, gpu, engine, fmt, tp, pp, load, start, kv, native, nodes, dp_attention=attention_dp,
+                   expert_parallel=ep)
+    solver = Solver(StepModel(arch, gpu, engine, fmt, tp, pp, kv, native, nodes, dp_attention=attention_dp,
+                              expert_parallel=ep),
+                    scheduler_for(engine, gpu, start), load)
     return answer, dp, solver
+
+
+def median_prompt_saving_ms(solver, batch: float) -> float:
+    """How much sooner the median-length prompt of ShareGPT's spread (about exponential: ``ln 2`` of the mean)
+    gets its first token than the mean-length one, at the same load: the difference of their own prefills."""
+    from dataclasses import replace
+
+    w = solver.w
+    short = replace(w, input_tokens=max(1, round(math.log(2) * w.input_tokens)))
+    args = (solver.model, batch, solver.held)
+    return max(0.0, solver.sched.prefill_service_ms(*args, w, solver.limits)
+               - solver.sched.prefill_service_ms(*args, short, solver.limits))
+
+
+def prefill_bound_ms(solver) -> float:
+    """The least mean TTFT of a burst: its prompts' matrix FLOPs at the GPUs' peak (no MFU), taken in one after
+    the other (the mean prompt waits for half of them)."""
+    from ..engine_speed import PREFILL_MFU
+    from .step import MFU_FACTOR
+
+    model, load = solver.model, solver.w
+    if not model.flops:
+        return 0.0
+    peak = model.flops / (PREFILL_MFU[model.family] * (MFU_FACTOR if model.server else 1.0))
+    total = float(load.concurrency or 1) * load.input_tokens * 2 * model.active / (model.tp * model.pp)
+    return total / peak * 1000 / 2
 
 
 def cases() -> list[Case]:
@@ -147,7 +183,16 @@ def cases() -> list[Case]:
         if load.open_loop and load.num_prompts and not answer.saturated:  # a run of N prompts: N/R + the last E2E
             tput = load.num_prompts * load.output_tokens / (load.num_prompts / answer.requests_per_s
                                                              + answer.e2e_ms / 1000)
-        case.predicted = {"ttft": answer.ttft_ms, "itl": answer.itl_ms, "e2e": answer.e2e_ms, "tput": tput * replicas}
+        if row["load_kind"] == "burst" and "ttft" in m and m["ttft"] < prefill_bound_ms(solver):
+            del m["ttft"]  # below what the burst's prompts take at the GPUs' peak FLOPs: not a burst as stated
+        ttft = answer.ttft_ms
+        if not _first(row, "ttft_ms_mean") and output_cv2(row) == 1.0:
+            ttft -= median_prompt_saving_ms(solver, answer.mean_batch)
+        e2e = answer.e2e_ms
+        if not _first(row, "e2e_ms_mean") and output_cv2(row) == 1.0:
+            # a median E2E over exponential output lengths is the median-length request's: ln 2 of the mean output
+            e2e = ttft + max(0.0, math.log(2) * load.output_tokens - 1) * answer.itl_ms
+        case.predicted = {"ttft": ttft, "itl": answer.itl_ms, "e2e": e2e, "tput": tput * replicas}
         if "itl" in m and "tput" in m:  # the step alone, at the batch Little's law gives from the measured figures
             batch = m["tput"] / replicas * m["itl"] / 1000
             rate = m["tput"] / replicas / float(row["output_tokens"])

@@ -26,7 +26,7 @@ with a burst of K prompts at once, whose extra TTFT counts in the run's mean by 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..engine_speed import TTFT_FLOOR_MS
 from .scheduler import Limits, Scheduler
@@ -34,13 +34,14 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.0195  # on the M/G/1 wait of the prefill queue
-#: request handling before the first forward pass at a load: engine_speed's TTFT_FLOOR_MS (fitted on batch-1
-#: TTFT rows) times this
-FLOOR_FACTOR = 1.413
+QUEUE_FACTOR = 0.0951  # on the M/G/1 wait of the prefill queue
+#: request handling before the first forward pass at a load (HTTP, chat template, tokenising, handing the request to
+#: the scheduler process): engine_speed's TTFT_FLOOR_MS (fitted on batch-1 TTFT rows) times this, per engine (their
+#: API servers differ: SGLang's tokenizer manager, vLLM's API server process); ``*`` for the others
+FLOOR_FACTOR = {"vllm": 0.9719, "sglang": 1.106, "*": 1.413}
 #: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for
 #: N x this / 2 on average
-FRONT_MS = 19.5
+FRONT_MS = 3.46
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -64,7 +65,9 @@ class Solver:
     def __init__(self, model: StepModel, scheduler: Scheduler, workload: Workload) -> None:
         self.model, self.sched, self.w = model, scheduler, workload
         self.limits: Limits = scheduler.limits(workload)
-        self.floor = TTFT_FLOOR_MS[model.family] * FLOOR_FACTOR
+        if model.dp_attention > 1:  # each DP-attention rank pages a pool of its own
+            self.limits = replace(self.limits, kv_tokens=self.limits.kv_tokens * model.dp_attention)
+        self.floor = TTFT_FLOOR_MS[model.family] * FLOOR_FACTOR.get(model.engine.id, FLOOR_FACTOR["*"])
         self.held = workload.held_tokens
         self.decodes = max(workload.output_tokens - 1, 0)
 

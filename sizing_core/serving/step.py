@@ -6,7 +6,9 @@ group::
                 + B x KV bytes of ``held`` tokens                       over  bandwidth x efficiency(memory kind)
     compute   = ((B + p) x 2 x active params + B x attention over held + p x attention over the prompt) / TP
                                                                          over  peak x MFU
-    step      = max(bandwidth, compute) + OVERLAP x min(bandwidth, compute) + fixed costs (``engine_speed``)
+    step      = roof(weight bytes, matrix FLOPs) + roof(KV bytes, attention FLOPs) + fixed costs (``engine_speed``)
+                + B x SEQ_US + (B + p) x routed picks per token x ROUTE_US (MoE)
+    roof(a, b) = max(a, b) + OVERLAP x min(a, b)  (the matrix products and attention run as kernels of their own)
 
 The distinct experts a layer's routed experts see for ``n`` tokens: ``E (1 - (1 - k/E)^n)`` (``k`` at one token,
 all ``E`` for many). Fixed costs (launches, routing, MLA kernels, TP all-reduces) and the MFU, the expert streaming
@@ -36,21 +38,28 @@ from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_
 from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
-# on serving.csv of branch serving-data at 4fdf367 (151 of 215 cases predicted): vLLM/SGLang stream at 0.89 of the
-# spec bandwidth on HBM2e (A100) and HBM3e (H200, B200) at the cap of 0.95, 0.78 on HBM3 (H100, MI300X) and 0.66
-# on GDDR6 (L4, L40S); a step pays bandwidth and compute in full (overlap at its cap of 1) and 66 us per running
-# request, its matrix work at 1.12 x the batch-1 prefill MFU
+# on serving.csv (151 of 215 cases predicted): vLLM/SGLang stream at 0.93 of the spec bandwidth on HBM2e (A100),
+# at the cap of 0.95 on HBM3e (H200, B200), 0.81 on HBM3 (H100, MI300X) and 0.63 on GDDR6 (L4, L40S); the matrix
+# products and attention each hide 56% of the smaller of their bandwidth and compute time (overlap 0.44), a step
+# pays 37 us per running request and 0.11 us per routed (token, expert) pick and MoE layer, its matrix work at 1.01 x
+# the batch-1 prefill MFU
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.63, "HBM3": 1.334, "HBM3e": 1.63, "GDDR6": 0.660, "GDDR7": 1.0, "LPDDR": 1.0}
-#: share of the smaller of bandwidth and compute time a step does not hide under the larger one
-OVERLAP = 1.0
+MEMORY_KIND_FACTOR = {"HBM2e": 1.6, "HBM3": 1.396, "HBM3e": 1.63, "GDDR6": 0.6295, "GDDR7": 1.0, "LPDDR": 1.0}
+#: share of the smaller of bandwidth and compute time a kernel (the matrix products, attention) does not hide under
+#: the larger one
+OVERLAP = 0.436
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
-SEQ_US = 66.1
+SEQ_US = 37
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
 #: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
 EXPERT_US = 0.0
 #: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
-MFU_FACTOR = 1.119
+MFU_FACTOR = 1.012
+#: per token and routed expert it picks, per MoE layer and step (vLLM/SGLang fused MoE): the router's top-k, the
+#: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
+#: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what
+#: makes a MoE step at a batch of hundreds (and a MoE prompt) slower than its bytes and FLOPs
+ROUTE_US = 0.107
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
@@ -101,8 +110,14 @@ class StepModel:
 
     def __init__(self, arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int,
                  kv_cache_dtype: str = "bf16", native: bool = True, nodes: int = 1,
-                 cpu_offload_gb: float | None = None) -> None:
+                 cpu_offload_gb: float | None = None, dp_attention: int = 1, expert_parallel: int = 1) -> None:
         self.arch, self.gpu, self.engine, self.tp, self.pp, self.kv = arch, gpu, engine, tp, pp, kv_cache_dtype
+        #: SGLang's --enable-dp-attention: the TP group's ranks each run attention for their own share of the batch
+        #: (their own KV, their own requests); the MoE and dense layers run every rank's tokens together
+        self.dp_attention = max(1, dp_attention)
+        #: expert parallelism (vLLM --enable-expert-parallel, SGLang --ep-size): each rank runs its own experts, so
+        #: only its share of the routed (token, expert) picks
+        self.expert_parallel = max(1, expert_parallel)
         self.family = family(engine)
         dense, row, self.experts = step_terms(arch, fmt)
         groups: dict[tuple[int, int], int] = {}
@@ -111,6 +126,7 @@ class StepModel:
                 key = (layer.mlp.num_experts, layer.mlp.top_k)
                 groups[key] = groups.get(key, 0) + 1
         self.moe_layers = tuple((e, k, n) for (e, k), n in groups.items())
+        self.routed = sum(k * n for _, k, n in self.moe_layers)  # routed (token, expert) picks per token
         self.dense, self.row = dense, row
         eff = bandwidth_efficiency(engine, gpu)
         if self.family == "server":
@@ -128,7 +144,7 @@ class StepModel:
 
     def kv_bytes(self, held: float) -> float:
         """KV cache and state bytes one request holding ``held`` tokens reads per step on one GPU."""
-        return _cache_bytes_per_request(self.arch, max(1, round(held)), self.kv, self.tp)
+        return _cache_bytes_per_request(self.arch, max(1, round(held)), self.kv, max(1, self.tp // self.dp_attention))
 
     def weight_bytes(self, tokens: float) -> float:
         """Weight bytes a step of ``tokens`` tokens (decode and prompt) streams, on one GPU; routed experts as
@@ -140,17 +156,26 @@ class StepModel:
         """One step: ``batch`` decoding requests holding ``held`` tokens each, ``prefill`` prompt tokens of
         prompts ``prompt`` tokens long (their attention spans half the prompt on average)."""
         tokens = batch + prefill
-        nbytes = self.weight_bytes(max(tokens, 1.0)) + batch * self.kv_bytes(held)
-        bandwidth_ms = nbytes / self.bandwidth * 1000 if self.bandwidth else 0.0
-        compute_ms = 0.0
+        ranks = self.dp_attention  # attention over held KV: each DP-attention rank its own share of the batch
+        rate = self.bandwidth / 1000 if self.bandwidth else 0.0  # bytes per ms
+        weights_ms = self.weight_bytes(max(tokens, 1.0)) / rate if rate else 0.0
+        kv_ms = batch / ranks * self.kv_bytes(held) / rate if rate else 0.0
+        gemm_ms = attention_ms = 0.0
         if self.flops:
-            flops = tokens * 2 * self.active + batch * _attention_flops_per_token(self.arch, 2 * max(1, round(held)))
+            per_ms = self.tp * self.flops / 1000
+            gemm_ms = tokens * 2 * self.active / per_ms
+            attention = batch * _attention_flops_per_token(self.arch, 2 * max(1, round(held)))
             if prefill:
-                flops += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
-            compute_ms = flops / self.tp / self.flops * 1000
-        total = max(bandwidth_ms, compute_ms) + OVERLAP * min(bandwidth_ms, compute_ms) + self.fixed
+                attention += prefill * _attention_flops_per_token(self.arch, max(1, round(prompt)))
+            attention_ms = attention / per_ms
+        # two kinds of kernel, one after the other: the matrix products stream the weights, attention the KV
+        total = (max(weights_ms, gemm_ms) + OVERLAP * min(weights_ms, gemm_ms)
+                 + max(kv_ms, attention_ms) + OVERLAP * min(kv_ms, attention_ms) + self.fixed)
+        bandwidth_ms, compute_ms = weights_ms + kv_ms, gemm_ms + attention_ms
         if self.server:
-            total += batch * SEQ_US / 1000
+            total += batch / ranks * SEQ_US / 1000
+            if ROUTE_US and self.routed:
+                total += tokens * self.routed / self.expert_parallel * ROUTE_US / 1000
         if EXPERT_US and self.moe_layers:
             total += sum(n * distinct_experts(e, k, max(tokens, 1.0)) for e, k, n in self.moe_layers) * EXPERT_US / 1000
         return Step(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=self.fixed, total_ms=total)
