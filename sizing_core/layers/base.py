@@ -36,3 +36,17 @@ class Kind(Record):
             update = {k: 4 for k in ("conv_dtype_bytes", "ssm_dtype_bytes", "state_dtype_bytes") if hasattr(m, k)}
             m = m.model_copy(update=update)
         return m.state_bytes(tp)  # type: ignore[attr-defined]
+
+
+@record
+class CachesNothing(Kind):
+    """A kind that keeps nothing per token or per request (a replacement linear layer, an encoder layer run once)."""
+
+    def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
+        return 0.0
+
+    def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
+        return 0.0
+
+    def state_bytes(self, tp: int) -> float:
+        return 0.0

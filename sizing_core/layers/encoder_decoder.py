@@ -15,7 +15,7 @@ from ..cache_spec import CacheSpec
 from ..record import checked, record
 from ..tensors import Role, Tensor, matrix, vector
 from .attention import FullAttention
-from .base import Kind
+from .base import CachesNothing, Kind
 from .mlp import DenseMLP
 from .rnn import CrossAttention
 
@@ -67,7 +67,7 @@ class SelfAndCrossAttention(Kind):
 
 
 @record
-class EncoderLayer(Kind):
+class EncoderLayer(CachesNothing):
     """One layer of the encoder: bidirectional self-attention and a two-matrix MLP (fc1, fc2) with biases, each
     behind a LayerNorm with weight and bias. Runs once per request; caches nothing."""
 
@@ -81,12 +81,3 @@ class EncoderLayer(Kind):
         if self.norm_vectors:
             out.append(vector(prefix, "layernorms", self.norm_vectors * hidden, layer))
         return out
-
-    def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
-        return 0.0
-
-    def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
-        return 0.0
-
-    def state_bytes(self, tp: int) -> float:
-        return 0.0

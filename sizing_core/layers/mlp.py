@@ -6,26 +6,17 @@ from typing import ClassVar
 
 from ..record import checked, record
 from ..tensors import Role, Tensor, matrix, vector
-from .base import Kind
+from .base import CachesNothing, Kind
 
 
 @record
-class LinearReplacement(Kind):
+class LinearReplacement(CachesNothing):
     """DeciLM (Nemotron-NAS) blocks whose attention or FFN was replaced by one hidden x hidden linear layer."""
 
     kind: ClassVar[str] = "linear"
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         return [matrix(prefix, "linear", Role.ATTN_OUTPUT, hidden, hidden, layer)]
-
-    def kv_bytes_per_token(self, cache_bytes: float, tp: int) -> float:
-        return 0.0
-
-    def kv_bytes_per_request(self, context: int, cache_bytes: float, tp: int) -> float:
-        return 0.0
-
-    def state_bytes(self, tp: int) -> float:
-        return 0.0
 
 
 @record
