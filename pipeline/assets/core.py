@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
-import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.metadata import column_schema, table
@@ -32,9 +31,19 @@ from pipeline.storage.loaders import (
     offers_from_landing,
     pending_fetches,
     rebuild_current,
-    registered,
     source_fingerprints,
     source_freshness,
+)
+from pipeline.storage.tables import (
+    cheapest_on_demand_per_gpu,
+    current_prices,
+    duplicate_observations,
+    ignored_rows_latest_fetch,
+    implausible_prices,
+    model_ids,
+    observations_per_source,
+    row_count,
+    unconfirmed_jumps,
 )
 
 CORE_GROUP = "core"
@@ -93,12 +102,10 @@ def core__fetch_log(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     kept = [(e, n) for e, n in zip(report.entries, report.lines, strict=True) if not e.source.startswith("hub:")]
     with store(duckdb) as con:  # the price sources' attempts (the Hub's are loaded by core__models, after its step)
         new = load_fetch_log(con, [e for e, _ in kept], [n for _, n in kept])
-        total = con.execute("SELECT count(*) FROM fetch_log").fetchall()[0][0]
+        total = row_count(con, "fetch_log")
         schema = column_schema(con, "fetch_log")
         # rows of each source's latest fetch that are not GPU offers (CPU plans, other terms), by reason
-        ignored = dict(con.execute("""SELECT source, arg_max(ignored_reasons, started_at) FROM fetch_log
-                                      GROUP BY source HAVING arg_max(ignored, started_at) > 0
-                                      ORDER BY source""").fetchall())
+        ignored = ignored_rows_latest_fetch(con)
     return dg.MaterializeResult(metadata={"dagster/row_count": total, "new_attempts": len(new), **schema,
                                           "torn_log_lines": dg.MetadataValue.json([n for n, _ in report.torn]),
                                           "ignored_rows_latest_fetch": dg.MetadataValue.json(ignored)})
@@ -131,22 +138,11 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
         loaded = load_observations_detailed(con, parsed)
         mark_loaded(con, parsed.parsed, datetime.now(UTC))
         columns = table_columns(con, "price_observations")
-        total = con.execute("SELECT count(*) FROM price_observations").fetchall()[0][0]
-        ceilings = " ".join(f"WHEN g.kind = '{k}' THEN {v}" for k, v in PRICE_CEILING.items())
-        insane = []
-        if parsed.parsed:  # only what this run loaded: a bad row of the past never blocks later runs
-            this_run = pl.DataFrame({"source": [p[0] for p in parsed.parsed],
-                                     "observed_at": [p[1] for p in parsed.parsed]})
-            with registered(con, "this_run", this_run):
-                insane = con.execute(f"""
-                    SELECT o.offer_key, o.price_per_gpu_hour_usd
-                    FROM price_observations o JOIN this_run r USING (source, observed_at)
-                         LEFT JOIN gpus g ON g.id = o.gpu_id
-                    WHERE o.price_per_hour_usd <= 0 OR o.price_per_gpu_hour_usd >
-                          CASE {ceilings} ELSE {UNMAPPED_CEILING} END LIMIT 20""").fetchall()
-        dupes = con.execute("""SELECT source, offer_key, observed_at, count(*) FROM price_observations
-                               GROUP BY ALL HAVING count(*) > 1 LIMIT 20""").fetchall()
-        per_source = dict(con.execute("SELECT source, count(*) FROM price_observations GROUP BY source").fetchall())
+        total = row_count(con, "price_observations")
+        # only what this run loaded: a bad row of the past never blocks later runs
+        insane = implausible_prices(con, [(p[0], p[1]) for p in parsed.parsed])
+        dupes = duplicate_observations(con)
+        per_source = observations_per_source(con)
         schema = column_schema(con, "price_observations")
     held = loaded["quarantine"]
     checks = [
@@ -197,19 +193,11 @@ def core__offers_current(context: dg.AssetExecutionContext, vramlab: VramlabSett
                          duckdb: DuckDBResource) -> dg.MaterializeResult:
     as_of = vramlab.as_of()
     with store(duckdb) as con:
-        before = dict(con.execute("SELECT offer_key, price_per_hour_usd FROM offers_current").fetchall())
+        before = current_prices(con)
         counts = rebuild_current(con, as_of)
-        after = dict(con.execute("SELECT offer_key, price_per_hour_usd FROM offers_current WHERE NOT removed")
-                     .fetchall())
-        jumps = con.execute("SELECT offer_key, previous_price_usd, price_per_hour_usd FROM offers_current "
-                            "WHERE jump_unconfirmed LIMIT 20").fetchall()
-        cheapest = con.execute("""
-            SELECT gpu_id, min(price_per_gpu_hour_usd) AS p, arg_min(provider, price_per_gpu_hour_usd),
-                   arg_min(instance_type, price_per_gpu_hour_usd), arg_min(region, price_per_gpu_hour_usd),
-                   arg_min(verified_at, price_per_gpu_hour_usd)
-            FROM offers_current WHERE gpu_id IS NOT NULL AND allocation = 'on_demand' AND NOT stale AND NOT removed
-                 AND NOT jump_unconfirmed AND NOT fractional
-            GROUP BY gpu_id ORDER BY p""").fetchall()
+        after = current_prices(con, listed_only=True)
+        jumps = unconfirmed_jumps(con)
+        cheapest = cheapest_on_demand_per_gpu(con)
         freshness = source_freshness(con, as_of)
         fingerprints = source_fingerprints(con)
         schema = column_schema(con, "offers_current")
@@ -289,7 +277,7 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
         load_fetch_log(con, [e for e, _ in hub], [n for _, n in hub])
         counts = load_models(con, results, revisions, datetime.now(UTC))
         counts |= load_checkpoint_headers(con, revisions)  # safetensors headers per revision
-        present = {r[0] for r in con.execute("SELECT id FROM models").fetchall()}
+        present = model_ids(con)
         schema = column_schema(con, "models")
     missing = [e.id for e in watchlist.models if e.id not in present]
     return dg.MaterializeResult(

@@ -10,6 +10,7 @@ from pipeline.assets.core import CORE_GROUP, POOL, core__offers_current
 from pipeline.assets.metadata import column_schema, gpu_price_series, table
 from pipeline.quality.offers import REASONS, cheapest_eligible_per_gpu, rebuild_offer_quality
 from pipeline.resources import store
+from pipeline.storage.tables import price_reference_with_cheapest, quarantined_examples
 
 ASSET = "core__offer_quality"
 #: more quarantined offers than this share of all offers points at a broken parser or unit, not at single rows
@@ -41,20 +42,8 @@ def _table(rows: list[dict], columns: list[tuple[str, str]]) -> dg.TableMetadata
 def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResource) -> dg.MaterializeResult:
     with store(duckdb) as con:
         counts = rebuild_offer_quality(con, datetime.now(UTC))
-        reference = con.execute("""
-            WITH cheapest AS (  -- the cheapest offer a setup may use, per GPU
-                SELECT gpu_id, min(price_per_gpu_hour_usd) AS p,
-                       arg_min(canonical_provider || ' ' || instance_type, price_per_gpu_hour_usd) AS who
-                FROM offers_judged WHERE eligible AND allocation_class = 'on_demand' GROUP BY gpu_id)
-            SELECT r.gpu_id, r.providers, r.offers, r.median_gpu_hour_usd, r.band_low_usd, r.band_high_usd,
-                   r.min_gpu_hour_usd, r.max_gpu_hour_usd, c.p, c.who
-            FROM gpu_price_reference r LEFT JOIN cheapest c USING (gpu_id) ORDER BY r.gpu_id""").fetchall()
-        examples = con.execute("""
-            SELECT source, instance_type, region, gpu_id, allocation_class, price_per_gpu_hour_usd,
-                   ratio_to_reference, array_to_string(reasons, ', ')
-            FROM offer_quality WHERE quarantined
-            QUALIFY row_number() OVER (PARTITION BY source, gpu_id, reasons ORDER BY offer_key) = 1
-            ORDER BY source, gpu_id LIMIT 50""").fetchall()
+        reference = price_reference_with_cheapest(con)
+        examples = quarantined_examples(con)
         cheapest = cheapest_eligible_per_gpu(con)
         schema = column_schema(con, "offer_quality")
     per_reason = counts["per_reason"]
