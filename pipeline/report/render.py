@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from pipeline.compute.workers import in_workers
 from pipeline.report.data import CLASSES, Snapshot, board, load_snapshot, one_gpu_offers, price_history
 from pipeline.report.i18n import LOCALES, Texts
 from pipeline.settings import variable
+from pipeline.text import clean
 from sizing_core.cost import per_million_tokens
 
 HERE = Path(__file__).resolve().parent
@@ -30,9 +32,19 @@ def report_language() -> str:
     return lang
 
 
+def _printed(value: object) -> object:
+    """Every value a template prints, cleaned of escape sequences and control characters (newlines kept); markup
+    the templates build themselves stays markup, and numbers stay numbers for their filters."""
+    if isinstance(value, Markup):
+        return Markup(clean(value, lines=True))
+    if isinstance(value, str):
+        return clean(value, lines=True)
+    return value
+
+
 def _env() -> Environment:
     return Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_printed)
 
 
 def format_name(fmt: str | None, native: str | None = None) -> str:
