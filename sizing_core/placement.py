@@ -38,6 +38,7 @@ from .layers import (
 )
 from .memo import model_memo
 from .record import CamelRecord, record
+from .stages import stage_count, stage_loads
 from .units import GIB
 
 MAX_GPUS = 128
@@ -208,16 +209,14 @@ def _compute_cache_per_layer(arch: Architecture, context: int, concurrency: int,
 
 
 def _stage_bounds(loads: list[float], first: float, last: float, pp: int, cap: float) -> list[int] | None:
-    """Greedy contiguous split of layers into at most ``pp`` stages of at most ``cap`` bytes each.
-    Returns stage sizes (layers per stage), or None when it cannot be done."""
-    sizes, current, count = [], first, 0
-    n = len(loads)
-    for i, load in enumerate(loads):
-        tail = last if i == n - 1 else 0.0
-        if count and current + load + tail > cap:
+    """Greedy contiguous split of layers into at most ``pp`` stages of at most ``cap`` bytes each, by the loads
+    :func:`stages.stage_count` counts. Returns stage sizes (layers per stage), or None when it cannot be done."""
+    sizes, current, count = [], 0.0, 0
+    for load in stage_loads(loads, first, last):
+        if count and current + load > cap:
             sizes.append(count)
             current, count = 0.0, 0
-        current += load + tail
+        current += load
         count += 1
         if current > cap:
             return None
@@ -292,8 +291,9 @@ class PlanSearch:
     search (``pipeline/compute/setups.py``) share.
 
     What does not depend on the GPU (per-layer weight bytes, per-layer bytes per TP size) is computed once. Whether
-    a (TP, PP) plan fits reads the GPU's memory and the engine, not the instance shape, so :meth:`fits` is memoised
-    per (GPU id, engine, TP, PP): a caller trying one GPU kind in several instance sizes asks it once. The shape
+    a (TP, PP) plan fits is its stage count (:meth:`stages_needed`) against PP; the count reads the GPU's memory and
+    the engine, not the instance shape, so it is memoised per (GPU id, engine, TP): a caller trying one GPU kind in
+    several instance sizes, or several PP sizes, counts once. The shape
     only decides which (TP, PP) pairs are candidates (:meth:`fewest` reads ``gpu.node_size``).
     Inputs are not validated here (:func:`check_load` does that, as :func:`fewest_gpus` does first)."""
 
@@ -302,7 +302,7 @@ class PlanSearch:
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self.loads = _weight_loads(arch, fmt)
         self.stored = effective_format(arch, fmt) if fmt == "native" else fmt
-        self._fits: dict[tuple[str, Engine, int, int], bool] = {}
+        self._needed: dict[tuple[str, Engine, int, bool], float] = {}
         self._repacks: dict[tuple, list[float]] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
@@ -312,17 +312,22 @@ class PlanSearch:
     def _stages(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, list[int]] | None:
         """The fit test: a positive budget after the engine's working memory, and a greedy split of the per-GPU
         layer bytes into at most PP stages under it. Returns (layer bytes, first extra, last extra, stage sizes)."""
+        layer_bytes, first, last, budget = self._stage_inputs(gpu, engine, tp, pp)
+        if budget <= 0:
+            return None
+        sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
+        return None if sizes is None else (layer_bytes, first, last, sizes)
+
+    def _stage_inputs(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, float]:
+        """What a split of ``pp`` stages reads: the per-GPU bytes of each layer (MXFP4 repacking included), the first
+        and last stage's extras and the budget after the engine's working memory."""
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
         repack = self._repack(gpu, engine, tp)
         if repack is not None:
             layer_bytes = [b + r for b, r in zip(layer_bytes, repack, strict=True)]
         first = self.loads.first_extra / tp
         last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
-        budget = engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
-        if budget <= 0:
-            return None
-        sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
-        return None if sizes is None else (layer_bytes, first, last, sizes)
+        return layer_bytes, first, last, engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
 
     def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
         """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
@@ -334,12 +339,22 @@ class PlanSearch:
                                   for i in range(self.arch.num_layers)]
         return self._repacks[key]
 
-    def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
-        key = (gpu.id, engine, tp, pp)
-        hit = self._fits.get(key)
+    def stages_needed(self, gpu: GPU, engine: Engine, tp: int, several: bool) -> float:
+        """The fewest pipeline stages of TP ``tp`` that hold the model under the budget (one stage, or
+        ``several``: the tied embedding copied to the last stage); ``math.inf`` when none do (a layer alone is above
+        the budget, or no budget is left after the engine's working memory). Memoised per (GPU id, engine, TP)."""
+        key = (gpu.id, engine, tp, several)
+        hit = self._needed.get(key)
         if hit is None:
-            hit = self._fits[key] = self._stages(gpu, engine, tp, pp) is not None
+            layer_bytes, first, last, budget = self._stage_inputs(gpu, engine, tp, 2 if several else 1)
+            hit = self._needed[key] = stage_count(stage_loads(layer_bytes, first, last), budget) if budget > 0 \
+                else math.inf
         return hit
+
+    def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
+        """Whether the (TP, PP) plan holds the model: its stage count is at most PP (a greedy split into fewer
+        stages is split further, as long as PP is at most the layer count)."""
+        return pp <= self.arch.num_layers and self.stages_needed(gpu, engine, tp, pp > 1) <= pp
 
     def fewest(self, gpu: GPU, engine: Engine, max_gpus: int = MAX_GPUS) -> tuple[int, int, int] | None:
         """(GPUs, TP, PP) of the smallest plan that fits, largest TP first among equal counts; None past max_gpus."""
