@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .architecture import Architecture
 from .engines import Engine, Support, effective_format
 from .errors import SizingError
+from .fewest import fewest_layout, lower_bound
 from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
@@ -250,22 +251,6 @@ def _balanced(loads: list[float], first: float, last: float, pp: int) -> list[in
     return best
 
 
-def _candidate_plans(arch: Architecture, gpu: GPU, engine: Engine, n: int) -> list[tuple[int, int]]:
-    """(TP, PP) pairs with TP x PP = n that the engine could run, largest TP first."""
-    node = gpu.node_size
-    if n > arch.num_layers * node:
-        return []
-    if not engine.tensor_parallel:
-        return [(1, n)] if n <= arch.num_layers else []
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= node and valid_tensor_parallel(arch, t)]
-    if n <= node:
-        pairs = [(t, n // t) for t in tps if n % t == 0]
-    else:  # across machines: TP inside each machine, PP over machines
-        t = max(tps)
-        pairs = [(t, n // t)] if n % t == 0 and n // t >= 2 else []
-    return sorted((p for p in pairs if p[1] <= arch.num_layers), key=lambda p: -p[0])
-
-
 _LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = model_memo()
 
 
@@ -358,11 +343,13 @@ class PlanSearch:
 
     def fewest(self, gpu: GPU, engine: Engine, max_gpus: int = MAX_GPUS) -> tuple[int, int, int] | None:
         """(GPUs, TP, PP) of the smallest plan that fits, largest TP first among equal counts; None past max_gpus."""
-        for n in range(self.lower_bound(gpu, engine), max_gpus + 1):
-            for tp, pp in _candidate_plans(self.arch, gpu, engine, n):
-                if self.fits(gpu, engine, tp, pp):
-                    return n, tp, pp
-        return None
+        arch = self.arch
+        n, tp = fewest_layout(lambda t: self.stages_needed(gpu, engine, t, False) <= 1,
+                              lambda t: self.stages_needed(gpu, engine, t, True),
+                              lambda t: engine.tensor_parallel and valid_tensor_parallel(arch, t),
+                              self.lower_bound(gpu, engine), gpu.node_size, arch.num_layers, engine.tensor_parallel,
+                              max_gpus, gpu.node_size)
+        return None if n is None else (n, tp, n // tp)
 
     def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int, force: bool = False) -> Plan | None:
         """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit,
@@ -448,9 +435,21 @@ def check_context(arch: Architecture, context: int) -> None:
 def _lower_bound(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads) -> int:
     """No deployment of fewer GPUs can hold the weights: each GPU takes at most its budget (with the smallest
     activation allowance any TP size gets), so n >= total weights / budget. Skipping those n is exact."""
-    budget = engine.usable_bytes(gpu, 1) - engine.activation_bytes(arch, 64, gpu)
-    total = sum(loads.layer_weights) + loads.first_extra + loads.last_extra
-    return max(1, math.ceil(total / budget)) if budget > 0 else 1
+    return lower_bound(_total(loads), lower_bound_budget(arch, gpu, engine))
+
+
+def lower_bound_budget(arch: Architecture, gpu: GPU, engine: Engine) -> float:
+    """The most weight bytes any GPU of a plan holds: its memory after the smallest working memory of any TP size."""
+    return engine.usable_bytes(gpu, 1) - engine.activation_bytes(arch, 64, gpu)
+
+
+def _total(loads: _Loads) -> float:
+    return sum(loads.layer_weights) + loads.first_extra + loads.last_extra
+
+
+def weight_total(arch: Architecture, fmt: str) -> float:
+    """The weight bytes the lower bound divides (every layer and both stages' extras, the tied copy left out)."""
+    return _total(_weight_loads(arch, fmt))
 
 
 def check_load(arch: Architecture, context: int, concurrency: int, kv_cache_dtype: str) -> None:

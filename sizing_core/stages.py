@@ -59,12 +59,22 @@ def scan_result(scan: Scan, ops: Ops = SCALAR) -> Any:
 
 def stage_count(loads: Sequence[float], cap: float) -> float:
     """The fewest contiguous stages of at most ``cap`` bytes that hold ``loads`` in order (:func:`stage_loads`);
-    ``math.inf`` when one layer alone is above ``cap``. A column caller folds :func:`scan_step` over its layer
-    columns itself, one evaluated step at a time (a nested expression would repeat the running sum at every
-    layer)."""
+    ``math.inf`` when one layer alone is above ``cap``.
+
+    On numbers :func:`scan_step` runs inlined (the planner counts for every plan it tries; ``tests/test_stages.py``
+    holds the two equal). A column caller folds :func:`scan_step` over its layer columns itself, one evaluated step
+    at a time (a nested expression would repeat the running sum at every layer)."""
     if not loads:
         return 1
-    scan = scan_start(loads[0], cap)
+    current, count = loads[0], 1
+    if current > cap:
+        return math.inf
     for load in loads[1:]:
-        scan = scan_step(scan, load, cap)
-    return scan_result(scan)
+        grown = current + load
+        if grown > cap:
+            if load > cap:
+                return math.inf
+            current, count = load, count + 1
+        else:
+            current = grown
+    return count
