@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .architecture import Architecture
 from .engines import Engine, Support, effective_format
 from .errors import SizingError
+from .fewest import fewest_layout, lower_bound
 from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
@@ -38,6 +39,7 @@ from .layers import (
 )
 from .memo import model_memo
 from .record import CamelRecord, record
+from .stages import stage_count, stage_loads
 from .units import GIB
 
 MAX_GPUS = 128
@@ -208,16 +210,14 @@ def _compute_cache_per_layer(arch: Architecture, context: int, concurrency: int,
 
 
 def _stage_bounds(loads: list[float], first: float, last: float, pp: int, cap: float) -> list[int] | None:
-    """Greedy contiguous split of layers into at most ``pp`` stages of at most ``cap`` bytes each.
-    Returns stage sizes (layers per stage), or None when it cannot be done."""
-    sizes, current, count = [], first, 0
-    n = len(loads)
-    for i, load in enumerate(loads):
-        tail = last if i == n - 1 else 0.0
-        if count and current + load + tail > cap:
+    """Greedy contiguous split of layers into at most ``pp`` stages of at most ``cap`` bytes each, by the loads
+    :func:`stages.stage_count` counts. Returns stage sizes (layers per stage), or None when it cannot be done."""
+    sizes, current, count = [], 0.0, 0
+    for load in stage_loads(loads, first, last):
+        if count and current + load > cap:
             sizes.append(count)
             current, count = 0.0, 0
-        current += load + tail
+        current += load
         count += 1
         if current > cap:
             return None
@@ -251,22 +251,6 @@ def _balanced(loads: list[float], first: float, last: float, pp: int) -> list[in
     return best
 
 
-def _candidate_plans(arch: Architecture, gpu: GPU, engine: Engine, n: int) -> list[tuple[int, int]]:
-    """(TP, PP) pairs with TP x PP = n that the engine could run, largest TP first."""
-    node = gpu.node_size
-    if n > arch.num_layers * node:
-        return []
-    if not engine.tensor_parallel:
-        return [(1, n)] if n <= arch.num_layers else []
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= node and valid_tensor_parallel(arch, t)]
-    if n <= node:
-        pairs = [(t, n // t) for t in tps if n % t == 0]
-    else:  # across machines: TP inside each machine, PP over machines
-        t = max(tps)
-        pairs = [(t, n // t)] if n % t == 0 and n // t >= 2 else []
-    return sorted((p for p in pairs if p[1] <= arch.num_layers), key=lambda p: -p[0])
-
-
 _LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = model_memo()
 
 
@@ -292,8 +276,9 @@ class PlanSearch:
     search (``pipeline/compute/setups.py``) share.
 
     What does not depend on the GPU (per-layer weight bytes, per-layer bytes per TP size) is computed once. Whether
-    a (TP, PP) plan fits reads the GPU's memory and the engine, not the instance shape, so :meth:`fits` is memoised
-    per (GPU id, engine, TP, PP): a caller trying one GPU kind in several instance sizes asks it once. The shape
+    a (TP, PP) plan fits is its stage count (:meth:`stages_needed`) against PP; the count reads the GPU's memory and
+    the engine, not the instance shape, so it is memoised per (GPU id, engine, TP): a caller trying one GPU kind in
+    several instance sizes, or several PP sizes, counts once. The shape
     only decides which (TP, PP) pairs are candidates (:meth:`fewest` reads ``gpu.node_size``).
     Inputs are not validated here (:func:`check_load` does that, as :func:`fewest_gpus` does first)."""
 
@@ -302,7 +287,7 @@ class PlanSearch:
         self.arch, self.fmt, self.context, self.concurrency, self.kv = arch, fmt, context, concurrency, kv_cache_dtype
         self.loads = _weight_loads(arch, fmt)
         self.stored = effective_format(arch, fmt) if fmt == "native" else fmt
-        self._fits: dict[tuple[str, Engine, int, int], bool] = {}
+        self._needed: dict[tuple[str, Engine, int, bool], float] = {}
         self._repacks: dict[tuple, list[float]] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
@@ -312,17 +297,22 @@ class PlanSearch:
     def _stages(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, list[int]] | None:
         """The fit test: a positive budget after the engine's working memory, and a greedy split of the per-GPU
         layer bytes into at most PP stages under it. Returns (layer bytes, first extra, last extra, stage sizes)."""
+        layer_bytes, first, last, budget = self._stage_inputs(gpu, engine, tp, pp)
+        if budget <= 0:
+            return None
+        sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
+        return None if sizes is None else (layer_bytes, first, last, sizes)
+
+    def _stage_inputs(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, float]:
+        """What a split of ``pp`` stages reads: the per-GPU bytes of each layer (MXFP4 repacking included), the first
+        and last stage's extras and the budget after the engine's working memory."""
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
         repack = self._repack(gpu, engine, tp)
         if repack is not None:
             layer_bytes = [b + r for b, r in zip(layer_bytes, repack, strict=True)]
         first = self.loads.first_extra / tp
         last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
-        budget = engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
-        if budget <= 0:
-            return None
-        sizes = _stage_bounds(layer_bytes, first, last, pp, budget)
-        return None if sizes is None else (layer_bytes, first, last, sizes)
+        return layer_bytes, first, last, engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
 
     def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
         """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
@@ -334,20 +324,32 @@ class PlanSearch:
                                   for i in range(self.arch.num_layers)]
         return self._repacks[key]
 
-    def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
-        key = (gpu.id, engine, tp, pp)
-        hit = self._fits.get(key)
+    def stages_needed(self, gpu: GPU, engine: Engine, tp: int, several: bool) -> float:
+        """The fewest pipeline stages of TP ``tp`` that hold the model under the budget (one stage, or
+        ``several``: the tied embedding copied to the last stage); ``math.inf`` when none do (a layer alone is above
+        the budget, or no budget is left after the engine's working memory). Memoised per (GPU id, engine, TP)."""
+        key = (gpu.id, engine, tp, several)
+        hit = self._needed.get(key)
         if hit is None:
-            hit = self._fits[key] = self._stages(gpu, engine, tp, pp) is not None
+            layer_bytes, first, last, budget = self._stage_inputs(gpu, engine, tp, 2 if several else 1)
+            hit = self._needed[key] = stage_count(stage_loads(layer_bytes, first, last), budget) if budget > 0 \
+                else math.inf
         return hit
+
+    def fits(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> bool:
+        """Whether the (TP, PP) plan holds the model: its stage count is at most PP (a greedy split into fewer
+        stages is split further, as long as PP is at most the layer count)."""
+        return pp <= self.arch.num_layers and self.stages_needed(gpu, engine, tp, pp > 1) <= pp
 
     def fewest(self, gpu: GPU, engine: Engine, max_gpus: int = MAX_GPUS) -> tuple[int, int, int] | None:
         """(GPUs, TP, PP) of the smallest plan that fits, largest TP first among equal counts; None past max_gpus."""
-        for n in range(self.lower_bound(gpu, engine), max_gpus + 1):
-            for tp, pp in _candidate_plans(self.arch, gpu, engine, n):
-                if self.fits(gpu, engine, tp, pp):
-                    return n, tp, pp
-        return None
+        arch = self.arch
+        n, tp = fewest_layout(lambda t: self.stages_needed(gpu, engine, t, False) <= 1,
+                              lambda t: self.stages_needed(gpu, engine, t, True),
+                              lambda t: engine.tensor_parallel and valid_tensor_parallel(arch, t),
+                              self.lower_bound(gpu, engine), gpu.node_size, arch.num_layers, engine.tensor_parallel,
+                              max_gpus, gpu.node_size)
+        return None if n is None else (n, tp, n // tp)
 
     def plan(self, gpu: GPU, engine: Engine, tp: int, pp: int, force: bool = False) -> Plan | None:
         """The plan of one (TP, PP): stages balanced (PP > 1) and memory per stage; None when it does not fit,
@@ -433,9 +435,21 @@ def check_context(arch: Architecture, context: int) -> None:
 def _lower_bound(arch: Architecture, gpu: GPU, engine: Engine, loads: _Loads) -> int:
     """No deployment of fewer GPUs can hold the weights: each GPU takes at most its budget (with the smallest
     activation allowance any TP size gets), so n >= total weights / budget. Skipping those n is exact."""
-    budget = engine.usable_bytes(gpu, 1) - engine.activation_bytes(arch, 64, gpu)
-    total = sum(loads.layer_weights) + loads.first_extra + loads.last_extra
-    return max(1, math.ceil(total / budget)) if budget > 0 else 1
+    return lower_bound(_total(loads), lower_bound_budget(arch, gpu, engine))
+
+
+def lower_bound_budget(arch: Architecture, gpu: GPU, engine: Engine) -> float:
+    """The most weight bytes any GPU of a plan holds: its memory after the smallest working memory of any TP size."""
+    return engine.usable_bytes(gpu, 1) - engine.activation_bytes(arch, 64, gpu)
+
+
+def _total(loads: _Loads) -> float:
+    return sum(loads.layer_weights) + loads.first_extra + loads.last_extra
+
+
+def weight_total(arch: Architecture, fmt: str) -> float:
+    """The weight bytes the lower bound divides (every layer and both stages' extras, the tied copy left out)."""
+    return _total(_weight_loads(arch, fmt))
 
 
 def check_load(arch: Architecture, context: int, concurrency: int, kv_cache_dtype: str) -> None:
