@@ -8,7 +8,8 @@ for SXM and PCIe alike and are never read (a line without ``schema_version`` 2 i
 
 A line is a record of past prices, not an offer: each price becomes a **reference** observation
 (:data:`pipeline.sources.base.REFERENCE`) stamped with its own line's ``collected_at``, for the provider it names
-(under vramlab's provider id), one GPU at the per-GPU price. Reference observations extend the price history only;
+(under vramlab's provider id), one GPU at the per-GPU price, its instance type ``record: <key> at <feed provider>``
+(what a history table shows in place of an instance). Reference observations extend the price history only;
 they are never current offers and never price a setup. A marketplace's record (Vast.ai: one host's asking price) is
 a marketplace reference, as vramlab classes Vast's own listings.
 
@@ -115,6 +116,6 @@ class GpuPriceFeed(Source):
         name, memory = read_key(key)
         allocation: Allocation = "reference_marketplace" if feed_provider in MARKETPLACES else "reference_on_demand"
         return make_offer(self.name, PROVIDERS.get(feed_provider, feed_provider),
-                          instance_type=f"{key} at {feed_provider}", gpu_name=key, map_name=name, gpu_count=1,
+                          instance_type=f"record: {key} at {feed_provider}", gpu_name=key, map_name=name, gpu_count=1,
                           price=number(self.name, price, key), unit="gpu-hour", currency="USD",
                           allocation=allocation, observed_at=at, rates=None, resolve=resolve, memory_gb=memory)
