@@ -223,11 +223,11 @@ def hetzner_page() -> None:
 FEED = {"2026-07": ("08112910a3d495ba12ad44e11500b7236d11c77e", 16452, 4),
         "2026-08": ("03b0c63082ffe031c4a7f683fc7ca677370c63e2", 97451, 23),
         "2026-09": ("0563729f05252529ae1db8f12b7a37bb750539d0", 67807, 16),
-        "2026-10": ("3371c7ba426bdd2d5fba5c3cd1f128f1718d0dd9", 4481, 1)}
+        "2026-10": ("3c41e7753cec450521498c9aa31d5f1893e4aa42", 18121, 4)}
 FEED_KEYS = ("H100 80GB SXM", "H100 80GB PCIe", "H100 94GB NVL", "H200 141GB SXM", "H200 141GB (form unstated)",
              "A100 80GB SXM", "RTX 4090 24GB")
 #: one capture time for the whole fetch (a replayed fetch keeps one time): the newest line the copies hold
-FEED_AT = "2026-10-01T13:13:26+00:00"
+FEED_AT = "2026-10-04T12:20:45+00:00"
 
 
 def price_feed() -> None:
@@ -240,7 +240,7 @@ def price_feed() -> None:
                  f"{lines} lines): every line, its cheapest map cut to the keys {', '.join(FEED_KEYS)}; prices as "
                  "written; a provider with none of those keys left out of that line")
         entries[-1] |= {"captured_at": FEED_AT, "captured_at_basis": "lower bound: the newest collected_at of the "
-                        "four copies (2026-10.jsonl's only line); the copies' commit dates are not recorded"}
+                        "four copies (2026-10.jsonl's last line); the copies' commit dates are not recorded"}
 
 
 #: source -> (captured_at, basis) for recordings whose capture date is known (shared/reference/prices/NOTES.md and

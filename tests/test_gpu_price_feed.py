@@ -58,7 +58,7 @@ def test_each_price_is_observed_at_its_own_line_for_the_provider_it_names(bundle
     assert find(bundle, "2026-07-23T22:12:57+00:00", "runpod", "H100 94GB NVL").gpu_id == "h100-nvl"
     assert find(bundle, "2026-07-23T22:12:57+00:00", "runpod", "RTX 4090 24GB").price_per_gpu_hour_usd == 0.34
     lines = sum(len((BUNDLE / f"{m}.jsonl").read_text().splitlines()) for m in MONTHS)
-    assert len({o.observed_at for o in bundle}) == lines == 4 + 23 + 16 + 1
+    assert len({o.observed_at for o in bundle}) == lines == 4 + 23 + 16 + 4
 
 
 def test_a_form_the_key_does_not_state_is_never_guessed(bundle: list) -> None:
