@@ -12,7 +12,6 @@ from dagster_duckdb import DuckDBResource
 from pipeline.assets.metadata import column_schema, table
 from pipeline.assets.raw import ECB_ASSET, PRICE_ASSETS, raw_hub__models
 from pipeline.ingest.prices import latest_rates
-from pipeline.quality.offers import BAND_HIGH, BAND_LOW, MIN_REFERENCE_PROVIDERS
 from pipeline.resources import VramlabSettings, store
 from pipeline.sources.huggingface import HubModel, HubState, discovered_entries, load_watchlist
 from pipeline.sources.landing import read_log_report
@@ -35,7 +34,6 @@ from pipeline.storage.loaders import (
     source_fingerprints,
     source_freshness,
 )
-from pipeline.storage.reference_prices import judge_reference_prices
 from pipeline.storage.tables import (
     cheapest_on_demand_per_gpu,
     current_prices,
@@ -138,8 +136,6 @@ def core__price_observations(context: dg.AssetExecutionContext, vramlab: Vramlab
         for source, started, raw_path, reason in parsed.failed:
             context.log.warning(f"{source} fetch of {started:%Y-%m-%d %H:%M:%S} ({raw_path}) not parsed: {reason}")
         loaded = load_observations_detailed(con, parsed)
-        # reference prices are never current offers: judged here, when loaded, not by the offer-quality stage
-        judge_reference_prices(con, band_low=BAND_LOW, band_high=BAND_HIGH, min_providers=MIN_REFERENCE_PROVIDERS)
         mark_loaded(con, parsed.parsed, datetime.now(UTC))
         columns = table_columns(con, "price_observations")
         total = row_count(con, "price_observations")

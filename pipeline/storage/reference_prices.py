@@ -1,7 +1,8 @@
 """The verdict of reference prices (:data:`pipeline.sources.base.REFERENCE`: a third party's record of the cheapest
 price it saw at a provider at one time). They are never current offers, so the offer-quality stage, which judges an
-observation through its current offer, has nothing to judge them by. They are judged here instead, once, when they
-are loaded, by their own facts and against the other providers' records of the same GPU on the same UTC day:
+observation through its current offer, has nothing to judge them by: it judges them here instead
+(``quality/offers.rebuild_offer_quality``, every run that loads observations), once each, by their own facts and
+against the other providers' records of the same GPU on the same UTC day:
 
 - facts: a known GPU, whole GPUs, a positive finite price (what every eligible observation has);
 - band: an on-demand record more than ``band_low`` x below or ``band_high`` x above the median over providers of
