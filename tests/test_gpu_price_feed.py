@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.quality.offers import BAND_HIGH, BAND_LOW, MIN_REFERENCE_PROVIDERS, rebuild_offer_quality
 from pipeline.sources.base import ParseError
+from pipeline.sources.drift import shape_of
 from pipeline.sources.gpu_price_feed import URL, GpuPriceFeed, months
 from pipeline.sources.payload import RawPart, RawPayload
 from pipeline.storage.db import connect
@@ -86,6 +87,15 @@ def test_schema_1_lines_are_refused_and_unpublished_months_hold_nothing() -> Non
     assert months(datetime(2026, 12, 4, tzinfo=UTC)) == ["2026-07", "2026-08", "2026-09", "2026-10", "2026-11",
                                                          "2026-12"]
     assert months(datetime(2027, 1, 1, tzinfo=UTC))[-2:] == ["2026-12", "2027-01"]
+
+
+def test_a_month_file_has_the_same_shape_with_one_line_or_many() -> None:
+    """The drift canary's shape of the feed (live): a month's file starts with one line (a JSON object) and grows by
+    a line a day (JSON Lines): the same keys, so a new month is no unknown shape."""
+    month = (BUNDLE / "2026-08.jsonl").read_bytes()
+    first = month.splitlines()[0]
+    assert shape_of(payload(("2026-08", month, 200))) == shape_of(payload(("2026-08", first, 200))) == [
+        "cheapest", "collected_at", "schema_version"]
 
 
 def test_reference_prices_are_history_only(tmp_path: Path, bundle: list) -> None:
