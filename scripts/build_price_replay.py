@@ -31,6 +31,7 @@ from pipeline.sources import (  # noqa: E402
     digitalocean,
     ecb,
     gcp,
+    gpu_price_feed,
     lambda_cloud,
     oci,
     ovh,
@@ -217,6 +218,31 @@ def hetzner_page() -> None:
              "prices illustrative); the real page's markup was not available offline")
 
 
+#: the gpu-price-feed history files bundled (month -> the commit read_file served, the file's characters there, its
+#: lines): every line kept, its ``cheapest`` cut to FEED_KEYS, each kept price as the line states it (docs/sources.md)
+FEED = {"2026-07": ("08112910a3d495ba12ad44e11500b7236d11c77e", 16452, 4),
+        "2026-08": ("03b0c63082ffe031c4a7f683fc7ca677370c63e2", 97451, 23),
+        "2026-09": ("0563729f05252529ae1db8f12b7a37bb750539d0", 67807, 16),
+        "2026-10": ("3c41e7753cec450521498c9aa31d5f1893e4aa42", 18121, 4)}
+FEED_KEYS = ("H100 80GB SXM", "H100 80GB PCIe", "H100 94GB NVL", "H200 141GB SXM", "H200 141GB (form unstated)",
+             "A100 80GB SXM", "RTX 4090 24GB")
+#: one capture time for the whole fetch (a replayed fetch keeps one time): the newest line the copies hold
+FEED_AT = "2026-10-04T12:20:45+00:00"
+
+
+def price_feed() -> None:
+    """The gpu-price-feed recordings, kept as committed (cut from the feed's files, which are not in shared/)."""
+    for month, (commit, chars, lines) in FEED.items():
+        name = f"{month}.jsonl"
+        put("gpu-price-feed", gpu_price_feed.URL.format(month=month), name, (OUT / "gpu-price-feed" / name).read_bytes(),
+            content_type="text/plain; charset=utf-8",
+            kind=f"real lines of {gpu_price_feed.REPO} data/history/v2/{name} at commit {commit} ({chars:,} characters, "
+                 f"{lines} lines): every line, its cheapest map cut to the keys {', '.join(FEED_KEYS)}; prices as "
+                 "written; a provider with none of those keys left out of that line")
+        entries[-1] |= {"captured_at": FEED_AT, "captured_at_basis": "lower bound: the newest collected_at of the "
+                        "four copies (2026-10.jsonl's last line); the copies' commit dates are not recorded"}
+
+
 #: source -> (captured_at, basis) for recordings whose capture date is known (shared/reference/prices/NOTES.md and
 #: samples/real/SOURCES.md). Everything else is stamped with the reference freeze time and says ``nominal``.
 CAPTURED = {
@@ -290,5 +316,6 @@ if __name__ == "__main__":
         real()
         shaped()
         hetzner_page()
+        price_feed()
     write(entries)
     print(f"{len(entries)} recorded responses in {OUT}, series in {OUT / 'series.json'}")

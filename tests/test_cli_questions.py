@@ -133,15 +133,16 @@ def test_q4_what_did_h100_prices_do(data: Path) -> None:
     rows = got["rows"]
     days = sorted({r["day"] for r in rows})
     assert days[0] < days[-1]  # more than one day
-    # by hand: the snapshot's observations of eligible whole-GPU on-demand H100s, the cheapest per day (eligible as
-    # stamped when observed, #24; older rows without the stamp: not quarantined and no duplicate today)
+    # by hand: the snapshot's observations of eligible whole-GPU on-demand H100s (offers, and the gpu-price-feed's
+    # records of on-demand prices), the cheapest per day (eligible as stamped when observed; older rows without
+    # the stamp: not quarantined and no duplicate today)
     snap = snapshot(data)
     con = duckdb.connect()
     want = dict(con.execute("""
         SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE::VARCHAR, round(min(h.price_per_gpu_hour_usd), 4)
         FROM read_parquet(?) h LEFT JOIN read_parquet(?) o USING (offer_key)
-        WHERE h.gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND h.allocation = 'on_demand' AND NOT h.fractional
-          AND coalesce(h.eligible, o.offer_key IS NULL OR (NOT coalesce(o.quarantined, false)
+        WHERE h.gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND h.allocation IN ('on_demand', 'reference_on_demand')
+          AND NOT h.fractional AND coalesce(h.eligible, o.offer_key IS NULL OR (NOT coalesce(o.quarantined, false)
                                                             AND o.duplicate_of IS NULL)) GROUP BY 1""", [[str(p) for p in (snap / "price_observations").glob(
         "*/*.parquet")], str(snap / "offers_current.parquet")]).fetchall())
     assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want
@@ -402,8 +403,9 @@ def test_q12_which_providers_does_each_day_of_the_h100_history_have(data: Path) 
         SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d') AS day, provider,
                round(min(price_per_gpu_hour_usd), 4)
         FROM read_parquet(?, hive_partitioning = false)
-        WHERE gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND allocation = 'on_demand' AND NOT fractional
-          AND coalesce(eligible, false) AND price_per_gpu_hour_usd > 0 GROUP BY ALL ORDER BY ALL""",
+        WHERE gpu_id IN ('h100', 'h100-pcie', 'h100-nvl') AND allocation IN ('on_demand', 'reference_on_demand')
+          AND NOT fractional AND coalesce(eligible, false) AND price_per_gpu_hour_usd > 0
+        GROUP BY ALL ORDER BY ALL""",
                           [files]).fetchall()
     providers: dict[str, list[str]] = {}
     for day, provider, _ in per_day:
@@ -419,16 +421,21 @@ def test_q12_which_providers_does_each_day_of_the_h100_history_have(data: Path) 
     assert got["byDay"][0]["added"] == [] and any(d["changed"] for d in got["byDay"])
     # like for like: the providers of both the first and the last day, and their cheapest on each
     common = sorted(set(providers[days[0]]) & set(providers[days[-1]]))
-    assert common == ["lambda"]  # Lambda's own API on 2026-07-30, its SkyPilot catalog on the snapshot's day
+    # the first day is the gpu-price-feed's 2026-07-23 (2026-07.jsonl line 1: datacrunch = verda, digitalocean,
+    # lambdalabs = lambda, runpod, scaleway); of those, all but Scaleway (captured 2026-10-01) have a current
+    # recording priced on the snapshot's day
+    assert common == ["digitalocean", "lambda", "runpod", "verda"]
     price = {(d, p): v for d, p, v in per_day}
     compared = got["likeForLike"]
     assert compared["providers"] == common
     assert (compared["first"]["day"], compared["first"]["price"]) == (days[0], min(price[days[0], p] for p in common))
     assert (compared["last"]["day"], compared["last"]["price"]) == (days[-1], min(price[days[-1], p] for p in common))
-    assert compared["first"]["price"] == 3.29  # the H100 PCIe at $3.29/GPU-h (shared/reference/prices/NOTES.md)
+    assert compared["first"]["price"] == 1.99  # 2026-07.jsonl line 1: runpod "H100 80GB PCIe": 1.99
     text = table(data, "history", "H100")
-    assert "the providers of each day" in text and "like for like (1 provider on both days: lambda)" in text
-    assert f"+{providers[days[1]][0]}" in text  # the second day's new provider, named
+    assert "the providers of each day" in text
+    assert "like for like (4 providers on both days: digitalocean, lambda, runpod, verda)" in text
+    changed = next(d for d in got["byDay"] if d["changed"])
+    assert all(f"+{p}" in text for p in changed["added"]) and all(f"-{p}" in text for p in changed["removed"])
 
 
 def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
@@ -468,6 +475,43 @@ def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
     assert "the providers of each day" in text and "$/month" in text
     out = vramlab("cost-history", "qwen3-8b", "--context", "5000", "--data-dir", str(data))
     assert out.returncode == 2 and "its loads: --context 8192 --concurrency 1" in out.stderr
+
+
+def test_q14_what_did_h100s_cost_day_by_day_over_the_last_months(data: Path) -> None:
+    """`vramlab history H100` had a few replayed days, most with one stale source: the replay now holds months of
+    dated records (the gpu-price-feed's daily lines, pipeline/replay/prices/gpu-price-feed/), each day with its
+    providers, a day whose provider set changed marked, spot and marketplace prices on their own line, and none of
+    those records ever a current offer."""
+    got = ask(data, "history", "H100")
+    days = [d["day"] for d in got["byDay"]]
+    assert {d[:7] for d in days} >= {"2026-07", "2026-08", "2026-09", "2026-10", "2026-11"} and len(days) >= 40
+    row = {(r["day"], r["provider"]): r for r in got["rows"]}
+    # 2026-08.jsonl line 1 (collected_at 2026-08-01T11:11:58): "digitalocean": {"H100 80GB SXM": 3.39, ...};
+    # line 2 (2026-08-02T11:07:39): 4.41, its only H100 key
+    assert (row["2026-08-01", "digitalocean"]["price"], row["2026-08-02", "digitalocean"]["price"]) == (3.39, 4.41)
+    assert row["2026-08-02", "digitalocean"]["gpu_id"] == "h100"
+    assert row["2026-08-02", "digitalocean"]["instance_type"] == "record: H100 80GB SXM at digitalocean"
+    # the same line: runpod "H100 80GB PCIe": 1.99 < "H100 94GB NVL": 2.59 < "H100 80GB SXM": 2.69, the day's
+    # cheapest on-demand H100 (Vast's 1.7356 is a marketplace quote: the spot line's)
+    day = got["byDay"][days.index("2026-08-02")]
+    assert (day["cheapest"], day["provider"], day["gpu_id"]) == (1.99, "runpod", "h100-pcie")
+    assert day["providerList"] == ["digitalocean", "lambda", "runpod", "scaleway", "verda"]
+    # 2026-08.jsonl line 23 (2026-08-23) has no digitalocean (its collector could not read DigitalOcean that run):
+    # the day is marked, and so is the next day in the history, 2026-09-01, when it is back
+    gone, back = got["byDay"][days.index("2026-08-23")], got["byDay"][days.index("2026-08-23") + 1]
+    assert (gone["removed"], gone["added"], gone["changed"]) == (["digitalocean"], [], True)
+    assert (back["day"], back["added"], back["changed"]) == ("2026-09-01", ["digitalocean"], True)
+    text = table(data, "history", "H100")
+    assert "-digitalocean" in text.split("2026-08-23")[-1].splitlines()[0]
+    # spot and marketplace: 2026-08.jsonl line 1, vastai "H100 80GB SXM": 1.7356 ("H100 80GB PCIe": 1.8689)
+    spot = {(r["day"], r["provider"]): r["price"] for r in ask(data, "history", "H100", "--spot")["rows"]}
+    assert spot["2026-08-01", "vast"] == 1.7356 and ("2026-08-01", "runpod") not in spot
+    # records are history only: no current offer, no setup comes from them
+    snap = snapshot(data)
+    con = duckdb.connect()
+    assert con.execute("SELECT count(*) FROM read_parquet(?) WHERE source = 'gpu-price-feed'",
+                       [str(snap / "offers_current.parquet")]).fetchall()[0][0] == 0
+    assert not [o for o in ask(data, "gpus", "H100", "--offers") if o["instance_type"].startswith("record: ")]
 
 
 # fit's explanation ---------------------------------------------------------------------------------------------

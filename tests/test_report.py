@@ -19,9 +19,10 @@ from pipeline.report.i18n import catalog
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-CLASSES = """CASE WHEN allocation = 'on_demand' THEN 'on_demand'
+CLASSES = """CASE WHEN allocation IN ('on_demand', 'reference_on_demand') THEN 'on_demand'
                  WHEN allocation IN ('spot', 'interruptible', 'preemptible') THEN 'spot'
-                 WHEN allocation LIKE 'marketplace%' THEN 'marketplace' END"""
+                 WHEN allocation LIKE 'marketplace%' OR allocation = 'reference_marketplace' THEN 'marketplace'
+            END"""  # a reference price (gpu-price-feed's dated record) is drawn with the class it records
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +171,8 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
             g: v for g, v in want["series"].items() if v[1] > 0 or v[0] > 0}
         assert all(d["shown"] <= 3 and d["hidden"] for d in drawn)
         assert all(d["inked"] > 2000 and d["width"] > 300 for d in drawn), [d["gpu"] for d in drawn if d["inked"] < 2000]
-        # a GPU's chart holds a provider's price moving over three real days (lambda's H100 PCIe: 3.29 $/h in its
-        # own API on 2026-07-30, 2.49 and 3.29 in the two SkyPilot catalog versions), shown on demand
+        # a GPU's chart holds a provider's price moving over three or more real days (Scaleway's H100 PCIe in the
+        # gpu-price-feed's daily records: 3.2655, 3.2612, 3.2922, ... $/GPU-h), shown on demand
         assert want["moving"], "no provider with three days of changing prices in price_observations"
         charts = {d["gpu"]: d for d in drawn}
         shown = [m for m in want["moving"] if m[0] in charts and m[2] in charts[m[0]]["points"]]
@@ -276,7 +277,7 @@ def test_h100_chart_draws_the_cheapest_spot_per_day_and_marks_provider_changes(r
           AND price_per_gpu_hour_usd > 0 GROUP BY 1""").fetchall())
     providers = dict(con.execute(f"""
         SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'), list(DISTINCT provider ORDER BY provider)
-        FROM {obs} WHERE gpu_id = 'h100' AND coalesce(eligible, false) AND allocation = 'on_demand'
+        FROM {obs} WHERE gpu_id = 'h100' AND coalesce(eligible, false) AND ({CLASSES}) = 'on_demand'
           AND price_per_gpu_hour_usd > 0 GROUP BY 1""").fetchall())
     assert len(want_spot) >= 2 and len(providers) >= 2
     problems: list[str] = []

@@ -14,9 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.compute.price_days import day_summaries, like_for_like
+from pipeline.sources.base import REFERENCE
 
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "interruptible", "preemptible", "marketplace", "marketplace_median", "bid_statistics")
+#: each line with the reference prices that extend its history (a third party's record of the same class)
+ON_DEMAND_HISTORY = ON_DEMAND + tuple(a for a, rentable in REFERENCE.items() if rentable in ON_DEMAND)
+SPOT_LIKE_HISTORY = SPOT_LIKE + tuple(a for a, rentable in REFERENCE.items() if rentable in SPOT_LIKE)
 
 
 def history_files(snapshot: Path) -> list[str]:
@@ -38,7 +42,7 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
                                          [files]).fetchall()}
     # a NULL (or absent) verdict means "not judged": never counted as eligible
     verdict = "coalesce(h.eligible, false)" if "eligible" in stamped else "false"
-    allocations = list(SPOT_LIKE if spot else ON_DEMAND)
+    allocations = list(SPOT_LIKE_HISTORY if spot else ON_DEMAND_HISTORY)
     rows = con.execute(f"""
         WITH obs AS (
             SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.gpu_id, h.instance_type,

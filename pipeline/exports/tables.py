@@ -319,7 +319,9 @@ class PriceObservations(PublishedTable):
     fx_rate: float = col("units of the listed currency per USD on fx_date (usd = listed / fx_rate; 1 for USD)",
                          unit="currency/USD")
     fx_date: str | None = col("date of the ECB rate (null: listed in USD)")
-    allocation: str = col("on_demand, spot, marketplace, marketplace_median, bid_statistics or monthly")
+    allocation: str = col("on_demand, spot, marketplace, marketplace_median, bid_statistics or monthly; "
+                          "reference_on_demand / reference_marketplace: a third party's dated record of a "
+                          "provider's cheapest price (history only, never an offer)")
     availability: str | None = col(_OFFER_DOC["availability"])
     availability_status: str | None = col(_OFFER_DOC["availability_status"] + " at observed_at")
     available_count: int | None = col(_OFFER_DOC["available_count"], unit="GPUs")

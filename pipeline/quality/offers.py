@@ -33,6 +33,7 @@ import polars as pl
 
 from pipeline.sources.base import ALLOCATIONS, RENTABLE
 from pipeline.storage.loaders import registered, transaction
+from pipeline.storage.reference_prices import judge_reference_prices
 
 #: a price more than BAND_LOW times below the GPU's reference, or BAND_HIGH times above it, is quarantined. The
 #: band is wider above: real list prices reach 4x the cross-provider median (Azure ND96isr H100 v5, 12.29 $/GPU-h
@@ -221,6 +222,8 @@ def rebuild_offer_quality(con: duckdb.DuckDBPyConnection, now: datetime) -> dict
                                    "days": CONFIRM_DAYS})
             con.execute("DELETE FROM offer_quality")
             con.execute(_WRITE, {"now": now})
+            # reference prices have no current offer to be judged through: by their own facts and day's band
+            judge_reference_prices(con, band_low=BAND_LOW, band_high=BAND_HIGH, min_providers=MIN_REFERENCE_PROVIDERS)
             con.execute(_STAMP_HISTORY)
             con.execute(_STAMP_UNJUDGED.format(rentable=RENTABLE))
             con.execute("DELETE FROM gpu_price_reference")

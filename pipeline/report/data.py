@@ -12,11 +12,12 @@ from typing import Any
 import polars as pl
 
 from pipeline.compute.price_days import day_summaries, joined
-from pipeline.sources.base import RENTABLE
+from pipeline.sources.base import REFERENCE, RENTABLE
 
-#: allocation (as published) -> board column: the rentable classes, and a marketplace's median with the
-#: marketplace; anything else (monthly, bid statistics) is not an hourly price
-PRICE_CLASS = {**{c: c for c in RENTABLE}, "marketplace_median": "marketplace"}
+#: allocation (as published) -> board column: the rentable classes, a marketplace's median with the marketplace, and
+#: reference prices (a third party's record; history only, never a current offer) with the class they record;
+#: anything else (monthly, bid statistics) is not an hourly price
+PRICE_CLASS = {**{c: c for c in RENTABLE}, "marketplace_median": "marketplace", **REFERENCE}
 CLASSES = RENTABLE
 #: offer facts shown beside each provider's price: form factor, links, capacity at fetch time
 MACHINE_FACTS = ("form_factor", "gpu_link", "cluster_fabric", "cluster_gbps", "availability_status")

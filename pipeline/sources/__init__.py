@@ -9,6 +9,7 @@ from pipeline.sources.base import Offer, ParseError, ParseResult, RawPayload, So
 from pipeline.sources.digitalocean import DigitalOcean
 from pipeline.sources.ecb import ECB
 from pipeline.sources.gcp import GoogleCloud
+from pipeline.sources.gpu_price_feed import GpuPriceFeed
 from pipeline.sources.hetzner import Hetzner
 from pipeline.sources.lambda_cloud import LambdaCloud
 from pipeline.sources.oci import Oracle
@@ -22,7 +23,8 @@ from pipeline.sources.vultr import Vultr
 
 PRICE_SOURCES: dict[str, Source] = {
     s.name: s for s in [Azure(), Oracle(), Scaleway(), Vultr(), Akash(), Verda(), OVHcloud(), AWS(), RunPod(),
-                        VastAI(), LambdaCloud(), DigitalOcean(), GoogleCloud(), Hetzner(), *SKYPILOT_SOURCES]
+                        VastAI(), LambdaCloud(), DigitalOcean(), GoogleCloud(), Hetzner(), *SKYPILOT_SOURCES,
+                        GpuPriceFeed()]
 }
 CURRENCY_SOURCE = ECB()
 

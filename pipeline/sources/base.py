@@ -21,10 +21,17 @@ from pipeline.sources.fx import FxError, FxRates
 from pipeline.sources.http import get_part
 from pipeline.sources.payload import RawPart, RawPayload
 
-Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics", "monthly"]
+Allocation = Literal["on_demand", "spot", "marketplace", "marketplace_median", "bid_statistics", "monthly",
+                     "reference_on_demand", "reference_marketplace"]
 #: every allocation class a source can emit, and those an hourly price can be rented at (what can be eligible)
 ALLOCATIONS: tuple[Allocation, ...] = get_args(Allocation)
 RENTABLE: tuple[Allocation, ...] = ("on_demand", "spot", "marketplace")
+#: prices a third party recorded in the past (the cheapest on-demand per-GPU price it saw at a provider on a day),
+#: each with the rentable class whose price history it extends. They are observations for the price history
+#: only: no instance, region or size can be rented from them, so they never become current offers
+#: (``storage/loaders.rebuild_current``), never enter the quality stage's reference prices and never price a setup.
+REFERENCE: dict[Allocation, Allocation] = {"reference_on_demand": "on_demand",
+                                           "reference_marketplace": "marketplace"}
 PriceUnit = Literal["instance-hour", "gpu-hour", "instance-month"]
 HOURS_PER_MONTH = 730  # the providers' own convention (Hetzner, Scaleway, Vultr monthly caps): 8760 h / 12
 PRICE_DECIMALS = 6  # prices are rounded once, here: 12 x 0.031611 + ... is 3.673385, not 3.6733849999999997

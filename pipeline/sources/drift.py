@@ -54,9 +54,19 @@ class Baseline(BaseModel):
     streak: int = 0
 
 
+def _json_lines(text: str) -> list[Any] | None:
+    """Every non-empty line of ``text`` read as JSON, or None when some line is not JSON (or none is there)."""
+    try:
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError:
+        return None
+    return lines or None
+
+
 def shape_of(raw: RawPayload) -> list[str]:
-    """Top-level keys of every 200 part: JSON object keys, ``[]`` plus item keys for a JSON list, ``csv:`` plus the
-    header for a CSV, ``text`` for anything else (an HTML page)."""
+    """Top-level keys of every 200 part: JSON object keys, ``[]`` plus item keys for a JSON list, the keys of every
+    line's object for JSON Lines (the same keys as a one-line file's), ``csv:`` plus the header for a CSV, ``text``
+    for anything else (an HTML page)."""
     keys: set[str] = set()
     for part in raw.parts:
         if part.status != 200:
@@ -65,7 +75,10 @@ def shape_of(raw: RawPayload) -> list[str]:
         try:
             body: Any = json.loads(text)
         except ValueError:
-            if "," in text.split("\n", 1)[0] and not text.lstrip().startswith("<"):
+            lines = _json_lines(text)
+            if lines is not None:
+                keys.update(k for line in lines if isinstance(line, dict) for k in line)
+            elif "," in text.split("\n", 1)[0] and not text.lstrip().startswith("<"):
                 keys.update(f"csv:{c}" for c in next(csv.reader(io.StringIO(text)), []))
             else:
                 keys.add("text")

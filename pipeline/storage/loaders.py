@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from pipeline.sources import CURRENCY_SOURCE, PRICE_SOURCES
-from pipeline.sources.base import Offer
+from pipeline.sources.base import REFERENCE, Offer
 from pipeline.sources.fx import FxRates
 from pipeline.sources.huggingface import HubModel, WatchEntry
 from pipeline.sources.landing import (
@@ -276,15 +276,18 @@ def load_observations_detailed(con: duckdb.DuckDBPyConnection, offers: list[tupl
 
 
 def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str, int]:
-    """Recompute ``offers_current`` and append new ``price_changes`` in one transaction."""
+    """Recompute ``offers_current`` and append new ``price_changes`` in one transaction. Reference prices
+    (:data:`pipeline.sources.base.REFERENCE`: a third party's record of a past price) are history only: they
+    are never a current offer, so neither table holds them."""
+    history_only = list(REFERENCE)
     with transaction(con):
         con.execute("""
             INSERT OR IGNORE INTO price_changes
             SELECT offer_key, prev, price_per_hour_usd, observed_at FROM (
                 SELECT offer_key, observed_at, price_per_hour_usd,
                        lag(price_per_hour_usd) OVER (PARTITION BY offer_key ORDER BY observed_at) AS prev
-                FROM price_observations)
-            WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""")
+                FROM price_observations WHERE allocation NOT IN (SELECT UNNEST(?::VARCHAR[])))
+            WHERE prev IS NOT NULL AND prev <> price_per_hour_usd""", [history_only])
         con.execute("DELETE FROM offers_current")
         facts = ", ".join(f"r.{c}" for c in FACT_COLUMNS)
         con.execute(f"""
@@ -298,7 +301,7 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                        ORDER BY observed_at) AS prev_price,
                        min(observed_at) OVER (PARTITION BY offer_key) AS first_seen,
                        max(observed_at) OVER (PARTITION BY offer_key) AS last_seen
-                FROM price_observations
+                FROM price_observations WHERE allocation NOT IN (SELECT UNNEST(?::VARCHAR[]))
                 WINDOW w AS (PARTITION BY offer_key ORDER BY observed_at DESC)),
             fetches AS (
                 SELECT source,
@@ -318,7 +321,7 @@ def rebuild_current(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str
                    coalesce(r.price_per_hour_usd > ? * r.prev_price OR r.prev_price > ? * r.price_per_hour_usd, false),
                    {facts}
             FROM ranked r LEFT JOIN fetches f USING (source)
-            WHERE r.rn = 1""", [JUMP_FACTOR, JUMP_FACTOR])
+            WHERE r.rn = 1""", [history_only, JUMP_FACTOR, JUMP_FACTOR])
         con.execute("UPDATE offers_current SET stale = verified_at < ?", [as_of - STALE_AFTER])
     counts = con.execute("""SELECT count(*), count(*) FILTER (WHERE stale), count(*) FILTER (WHERE removed),
                             count(*) FILTER (WHERE jump_unconfirmed) FROM offers_current""").fetchall()[0]
