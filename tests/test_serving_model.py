@@ -289,3 +289,22 @@ def test_compressed_sparse_attention_has_flops_bounded_by_the_indexer_top_k() ->
     far, farther = csa.attention_flops(2 * 4 * csa.indexer_topk * 4), csa.attention_flops(2 * 4 * csa.indexer_topk * 8)
     scoring = 2 * (4 * csa.indexer_topk * 4 / 4) * csa.indexer_heads * csa.indexer_head_dim
     assert farther - far == pytest.approx(scoring, rel=1e-9)
+
+
+def test_at_load_acceptance_on_the_calibration_set() -> None:
+    """The at-load goals the calibration set meets (docs/calibration.md "At a load"): E2E and ITL within 12% median
+    APE, the batched step alone at the measured batch within 15% for at least 70% of the cases. (TTFT's goal, 25%,
+    is not met yet.)"""
+    import statistics
+
+    from sizing_core.serving import calibration
+
+    cases = [c for c in calibration.cases() if not c.out]
+
+    def median_ape(quantity: str) -> float:
+        return statistics.median(abs(1 / r - 1) for c in cases if (r := c.ratio(quantity)) == r)
+
+    assert median_ape("e2e") <= 0.12
+    assert median_ape("itl") <= 0.12
+    steps = [abs(c.step_predicted_ms / c.step_measured_ms - 1) <= 0.15 for c in cases if c.step_predicted_ms]
+    assert len(steps) >= 100 and sum(steps) >= 0.7 * len(steps)
