@@ -177,12 +177,22 @@ def _pip_settings(python: str) -> list[str]:
     return flags
 
 
+def compile_bytecode() -> None:
+    """Byte-compile the project's packages into ``__pycache__`` as a regular install would (an editable install
+    leaves them as sources): without it, where ``PYTHONDONTWRITEBYTECODE`` is set, every CLI call compiles the
+    ~90 modules ``vramlab fit`` imports again, a third of its time. Only sources newer than their bytecode are
+    compiled."""
+    subprocess.call([str(_venv_bin("python")), "-m", "compileall", "-q", "sizing_core", "pipeline"], cwd=ROOT,
+                    stdout=subprocess.DEVNULL)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "setup"}:
         print(__doc__)
         return 2
     verb, rest = argv[0], argv[1:]
     ensure_environment(dev=verb != "run")  # running needs no test or lint tools
+    compile_bytecode()
     env = dict(os.environ)
     if verb == "setup":
         return 0

@@ -8,8 +8,8 @@ at-load constants, residual bands, and the at-load section of docs/calibration.m
                                                 # sizing_core/serving/bands.py and the tables of docs/calibration.md
 
 Every case runs through :func:`sizing_core.serving.serve`, the call ``vramlab fit ... --rate R`` makes. The fit
-minimises the mean absolute log(measured / predicted) of TTFT, ITL, E2E and output throughput, each term capped at
-a factor of 3 (robust to the few cases the model cannot reach) with calibrate.py's Nelder-Mead on the constants' logarithms.
+minimises the mean absolute log(measured / predicted) of TTFT, ITL, E2E, output throughput and the step alone (the
+measured ITL against the step at the measured batch), each term capped at a factor of 3 (robust to the few cases the model cannot reach) with calibrate.py's Nelder-Mead on the constants' logarithms.
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ from sizing_core.serving import calibration, steady_state, step  # noqa: E402
 
 QUANTITIES = ("ttft", "itl", "e2e", "tput")
 WEIGHTS = {"ttft": 1.0, "itl": 1.0, "e2e": 1.0, "tput": 0.5}
+STEP_WEIGHT = 1.0  # the measured ITL against the step at the batch Little's law gives from the measured figures
 #: (module, name, key) of every fitted constant
-PARAMS = [(step, "MEMORY_KIND_FACTOR", k) for k in ("HBM2e", "HBM3", "HBM3e", "GDDR6")] + [
-    (step, "OVERLAP", None), (step, "SEQ_US", None), (step, "MFU_FACTOR", None), (step, "ROUTE_US", None),
+PARAMS = [(step, "MEMORY_KIND_FACTOR", k) for k in ("HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X")] + [
+    (step, "OVERLAP", None), (step, "SEQ_US", None), (step, "MFU_FACTOR", None), (step, "MFU_GENERATION", "Ampere"),
+    (step, "ROUTE_US", None), (step, "ROUTE_GENERATION", "Ampere"), (step, "NODE_HOP_MS", None),
     (steady_state, "QUEUE_FACTOR", None)] + [(steady_state, "FLOOR_FACTOR", k) for k in ("vllm", "sglang")] + [
     (steady_state, "FRONT_MS", None)]
-FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "ROUTE_US": 0.05}  # start of a constant that is zero (log space)
+FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "ROUTE_US": 0.05, "NODE_HOP_MS": 0.5}  # start of a constant that is zero (log space)
 BANDS_PY = ROOT / "sizing_core" / "serving" / "bands.py"
 DOC = ROOT / "docs" / "calibration.md"
 BAND_QUANTILES = (0.05, 0.95)
@@ -54,6 +56,8 @@ def get(module, name: str, key: object) -> float:
 def put(module, name: str, key: object, value: float) -> None:
     if name == "MFU_FACTOR":
         value = min(value, 0.9 / 0.406)  # MFU at most 0.9
+    if name == "MFU_GENERATION":
+        value = min(value, 0.9 / 0.406 / step.MFU_FACTOR)
     if name == "OVERLAP":
         value = min(value, 1.0)  # at most the sum of the two
     if name == "MEMORY_KIND_FACTOR":
@@ -76,6 +80,9 @@ def loss(x: list[float], ids: set[str] | None = None) -> float:
             if r == r and r > 0:
                 total += WEIGHTS[q] * min(abs(math.log(r)), LOSS_CAP)
                 weight += WEIGHTS[q]
+        if c.step_predicted_ms:  # the step alone at the measured batch: the step's constants without the fixed point
+            total += STEP_WEIGHT * min(abs(math.log(c.step_measured_ms / c.step_predicted_ms)), LOSS_CAP)
+            weight += STEP_WEIGHT
     return total / max(weight, 1)
 
 
@@ -211,7 +218,10 @@ def doc_tables(cs: list, fig: dict, table: dict, held: tuple[int, int]) -> str:
              f"| serving.step.OVERLAP | {step.OVERLAP:.4g} |", f"| serving.step.SEQ_US | {step.SEQ_US:.4g} |",
              f"| serving.step.EXPERT_US | {step.EXPERT_US:.4g} |",
              f"| serving.step.MFU_FACTOR | {step.MFU_FACTOR:.4g} |",
+             f"| serving.step.MFU_GENERATION | {step.MFU_GENERATION} |",
              f"| serving.step.ROUTE_US | {step.ROUTE_US:.4g} |",
+             f"| serving.step.ROUTE_GENERATION | {step.ROUTE_GENERATION} |",
+             f"| serving.step.NODE_HOP_MS | {step.NODE_HOP_MS:.4g} |",
              f"| serving.steady_state.QUEUE_FACTOR | {steady_state.QUEUE_FACTOR:.4g} |",
              f"| serving.steady_state.FLOOR_FACTOR | {steady_state.FLOOR_FACTOR} |",
              f"| serving.steady_state.FRONT_MS | {steady_state.FRONT_MS:.4g} |"]

@@ -95,6 +95,11 @@ class GPU(Record):
         return self.vendor == "AMD" and self.id.startswith("mi")
 
     @property
+    def generation(self) -> str:
+        """The architecture's name without the chip (``Ampere (GA100 sm_80)`` -> ``Ampere``)."""
+        return self.arch.split(" (")[0].strip()
+
+    @property
     def compute_capability(self) -> float | None:
         """NVIDIA SM version parsed from the arch column (``sm_90`` -> 9.0)."""
         if "sm_" not in self.arch:

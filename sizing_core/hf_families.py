@@ -111,7 +111,8 @@ def deepseek_v4_layers(c: Fields) -> Layers:
     common = dict(num_heads=c.int("num_attention_heads"), head_dim=c.int("head_dim"), q_lora_rank=c.int("q_lora_rank"),
                   o_lora_rank=c.int("o_lora_rank"), o_groups=c.int("o_groups"), window=c.int("sliding_window"),
                   indexer_heads=c.int("index_n_heads", 0, minimum=0),
-                  indexer_head_dim=c.int("index_head_dim", 0, minimum=0))
+                  indexer_head_dim=c.int("index_head_dim", 0, minimum=0),
+                  indexer_topk=c.int("index_topk", 0, minimum=0))
     moe = MoE(num_experts=read_num_experts(c), top_k=read_top_k(c), expert_intermediate=c.int("moe_intermediate_size"),
               shared_intermediate=read_shared_width(c), router_bias=True)
 

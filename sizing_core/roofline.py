@@ -9,7 +9,7 @@ from .architecture import Architecture
 from .formats import tensor_bits
 from .gpus import GPU
 from .kv_cache import cache_bytes
-from .layers import FullAttention, MLAAttention, MoE, SelfAndCrossAttention
+from .layers import CompressedSparseAttention, FullAttention, MLAAttention, MoE, SelfAndCrossAttention
 from .memo import model_memo, remembered
 
 
@@ -111,6 +111,8 @@ def _compute_attention_flops(arch: Architecture, context: int) -> float:
             flops += 2 * span * m.num_heads * (m.head_dim + m.vdim)
         elif isinstance(m, MLAAttention):
             flops += 2 * (context / 2) * m.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+        elif isinstance(m, CompressedSparseAttention):
+            flops += m.attention_flops(context)
     return flops
 
 

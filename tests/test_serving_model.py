@@ -63,7 +63,7 @@ def test_low_rate_itl_is_the_batch_one_decode_step() -> None:
     one = decode_step(arch, gpu, engine, "bf16", 1, 1, 1100, 1)
     at_load = StepModel(arch, gpu, engine, "bf16", 1, 1).efficiency
     bandwidth = one.bandwidth_ms * bandwidth_efficiency(engine, gpu) / at_load
-    compute = one.compute_ms / step.MFU_FACTOR
+    compute = one.compute_ms / StepModel(arch, gpu, engine, "bf16", 1, 1).mfu_factor
     expected = max(bandwidth, compute) + step.OVERLAP * min(bandwidth, compute) + one.fixed_ms + step.SEQ_US / 1000
     assert got.itl_ms == pytest.approx(expected, rel=0.01)
     assert got.mean_batch < 0.01 and not got.saturated
@@ -74,9 +74,9 @@ def test_low_rate_ttft_is_the_batch_one_prefill() -> None:
     arch, gpu, engine, start = _setup()
     prompt = 2000
     got = serve(arch, gpu, engine, "bf16", 1, 1, Workload(input_tokens=prompt, output_tokens=100, rate=1e-3), start)
-    flops = _peak(gpu, "bf16", True, engine) * step.PREFILL_MFU["server"] * step.MFU_FACTOR
-    compute = prompt * (2 * _active_params(arch) + _attention_flops_per_token(arch, prompt)) / flops * 1000
     model = StepModel(arch, gpu, engine, "bf16", 1, 1)
+    flops = _peak(gpu, "bf16", True, engine) * step.PREFILL_MFU["server"] * model.mfu_factor
+    compute = prompt * (2 * _active_params(arch) + _attention_flops_per_token(arch, prompt)) / flops * 1000
     weights = model.weight_bytes(prompt) / model.bandwidth * 1000  # the step reads the weights once
     assert compute > weights  # a 2,000-token prompt of an 8B model is compute-bound on an H100
     expected = (TTFT_FLOOR_MS["server"] * steady_state.FLOOR_FACTOR[engine.id] + compute + step.OVERLAP * weights
@@ -219,7 +219,7 @@ def test_moe_step_pays_per_routed_pick_a_rank_share_under_expert_parallelism() -
     ep = StepModel(arch, gpu, engine, "bf16", 2, 1, expert_parallel=2)
     assert tp.routed == 48 * 8  # 48 MoE layers, top-8
     gap = tp.step(100, 1000).total_ms - ep.step(100, 1000).total_ms
-    assert gap == pytest.approx(100 * tp.routed * step.ROUTE_US / 1000 / 2, rel=1e-6)
+    assert gap == pytest.approx(100 * tp.routed * tp.route_us / 1000 / 2, rel=1e-6)
 
 
 def test_dp_attention_ranks_read_their_own_share_of_the_kv() -> None:
@@ -249,3 +249,62 @@ def test_a_burst_beyond_the_running_cap_decodes_between_the_full_and_the_drainin
                                                           concurrency=got.max_running, kind="burst",
                                                           output_cv2=1.0), start)
     assert got.itl_ms > wave.itl_ms
+
+
+@pytest.mark.parametrize(("gpu_id", "kind"), [
+    ("a100-40gb", "HBM2"), ("v100", "HBM2"), ("a100-80gb-sxm", "HBM2e"), ("h100", "HBM3"), ("h200", "HBM3e"),
+    ("rtx-3090", "GDDR6X"), ("rtx-4090", "GDDR6X"), ("l40s", "GDDR6"), ("l4", "GDDR6")])
+def test_memory_kinds_group_the_catalog(gpu_id: str, kind: str) -> None:
+    """HBM2 (A100 40GB, V100) and GDDR6X (GeForce 30/40 series) are groups of their own, not HBM2e and GDDR6."""
+    assert step.memory_kind(get_gpu(gpu_id)) == kind
+
+
+def test_pipeline_stages_on_two_machines_pay_a_hop_per_step() -> None:
+    """TP4 x PP2 on two machines pays one network hop per step over the same layout on one machine."""
+    arch, gpu, engine, _ = _setup("meta-llama__Meta-Llama-3.1-70B", "a100-40gb")
+    one = StepModel(arch, gpu, engine, "bf16", 4, 2, nodes=1)
+    two = StepModel(arch, gpu, engine, "bf16", 4, 2, nodes=2)
+    assert two.step(32, 400).total_ms - one.step(32, 400).total_ms == pytest.approx(step.NODE_HOP_MS, rel=1e-9)
+
+
+def test_at_load_mfu_and_routing_cost_are_per_gpu_generation() -> None:
+    """The matrix work's at-load MFU factor and the MoE cost per routed pick are the generation's (Ampere) or the
+    common ones (Hopper)."""
+    arch, _, engine, _ = _setup("Qwen__Qwen3-30B-A3B")
+    a100 = StepModel(arch, get_gpu("a100-80gb-sxm"), engine, "bf16", 1, 1)
+    h100 = StepModel(arch, get_gpu("h100"), engine, "bf16", 1, 1)
+    assert a100.mfu_factor == pytest.approx(step.MFU_FACTOR * step.MFU_GENERATION["Ampere"])
+    assert h100.mfu_factor == pytest.approx(step.MFU_FACTOR)
+    assert a100.route_us == pytest.approx(step.ROUTE_US * step.ROUTE_GENERATION["Ampere"])
+    assert h100.route_us == pytest.approx(step.ROUTE_US)
+
+
+def test_compressed_sparse_attention_has_flops_bounded_by_the_indexer_top_k() -> None:
+    """DeepSeek-V4 attention costs FLOPs (the window, the compressed entries, the indexer's scoring); past the
+    indexer's top-k a ratio-4 layer reads no more entries, so only the scoring keeps growing with the prompt."""
+    arch = case_arch("deepseek-ai__DeepSeek-V4-Flash")
+    short, long = _attention_flops_per_token(arch, 1024), _attention_flops_per_token(arch, 32768)
+    assert 0 < short < long
+    csa = next(layer.mixer for layer in arch.layers if layer.mixer.compress_ratio == 4)
+    far, farther = csa.attention_flops(2 * 4 * csa.indexer_topk * 4), csa.attention_flops(2 * 4 * csa.indexer_topk * 8)
+    scoring = 2 * (4 * csa.indexer_topk * 4 / 4) * csa.indexer_heads * csa.indexer_head_dim
+    assert farther - far == pytest.approx(scoring, rel=1e-9)
+
+
+def test_at_load_acceptance_on_the_calibration_set() -> None:
+    """The at-load goals the calibration set meets (docs/calibration.md "At a load"): E2E and ITL within 12% median
+    APE, the batched step alone at the measured batch within 15% for at least 70% of the cases. (TTFT's goal, 25%,
+    is not met yet.)"""
+    import statistics
+
+    from sizing_core.serving import calibration
+
+    cases = [c for c in calibration.cases() if not c.out]
+
+    def median_ape(quantity: str) -> float:
+        return statistics.median(abs(1 / r - 1) for c in cases if (r := c.ratio(quantity)) == r)
+
+    assert median_ape("e2e") <= 0.12
+    assert median_ape("itl") <= 0.12
+    steps = [abs(c.step_predicted_ms / c.step_measured_ms - 1) <= 0.15 for c in cases if c.step_predicted_ms]
+    assert len(steps) >= 100 and sum(steps) >= 0.7 * len(steps)

@@ -218,10 +218,25 @@ class CompressedSparseAttention(Kind):
     compress_ratio: int = checked(kind=int, ge=0)
     indexer_heads: int = 0
     indexer_head_dim: int = 0
+    indexer_topk: int = 0  # compressed entries the indexer keeps per query (``index_topk``; 0: all of them)
 
     @property
     def _has_indexer(self) -> bool:
         return self.compress_ratio == 4 and self.indexer_heads > 0
+
+    def attention_flops(self, context: int) -> float:
+        """Attention FLOPs per prompt token, averaged over a prompt of ``context`` tokens (a token at position
+        ``t`` attends ``t`` / 2 on average): every head scores and sums the window's raw tokens and the compressed
+        entries it reads (the indexer's top-k on ratio-4 layers, all of them on the others) over the one shared
+        ``head_dim``-wide head, and the indexer scores every compressed entry with its own heads."""
+        span = context / 2
+        entries = span / self.compress_ratio if self.compress_ratio else 0.0
+        if self._has_indexer and self.indexer_topk:
+            entries = min(entries, self.indexer_topk)
+        flops = 2 * (min(span, self.window) + entries) * self.num_heads * 2 * self.head_dim
+        if self._has_indexer:
+            flops += 2 * (span / self.compress_ratio) * self.indexer_heads * self.indexer_head_dim
+        return flops
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         p = f"{prefix}.self_attn"

@@ -113,7 +113,7 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
     if attention_dp > 1:
         dp = 1
     ep = _int(row.get("ep")) or 1
-    nodes = math.ceil(tp * pp / gpu.node_size)
+    nodes = _int(row.get("nodes")) or math.ceil(tp * pp / gpu.node_size)  # stated, else packed
     fmt = row["format"] or "bf16"
     kv = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "auto": "bf16"}.get(row.get("kv_cache_dtype") or "bf16",
                                                                    row.get("kv_cache_dtype") or "bf16")
@@ -148,12 +148,11 @@ def prefill_bound_ms(solver) -> float:
     """The least mean TTFT of a burst: its prompts' matrix FLOPs at the GPUs' peak (no MFU), taken in one after
     the other (the mean prompt waits for half of them)."""
     from ..engine_speed import PREFILL_MFU
-    from .step import MFU_FACTOR
 
     model, load = solver.model, solver.w
     if not model.flops:
         return 0.0
-    peak = model.flops / (PREFILL_MFU[model.family] * (MFU_FACTOR if model.server else 1.0))
+    peak = model.flops / (PREFILL_MFU[model.family] * model.mfu_factor)
     total = float(load.concurrency or 1) * load.input_tokens * 2 * model.active / (model.tp * model.pp)
     return total / peak * 1000 / 2
 

@@ -34,14 +34,14 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.0951  # on the M/G/1 wait of the prefill queue
+QUEUE_FACTOR = 0.2588  # on the M/G/1 wait of the prefill queue
 #: request handling before the first forward pass at a load (HTTP, chat template, tokenising, handing the request to
 #: the scheduler process): engine_speed's TTFT_FLOOR_MS (fitted on batch-1 TTFT rows) times this, per engine (their
 #: API servers differ: SGLang's tokenizer manager, vLLM's API server process); ``*`` for the others
-FLOOR_FACTOR = {"vllm": 0.9719, "sglang": 1.106, "*": 1.413}
+FLOOR_FACTOR = {"vllm": 0.7683, "sglang": 1.091, "*": 1.413}
 #: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for
 #: N x this / 2 on average
-FRONT_MS = 3.46
+FRONT_MS = 6.281
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run

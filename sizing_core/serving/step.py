@@ -5,9 +5,10 @@ group::
     bandwidth = (dense weights + distinct experts touched by the step's B + p tokens / expert efficiency) / TP
                 + B x KV bytes of ``held`` tokens                       over  bandwidth x efficiency(memory kind)
     compute   = ((B + p) x 2 x active params + B x attention over held + p x attention over the prompt) / TP
-                                                                         over  peak x MFU
+                                                                         over  peak x MFU (per GPU generation)
     step      = roof(weight bytes, matrix FLOPs) + roof(KV bytes, attention FLOPs) + fixed costs (``engine_speed``)
                 + B x SEQ_US + (B + p) x routed picks per token x ROUTE_US (MoE)
+                + a hop per step between pipeline stages on different machines (NODE_HOP_MS)
     roof(a, b) = max(a, b) + OVERLAP x min(a, b)  (the matrix products and attention run as kernels of their own)
 
 The distinct experts a layer's routed experts see for ``n`` tokens: ``E (1 - (1 - k/E)^n)`` (``k`` at one token,
@@ -38,35 +39,48 @@ from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_
 from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
-# on serving.csv (151 of 215 cases predicted): vLLM/SGLang stream at 0.93 of the spec bandwidth on HBM2e (A100),
-# at the cap of 0.95 on HBM3e (H200, B200), 0.81 on HBM3 (H100, MI300X) and 0.63 on GDDR6 (L4, L40S); the matrix
-# products and attention each hide 56% of the smaller of their bandwidth and compute time (overlap 0.44), a step
-# pays 37 us per running request and 0.11 us per routed (token, expert) pick and MoE layer, its matrix work at 1.01 x
-# the batch-1 prefill MFU
+# on serving.csv (149 of 213 cases predicted): vLLM/SGLang stream at 0.89 of the spec bandwidth on HBM2e (A100
+# 80GB), 0.63 on HBM2 (A100 40GB), at the cap of 0.95 on HBM3e (H200, B200), 0.82 on HBM3 (H100, MI300X), 0.75 on
+# GDDR6X (RTX 3090) and 0.63 on GDDR6 (L4, L40S); the matrix products and attention each hide 53% of the smaller of
+# their bandwidth and compute time (overlap 0.47); a step pays 37 us per running request and 0.089 us per routed
+# (token, expert) pick and MoE layer (1.8x that on Ampere), its matrix work at 1.02x the batch-1 prefill MFU (1.3x
+# that on Ampere); a pipeline hop between machines costs 1.5 ms a step
 #: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2e": 1.6, "HBM3": 1.396, "HBM3e": 1.63, "GDDR6": 0.6295, "GDDR7": 1.0, "LPDDR": 1.0}
+MEMORY_KIND_FACTOR = {"HBM2": 1.073, "HBM2e": 1.524, "HBM3": 1.398, "HBM3e": 1.63, "GDDR6": 0.6315, "GDDR6X": 0.7491,
+                      "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a kernel (the matrix products, attention) does not hide under
 #: the larger one
-OVERLAP = 0.436
+OVERLAP = 0.4691
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
-SEQ_US = 37
+SEQ_US = 36.82
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
 #: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
 EXPERT_US = 0.0
 #: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
-MFU_FACTOR = 1.012
+MFU_FACTOR = 1.015
+#: and times this on a GPU generation whose tensor cores the engines' kernels bring nearer to (or further from)
+#: their peak than the batch-1 MFU says: Ampere's dense peak is reached with plain MMA tiles, Hopper's needs
+#: warp-group MMA and TMA pipelines that not every kernel of a step uses
+MFU_GENERATION = {"Ampere": 1.295}
 #: per token and routed expert it picks, per MoE layer and step (vLLM/SGLang fused MoE): the router's top-k, the
 #: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
 #: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what
 #: makes a MoE step at a batch of hundreds (and a MoE prompt) slower than its bytes and FLOPs
-ROUTE_US = 0.107
+ROUTE_US = 0.08875
+#: and times this on a GPU generation whose SMs run those small kernels slower (Ampere: fewer SMs at a lower clock
+#: than Hopper, no TMA for the gathers)
+ROUTE_GENERATION = {"Ampere": 1.823}
+#: per pipeline hop between machines and step (vLLM's pipeline stages on two machines over Ray: the activations'
+#: send and each remote stage's own step dispatch); hops inside one machine cost what engine_speed's HOP_MS says
+NODE_HOP_MS = 1.534
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
 
 
 def memory_kind(gpu: GPU) -> str:
-    """The catalog's memory kind in the fitted groups (HBM2/HBM as HBM2e, GDDR6X as GDDR6, unified as LPDDR)."""
+    """The catalog's memory kind in the fitted groups (HBM2 and unnamed HBM generations as HBM2, other GDDR as
+    GDDR6, unified as LPDDR)."""
     text = (gpu.memory_kind or "").upper()
     if gpu.kind in ("unified", "apple") or "LPDDR" in text:
         return "LPDDR"
@@ -74,9 +88,13 @@ def memory_kind(gpu: GPU) -> str:
         return "HBM3e"
     if text.startswith("HBM3"):
         return "HBM3"
-    if text.startswith("HBM"):
+    if text.startswith("HBM2E"):
         return "HBM2e"
-    return "GDDR7" if text.startswith("GDDR7") else "GDDR6"
+    if text.startswith("HBM"):
+        return "HBM2"
+    if text.startswith("GDDR7"):
+        return "GDDR7"
+    return "GDDR6X" if text.startswith("GDDR6X") else "GDDR6"
 
 
 def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
@@ -133,12 +151,16 @@ class StepModel:
             eff = min(MAX_EFFICIENCY, eff * MEMORY_KIND_FACTOR.get(memory_kind(gpu), 1.0))
         self.efficiency = eff
         self.bandwidth = (gpu.bandwidth_gbs or 0.0) * GB * eff  # bytes/s one GPU streams
-        flops = _peak(gpu, effective_format(arch, fmt), native, engine)
-        self.flops = flops * PREFILL_MFU[self.family] * (MFU_FACTOR if self.family == "server" else 1.0) \
-            if flops else None
         self.server = self.family == "server"
+        self.route_us = ROUTE_US * ROUTE_GENERATION.get(gpu.generation, 1.0)  # per routed pick and MoE layer
+        #: the at-load MFU over engine_speed's prefill MFU (vLLM/SGLang; the others as at batch 1)
+        self.mfu_factor = MFU_FACTOR * MFU_GENERATION.get(gpu.generation, 1.0) if self.server else 1.0
+        flops = _peak(gpu, effective_format(arch, fmt), native, engine)
+        self.flops = flops * PREFILL_MFU[self.family] * self.mfu_factor if flops else None
         self.active = _active_params(arch)
         self.fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
+        if self.server and pp > 1 and nodes > 1:  # the stages' hops that cross machines
+            self.fixed += (min(pp, nodes) - 1) * NODE_HOP_MS
         if cpu_offload_gb:  # vLLM's UVA offload: the offloaded weights cross PCIe in every forward pass
             self.fixed += cpu_offload_gb * GIB / (PCIE_GBS * GB) * 1000
 
@@ -174,8 +196,8 @@ class StepModel:
         bandwidth_ms, compute_ms = weights_ms + kv_ms, gemm_ms + attention_ms
         if self.server:
             total += batch / ranks * SEQ_US / 1000
-            if ROUTE_US and self.routed:
-                total += tokens * self.routed / self.expert_parallel * ROUTE_US / 1000
+            if self.route_us and self.routed:
+                total += tokens * self.routed / self.expert_parallel * self.route_us / 1000
         if EXPERT_US and self.moe_layers:
             total += sum(n * distinct_experts(e, k, max(tokens, 1.0)) for e, k, n in self.moe_layers) * EXPERT_US / 1000
         return Step(bandwidth_ms=bandwidth_ms, compute_ms=compute_ms, fixed_ms=self.fixed, total_ms=total)
