@@ -11,6 +11,9 @@ from typing import Any
 import dagster as dg
 import duckdb
 
+from pipeline.storage import snapshot_files
+from pipeline.storage.db import describe
+
 #: DuckDB type -> the type name shown in the UI's column schema
 _TYPES = {"VARCHAR": "string", "DOUBLE": "float", "FLOAT": "float", "INTEGER": "int", "BIGINT": "int",
           "BOOLEAN": "bool", "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMP": "timestamp", "DATE": "date",
@@ -49,17 +52,12 @@ def _schema(rows: Iterable[tuple[Any, ...]], described: dict[str, str] | None = 
 
 def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> dg.TableSchema:
     """The column schema of a DuckDB table, as DuckDB describes it, with the data dictionary's descriptions."""
-    return _schema(con.execute(f"DESCRIBE {table}").fetchall(), column_descriptions(table))
+    return _schema(describe(con, table), column_descriptions(table))
 
 
 def parquet_schema(path: str) -> dg.TableSchema:
     """The column schema of a published Parquet file, with the data dictionary's descriptions."""
-    con = duckdb.connect()
-    try:
-        return _schema(con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall(),
-                       column_descriptions(Path(path).name))
-    finally:
-        con.close()
+    return _schema(snapshot_files.describe(path), column_descriptions(Path(path).name))
 
 
 def column_schema(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, Any]:

@@ -1,12 +1,8 @@
 """Out layer: the sizing grid, the cheapest setups, and the published snapshot consumers read."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 import dagster as dg
-import duckdb
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
@@ -22,6 +18,8 @@ from pipeline.exports.build import publish
 from pipeline.exports.snapshot_offers import keep_offers
 from pipeline.resources import VramlabSettings, store
 from pipeline.settings import ForeignLink, check_data_dir
+from pipeline.storage import sizing, tables
+from pipeline.storage.db import deferred_checkpoints
 from pipeline.storage.loaders import insert_frame, transaction
 from sizing_core.gpus import catalog
 
@@ -36,22 +34,6 @@ def _with_hashes(frame: pl.DataFrame, hashes: dict[str, str]) -> pl.DataFrame:
                               sizing_version=pl.lit(grid_version()))
 
 
-@contextmanager
-def deferred_checkpoints(con: Any) -> Iterator[None]:
-    """Raise DuckDB's WAL checkpoint threshold while the grid is written chunk by chunk (each commit would
-    otherwise checkpoint the growing table again), then checkpoint once."""
-    before = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0]
-    con.execute("SET checkpoint_threshold = '4GB'")
-    try:
-        yield
-    finally:
-        con.execute(f"SET checkpoint_threshold = '{before}'")
-        try:
-            con.execute("CHECKPOINT")
-        except duckdb.Error:  # another transaction is open: DuckDB checkpoints at its threshold or on close
-            pass
-
-
 @dg.asset(name="out__sizing", group_name=OUT_GROUP, pool=POOL, kinds={"duckdb", "polars"},
           deps=[core__models, core__gpus], tags={"vramlab/layer": "out"},
           description="Sizing grid: model x format x context x GPU x engine (memory, fit, GPU count, decode "
@@ -61,13 +43,11 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     gpus = catalog()
     with fewer_gc_passes(), store(duckdb) as con:
-        hashes = dict(con.execute("SELECT id, row_hash FROM gpus").fetchall())
+        hashes = tables.gpu_row_hashes(con)
         # a model counts as done only when all its rows come from this sizing code (sql/013)
-        done_models = dict(con.execute("SELECT model_id, any_value(revision) FROM sizing GROUP BY model_id "
-                                       "HAVING bool_and(sizing_version = ?) AND count(DISTINCT revision) = 1",
-                                       [grid_version()]).fetchall())
-        done_gpus = dict(con.execute("SELECT DISTINCT gpu_id, gpu_row_hash FROM sizing").fetchall())
-        stored = {m for (m,) in con.execute("SELECT DISTINCT model_id FROM sizing").fetchall()}
+        done_models = sizing.models_done(con, grid_version())
+        done_gpus = sizing.gpu_hashes_done(con)
+        stored = sizing.stored_models(con)
         changed_models = {t.entry.id for t in tracked if done_models.get(t.entry.id) != t.revision}
         changed_gpus = {g for g in gpus if done_gpus.get(g) != hashes.get(g)}
         unchanged = {t.entry.id: (t.revision, t.arch) for t in tracked if t.entry.id not in changed_models}
@@ -81,31 +61,28 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         if changed or changed_gpus or gone:
             with deferred_checkpoints(con):
                 with transaction(con):
-                    con.execute("DELETE FROM sizing WHERE model_id NOT IN (SELECT UNNEST(?::VARCHAR[]))",
-                                [[t.entry.id for t in tracked]])
-                    con.execute("DELETE FROM sizing WHERE gpu_id NOT IN (SELECT UNNEST(?::VARCHAR[]))", [list(gpus)])
+                    sizing.keep_only(con, [t.entry.id for t in tracked], list(gpus))
                 for i in range(0, len(changed), GRID_CHUNK_MODELS):
                     chunk = dict(changed[i:i + GRID_CHUNK_MODELS])
                     frame = _with_hashes(compute_grid(chunk, list(gpus.values())), hashes)
                     with transaction(con):
                         old = [m for m in chunk if m in stored]  # (a DELETE scans the whole table: only when
                         if old:  # the chunk has rows to replace; per chunk on a fresh table it is quadratic)
-                            con.execute("DELETE FROM sizing WHERE model_id IN (SELECT UNNEST(?::VARCHAR[]))", [old])
+                            sizing.delete_models(con, old)
                         insert_frame(con, "sizing", frame)
                     computed += frame.height
                     del frame
                 if changed_gpus and unchanged:
                     items = list(unchanged.items())
                     with transaction(con):
-                        con.execute("DELETE FROM sizing WHERE gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND model_id IN "
-                                    "(SELECT UNNEST(?::VARCHAR[]))", [sorted(changed_gpus), list(unchanged)])
+                        sizing.delete_cells(con, sorted(changed_gpus), list(unchanged))
                         for i in range(0, len(items), GRID_CHUNK_MODELS):
                             frame = _with_hashes(compute_grid(dict(items[i:i + GRID_CHUNK_MODELS]),
                                                               [gpus[g] for g in sorted(changed_gpus)]), hashes)
                             insert_frame(con, "sizing", frame)
                             computed += frame.height
                             del frame
-        total = con.execute("SELECT count(*) FROM sizing").fetchall()[0][0]
+        total = tables.row_count(con, "sizing")
         schema = column_schema(con, "sizing")
     reused_models = sorted(t.entry.id for t in tracked if t.entry.id not in changed_models)
     context.log.info(f"sizing grid: {computed} rows computed, {total - computed} reused "

@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
-import duckdb as duckdb_module
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
@@ -49,6 +48,8 @@ from pipeline.settings import variable
 from pipeline.sources import CURRENCY_SOURCE
 from pipeline.sources.base import Offer
 from pipeline.sources.landing import HEALTHY, LOADABLE, FetchLogEntry, run_source
+from pipeline.storage import cheapest_setups, offers_judged, snapshot_files, tables
+from pipeline.storage import sizing as sizing_table
 from pipeline.storage.loaders import (
     insert_frame,
     load_fetch_log,
@@ -127,8 +128,7 @@ def parts__offers(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         current = rebuild_current(con, as_of)
         quality = rebuild_offer_quality(con, datetime.now(UTC))
         # the rows eligible_offers() reads (pipeline/compute/offer_groups.py), as Arrow for the part
-        eligible = con.sql("""SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
-                              FROM offers_judged WHERE eligible ORDER BY offer_key""").to_arrow_table()
+        eligible = offers_judged.eligible_arrow(con)
         fingerprints = source_fingerprints(con)
     if eligible.num_rows == 0:
         raise dg.Failure(description="no eligible offer after consolidating the price parts: nothing to price "
@@ -200,13 +200,7 @@ def parts__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings) -
 
 def read_offers(path: str) -> list[dict[str, Any]]:
     """The eligible offers of a part as ``eligible_offers`` returns them from DuckDB (read back by DuckDB)."""
-    con = duckdb_module.connect()
-    try:
-        cursor = con.execute("SELECT * FROM read_parquet(?) ORDER BY offer_key", [path])
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-    finally:
-        con.close()
+    return snapshot_files.offer_rows(path)
 
 
 @dg.asset(name="parts__setups", group_name=PARTS_GROUP, partitions_def=MODEL_PARTITIONS, kinds={"python", "parquet"},
@@ -280,17 +274,15 @@ def parts__publish(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
         else None
     with store(duckdb) as con:
         with transaction(con):
-            con.execute("DELETE FROM sizing")
-            if sizing_files:
-                con.execute("INSERT INTO sizing SELECT * FROM read_parquet(?)", [sizing_files])
-            con.execute("DELETE FROM cheapest_setups")
+            sizing_table.replace_from_parquet(con, sizing_files)
+            cheapest_setups.clear(con)
             if rows is not None:
                 insert_frame(con, "cheapest_setups", rows, by_name=True)
-        counts = con.execute("SELECT (SELECT count(*) FROM sizing), (SELECT count(*) FROM cheapest_setups)").fetchall()
+        counts = (tables.row_count(con, "sizing"), tables.row_count(con, "cheapest_setups"))
     result = export_snapshot(context, vramlab, duckdb, offers_asset="parts__offers")
     pruned = prune(root, "sizing") + prune(root, "setups")
-    return dg.MaterializeResult(metadata={**(result.metadata or {}), "sizing_rows": counts[0][0],
-                                          "setup_rows": counts[0][1], "models_published": len(tracked),
+    return dg.MaterializeResult(metadata={**(result.metadata or {}), "sizing_rows": counts[0],
+                                          "setup_rows": counts[1], "models_published": len(tracked),
                                           "parts_pruned": pruned})
 
 

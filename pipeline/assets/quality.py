@@ -8,8 +8,9 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import CORE_GROUP, POOL, core__offers_current
 from pipeline.assets.metadata import column_schema, gpu_price_series, table
-from pipeline.quality.offers import REASONS, cheapest_eligible_per_gpu, rebuild_offer_quality
+from pipeline.quality.offers import REASONS, rebuild_offer_quality
 from pipeline.resources import store
+from pipeline.storage import offers_judged
 from pipeline.storage.tables import price_reference_with_cheapest, quarantined_examples
 
 ASSET = "core__offer_quality"
@@ -44,7 +45,7 @@ def core__offer_quality(context: dg.AssetExecutionContext, duckdb: DuckDBResourc
         counts = rebuild_offer_quality(con, datetime.now(UTC))
         reference = price_reference_with_cheapest(con)
         examples = quarantined_examples(con)
-        cheapest = cheapest_eligible_per_gpu(con)
+        cheapest = offers_judged.cheapest_eligible_per_gpu(con)
         schema = column_schema(con, "offer_quality")
     per_reason = counts["per_reason"]
     ref_rows = [{"gpu": g, "providers": p, "offers": n, "median_usd_gpu_h": round(m, 4),

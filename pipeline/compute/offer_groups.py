@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pipeline.storage import offers_judged
 from sizing_core.gpus import catalog
 
 ON_DEMAND = ("on_demand",)
@@ -16,11 +17,7 @@ SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
 def eligible_offers(con: Any) -> list[dict[str, Any]]:
     """Current offers a setup may use: the ``offers_judged`` view's ``eligible`` (sql/020, the one definition),
     with the canonical provider and the allocation class in place of the source's own labels."""
-    cursor = con.execute("""
-        SELECT * REPLACE (canonical_provider AS provider, allocation_class AS allocation)
-        FROM offers_judged WHERE eligible ORDER BY offer_key""")
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    return offers_judged.eligible_rows(con)
 
 
 def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:

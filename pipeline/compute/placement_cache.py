@@ -130,25 +130,10 @@ class PlacementCache:
         Arrow table for :meth:`from_table` (a worker process builds the cache from it): only these models'
         rows are read (a run reads the table a chunk of models at a time). Rows of other code, revisions or GPU
         rows are dropped by :meth:`prune`, once per run, before."""
-        import polars as pl
+        from pipeline.storage import placement_cache
 
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        # the valid rows selected in SQL and read through Arrow (fetchall() and a filter in Python cost
-        # three times as much)
-        valid = pl.DataFrame({"model_id": list(models), "revision": list(models.values())},
-                             schema={"model_id": pl.String, "revision": pl.String})
-        valid_gpus = pl.DataFrame({"gpu_id": list(hashes), "gpu_row_hash": list(hashes.values())},
-                                  schema={"gpu_id": pl.String, "gpu_row_hash": pl.String})
-        con.register("placement_cache_models", valid)
-        con.register("placement_cache_gpus", valid_gpus)
-        try:
-            return con.sql(
-                f"SELECT {', '.join((*_KEY_COLUMNS, *_VALUES))} FROM placement_cache JOIN placement_cache_models "
-                "USING (model_id, revision) JOIN placement_cache_gpus USING (gpu_id, gpu_row_hash) "
-                "WHERE sizing_version = ?", params=[sizing_version()]).to_arrow_table()
-        finally:
-            con.unregister("placement_cache_models")
-            con.unregister("placement_cache_gpus")
+        return placement_cache.valid_rows(con, (*_KEY_COLUMNS, *_VALUES), sizing_version(), models, hashes)
 
     @classmethod
     def from_table(cls, table: Any) -> PlacementCache:
@@ -164,15 +149,9 @@ class PlacementCache:
     def prune(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> int:
         """Drop the rows no longer valid: other sizing code, another revision of a model or no longer tracked,
         another GPU catalog row (inside the caller's transaction); rows dropped."""
-        hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        where = ("sizing_version <> ? "
-                 "OR (model_id, revision) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) "
-                 "OR (gpu_id, gpu_row_hash) NOT IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))")
-        params = [sizing_version(), list(models), list(models.values()), list(hashes), list(hashes.values())]
-        stale = con.execute(f"SELECT count(*) FROM placement_cache WHERE {where}", params).fetchall()[0][0]
-        if stale:
-            con.execute(f"DELETE FROM placement_cache WHERE {where}", params)
-        return stale
+        from pipeline.storage import placement_cache
+
+        return placement_cache.prune(con, sizing_version(), models, {g: gpu_row_hash(gpu) for g, gpu in gpus.items()})
 
     def delta(self) -> tuple[Any, Any] | None:
         """The rows to write, as Arrow tables: (keys of re-used rows this run completed, rows added or completed),
@@ -192,13 +171,12 @@ class PlacementCache:
         """Write a :meth:`delta` (inside the caller's transaction); rows written."""
         if delta is None:
             return 0
-        from pipeline.storage.loaders import insert_frame, registered
+        from pipeline.storage import placement_cache
+        from pipeline.storage.loaders import insert_frame
 
         completed, rows = delta
         if completed.num_rows:
-            with registered(con, "placement_cache_keys", completed):
-                con.execute(f"DELETE FROM placement_cache WHERE ({', '.join(_KEY_COLUMNS)}) IN "
-                            f"(SELECT {', '.join(_KEY_COLUMNS)} FROM placement_cache_keys)")
+            placement_cache.delete_keys(con, completed, _KEY_COLUMNS)
         if rows.num_rows:
             insert_frame(con, "placement_cache", rows, columns=tuple(_SCHEMA), by_name=True)
         return rows.num_rows

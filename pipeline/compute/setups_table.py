@@ -32,6 +32,7 @@ from pipeline.compute.service_setups import floor_setups, practical_setups
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
+from pipeline.storage import cheapest_setups
 from pipeline.storage.loaders import arrow_rows, insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
@@ -113,17 +114,14 @@ def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cach
 
 
 def _row_schema(con: Any) -> pa.Schema:
-    types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                             "WHERE table_name = 'cheapest_setups'").fetchall())
+    types = cheapest_setups.column_types(con)
     return pa.schema([(c, _ARROW_TYPES[types[c]]) for c in ROW_COLUMNS])
 
 
 def _read_weight_bytes(con: Any, part: list[Tracked]) -> list[tuple[str, str, float, float]]:
     """The chunk's rows of ``weight_bytes_cache`` for this revision and this code: (model, format, total, active)."""
     revisions = {t.entry.id: t.revision for t in part}
-    found = con.execute("SELECT model_id, revision, format, total_bytes, active_bytes FROM weight_bytes_cache WHERE "
-                        "sizing_version = ? AND model_id IN (SELECT UNNEST(?::VARCHAR[]))",
-                        [sizing_version(), list(revisions)]).fetchall()
+    found = cheapest_setups.weight_bytes(con, sizing_version(), list(revisions))
     return [(m, fmt, total, active) for m, revision, fmt, total, active in found if revisions[m] == revision]
 
 
@@ -182,10 +180,7 @@ def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, 
     """Write the chunk's weight bytes this run computed (inside the caller's transaction)."""
     version, revisions = sizing_version(), {t.entry.id: t.revision for t in part}
     rows = [(m, revisions[m], fmt, version, total, active) for m, fmt, total, active in computed]
-    if rows:
-        con.execute("DELETE FROM weight_bytes_cache WHERE (model_id, format) IN (SELECT UNNEST(?::VARCHAR[]), "
-                    "UNNEST(?::VARCHAR[]))", [[r[0] for r in rows], [r[2] for r in rows]])
-        con.executemany("INSERT INTO weight_bytes_cache VALUES (?, ?, ?, ?, ?, ?)", rows)
+    cheapest_setups.replace_weight_bytes(con, rows)
 
 
 def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, pa.Schema, datetime, datetime],
@@ -216,11 +211,9 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
     schema = _row_schema(con)
     bounds = [(i, min(i + chunk, len(tracked))) for i in range(0, len(tracked), chunk)]
     with transaction(con):
-        con.execute("DELETE FROM cheapest_setups")
+        cheapest_setups.clear(con)
         run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
-        con.execute("DELETE FROM weight_bytes_cache WHERE sizing_version <> ? OR (model_id, revision) NOT IN "
-                    "(SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[]))",
-                    [sizing_version(), [t.entry.id for t in tracked], [t.revision for t in tracked]])
+        cheapest_setups.prune_weight_bytes(con, sizing_version(), [(t.entry.id, t.revision) for t in tracked])
         # each chunk's placements, floors, rates and weight bytes of earlier runs, read as its job is handed out
         jobs = ((start, stop, PlacementCache.read_table(con, {t.entry.id: t.revision for t in tracked[start:stop]},
                                                         gpus), _read_weight_bytes(con, tracked[start:stop]))
@@ -271,52 +264,16 @@ def loads_of(tracked: list[Tracked]) -> dict[str, list[Load]]:
     return {t.entry.id: standard_loads(t.arch.max_context) for t in tracked if t.arch is not None}
 
 
-#: the rows that can be in a model's overall lists (:func:`~pipeline.compute.answers.overall`), found in DuckDB so
-#: that only those are read back as records (a few dozen of ~300 rows per model). Both filters are exact or
-#: err on the side of keeping a row: ``overall`` takes, per list (list, load, sort) and rented configuration
-#: (provider, instance type, instances, price), the row of the most faithful format (an integer order, compared
-#: exactly here; a list holds one row per configuration and format), then the 5 lowest by rank value (by price the
-#: price, by cost per token the cost at the load, each x1.25 over several machines; a row more than 1e-3 above the
-#: 5th such value cannot be among them; rows without a cost at the load are not in a cost-per-token list;
-#: llama.cpp RPC chains rank after every other row, as ``overall`` ranks them). Python
-#: then picks exactly as before from what is left.
-_OVERALL_CANDIDATES = """
-WITH ranked AS (
-    SELECT * EXCLUDE (computed_at, verified_at), timezone('UTC', verified_at) AS verified_at,
-           list_position(?::VARCHAR[], format) AS fidelity,
-           CASE WHEN sort = 'per_token' THEN usd_per_million_tokens_at_load ELSE price_per_hour END
-           * CASE WHEN coalesce(nullif(nodes, 0), instances) > 1 THEN ? ELSE 1.0 END
-           + CASE WHEN deployment = 'llama.cpp-rpc' THEN 1e12 ELSE 0.0 END AS rank_value
-    FROM cheapest_setups
-    WHERE model_id IN (SELECT UNNEST(?::VARCHAR[])) AND list_contains(?::VARCHAR[], format)
-      AND (sort <> 'per_token' OR usd_per_million_tokens_at_load IS NOT NULL)
-), winners AS (
-    SELECT * FROM ranked
-    QUALIFY fidelity = min(fidelity) OVER (
-        PARTITION BY model_id, list, context, concurrency, sort, provider, instance_type, instances, price_per_hour)
-)
-SELECT * EXCLUDE (fidelity, rank_value) FROM winners
-QUALIFY rank_value <= coalesce(nth_value(rank_value, ?) OVER (
-    PARTITION BY model_id, list, context, concurrency, sort ORDER BY rank_value
-    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), 'inf'::DOUBLE) + 1e-3
-ORDER BY model_id, list, context, concurrency, sort, format, rank
-"""
-
-
 def read_overall(con: Any, loads: dict[str, list[Load]]) -> dict[str, Answers]:
     """:func:`published_answers` of the models of ``loads`` from their candidate rows only.
 
     ``verified_at`` is read as UTC wall time and marked UTC here: DuckDB converting TIMESTAMPTZ values to the
     session's time zone one by one was a third of this read, and the session's zone is the machine's (the
     Parquet files pin UTC the same way)."""
-    cursor = con.execute(_OVERALL_CANDIDATES, [list(FIDELITY), MULTI_MACHINE_RANK_FACTOR, list(loads),
-                                               list(FIDELITY), OVERALL_TOP])
-    cols = [d[0] for d in cursor.description]
-    rows = []
-    for values in cursor.fetchall():
-        row = dict(zip(cols, values, strict=True))
+    rows = cheapest_setups.overall_candidates(con, list(loads), fidelity=FIDELITY,
+                                              multi_machine_factor=MULTI_MACHINE_RANK_FACTOR, top=OVERALL_TOP)
+    for row in rows:
         row["verified_at"] = row["verified_at"].replace(tzinfo=UTC)
-        rows.append(row)
     return published_answers(rows, loads)
 
 

@@ -18,7 +18,7 @@ from pipeline.compute.workers import in_workers
 from pipeline.exports.dictionary import dictionary
 from pipeline.exports.history import append_history, link_into
 from pipeline.exports.model_json import assemble_model_export, js_numbers, released_date, static_export
-from pipeline.exports.parquet import utc_cursor, write_parquet
+from pipeline.exports.parquet import write_parquet
 from pipeline.exports.publish import SnapshotWriter, prune, snapshot_id
 from pipeline.exports.schema import JSON_FILES, SCHEMA_VERSION, FxStatus, IndexFile, json_schema
 from pipeline.exports.static_cache import StaticCache, cache_key
@@ -27,7 +27,8 @@ from pipeline.ingest.models import checkpoint_facts
 from pipeline.report import render_report
 from pipeline.report.data import left_out_rows
 from pipeline.settings import variable
-from pipeline.storage.db import table_columns
+from pipeline.storage import published, sizing, tables
+from pipeline.storage.db import utc_cursor
 from pipeline.storage.loaders import source_freshness
 from sizing_core import SizingError, size_model
 from sizing_core.engines import default_engine
@@ -46,16 +47,6 @@ def keep_snapshots() -> int:
     return variable("VRAMLAB_KEEP_SNAPSHOTS").whole()
 
 
-def sizing_reason_sql(cur: duckdb.DuckDBPyConnection) -> str:
-    """Why ``est_gpus`` is null: the exact planner's reason for the cells it computed, else the grid's own column
-    when the grid provides one, else what the grid's flags say."""
-    grid = ("s.est_gpus_reason" if "est_gpus_reason" in table_columns(cur, "sizing") else
-            "CASE WHEN NOT s.runs THEN 'engine_cannot_run_format' WHEN s.above_max_context THEN 'above_max_context' "
-            "ELSE 'no_plan_within_max_gpus' END")
-    return ("CASE WHEN x.model_id IS NOT NULL THEN x.exact_reason "
-            f"WHEN s.est_gpus IS NULL THEN {grid} END")
-
-
 def fx_status(fx_date: str | None, as_of: datetime) -> dict[str, Any] | None:
     """The ECB rate's own date, its age at ``as_of`` and whether it is stale (the rule setups flag prices with)."""
     age = fx_age_days(fx_date, as_of)
@@ -66,10 +57,9 @@ def fx_status(fx_date: str | None, as_of: datetime) -> dict[str, Any] | None:
 
 def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], snap: str) -> str:
     if table is Sizing:
-        return (select_sql(Sizing, prefix="s.", snapshot_id=snap, est_gpus_reason=sizing_reason_sql(cur))
-                + " FROM sizing s LEFT JOIN exact_cells x ON x.model_id = s.model_id AND x.format = s.format "
-                "AND x.context = s.context AND x.gpu_id = s.gpu_id AND x.engine = s.engine")
-    return select_sql(table, snapshot_id=snap) + f" FROM {table.db_table}"
+        return published.sizing_query(select_sql(Sizing, prefix="s.", snapshot_id=snap,
+                                                 est_gpus_reason=published.sizing_reason(cur)))
+    return published.table_query(select_sql(table, snapshot_id=snap), table.db_table)
 
 
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],
@@ -89,11 +79,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         freshness = {f["source"]: f for f in source_freshness(con, as_of)}
         fits: dict[str, dict[str, set[str]]] = {}
         default_engines = {g.id: default_engine(g).id for g in catalog().values()}
-        # grouped in DuckDB: 2,000 models have 1.5 M single-GPU cells at 8K, too many to fetch one tuple each
-        for model_id, gpu_id, formats in con.execute(
-                "SELECT model_id, gpu_id, list(format) FROM sizing WHERE context = 8192 AND fits_single "
-                "AND (gpu_id, engine) IN (SELECT UNNEST(?::VARCHAR[]), UNNEST(?::VARCHAR[])) GROUP BY ALL",
-                [list(default_engines), list(default_engines.values())]).fetchall():
+        for model_id, gpu_id, formats in sizing.single_gpu_formats(con, 8192, default_engines):
             fits.setdefault(model_id, {})[gpu_id] = set(formats)
         index = []
         exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
@@ -176,7 +162,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         manifest = {"snapshot_id": snap, "generated_at": now.isoformat(), "schema_version": SCHEMA_VERSION,
                     "mode": mode, "as_of": as_of.isoformat(), "sources": sources, "row_counts": counts,
                     "history": [p.model_dump() for p in parts],
-                    "fx": fx_status(con.execute("SELECT max(fx_date) FROM offers_current").fetchall()[0][0], as_of)}
+                    "fx": fx_status(tables.latest_fx_date(con), as_of)}
         manifest["left_out"] = left_out_rows(writer.tmp)  # what a reader cannot place, counted, never raised
         render_report(writer.tmp, manifest=manifest, workers=workers)  # report/: from this snapshot's own files
         hook("report")

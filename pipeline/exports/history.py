@@ -5,8 +5,8 @@ observed_at as price_observations is since migration 006, already in a part is n
 same inode) and lists them with their sha256 in ``manifest.json`` (``history``). Deleting an old snapshot only
 removes its links.
 
-The day is the UTC date of ``observed_at``, computed in SQL with ``AT TIME ZONE 'UTC'`` on a UTC cursor, so a
-03:00Z observation lands on its UTC day under any session time zone.
+The day is the UTC date of ``observed_at``, computed in SQL with ``AT TIME ZONE 'UTC'`` on a UTC cursor
+(``pipeline/storage/published.py``), so a 03:00Z observation lands on its UTC day under any session time zone.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pipeline.exports.parquet import write_parquet
 from pipeline.exports.publish import sha256_file
 from pipeline.exports.schema import HistoryPart
 from pipeline.exports.tables import PriceObservations, select_sql
+from pipeline.storage import published, snapshot_files
 
 HISTORY_DIR = "history/price_observations"
-_DAY = "(observed_at AT TIME ZONE 'UTC')::DATE"
 
 
 def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str,
@@ -31,25 +31,16 @@ def append_history(cur: duckdb.DuckDBPyConnection, exports_dir: Path, snap: str,
     """Write the observations not yet in any part (one new part per UTC day that has some) and return every part
     of the days the database holds, oldest day first. ``run``: mode and as_of of the run writing new parts."""
     root = exports_dir / HISTORY_DIR
-    days = [r[0] for r in cur.execute(f"SELECT DISTINCT {_DAY} FROM price_observations ORDER BY 1").fetchall()]
+    days = published.observation_days(cur)
     parts: list[HistoryPart] = []
     for day in days:
         folder = root / f"date={day.isoformat()}"
-        existing = sorted(folder.glob("part-*.parquet"))
-        # the day and the existing parts are bound parameters: no path or value is ever spliced into SQL text
-        # an observation not judged yet (NULL verdict) waits for the quality stage: parts are never rewritten, so
-        # a part must not fix "not judged" for good
-        where, params = f"{_DAY} = ? AND p.eligible IS NOT NULL", [day]
-        if existing:
-            where += (" AND NOT EXISTS (SELECT 1 FROM read_parquet(?) h "
-                      "WHERE h.offer_key = p.offer_key AND h.observed_at = p.observed_at)")
-            params.append([str(e) for e in existing])
-        query = f"{select_sql(PriceObservations)} FROM price_observations p WHERE {where} ORDER BY observed_at, offer_key"
-        new = cur.execute(f"SELECT count(*) FROM price_observations p WHERE {where}", params).fetchall()[0][0]
-        if new:
+        existing = [str(e) for e in sorted(folder.glob("part-*.parquet"))]
+        if published.unexported_count(cur, day, existing):
+            query, params = published.unexported_query(select_sql(PriceObservations), day, existing)
             write_parquet(cur, query, PriceObservations, folder / f"part-{snap}.parquet", params, run=run)
         for part in sorted(folder.glob("part-*.parquet")):
-            rows = cur.execute("SELECT count(*) FROM read_parquet(?)", [str(part)]).fetchall()[0][0]
+            rows = snapshot_files.row_count(cur, part)
             parts.append(HistoryPart(path=str(part.relative_to(exports_dir)), date=day.isoformat(), rows=rows,
                                      sha256=sha256_file(part)))
     return parts

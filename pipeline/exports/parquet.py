@@ -18,13 +18,7 @@ import pyarrow.parquet as pq
 
 from pipeline.exports.schema import SCHEMA_VERSION
 from pipeline.exports.tables import PublishedTable, columns
-
-
-def utc_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """A cursor on the same database whose session time zone is UTC (dates and timestamps independent of TZ)."""
-    cur = con.cursor()
-    cur.execute("SET TimeZone = 'UTC'")
-    return cur
+from pipeline.storage import published
 
 
 def dictionary_json(table: type[PublishedTable]) -> str:
@@ -72,7 +66,7 @@ def write_parquet(cur: duckdb.DuckDBPyConnection, query: str, table: type[Publis
     """Run ``query`` (already in published names/types; values bound from ``params``) and write it to ``target``
     atomically; return the rows. ``run``: the publishing run's ``mode`` and ``as_of``, written into the file's
     key-value metadata."""
-    reader = cur.sql(query, params=params).to_arrow_reader(122_880)
+    reader = published.arrow_batches(cur, query, params, 122_880)
     schema = dictionary_schema(reader.schema, table, run)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")

@@ -32,32 +32,12 @@ def daily_cheapest(snapshot: Path, gpus: tuple[str, ...], *, provider: str | Non
     """Rows ``{day, provider, gpu_id, price, observations, instance_type}``: per UTC day and provider the cheapest
     eligible $/GPU-hour of any of ``gpus``, oldest day first then cheapest; ``days``: only the last N days up to
     the newest observation of these GPUs."""
-    import duckdb
+    from pipeline.storage import snapshot_files
 
     files = history_files(snapshot)
     if not files:
         return []
-    con = duckdb.connect()
-    stamped = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning = false)",
-                                         [files]).fetchall()}
-    # a NULL (or absent) verdict means "not judged": never counted as eligible
-    verdict = "coalesce(h.eligible, false)" if "eligible" in stamped else "false"
-    allocations = list(SPOT_LIKE_HISTORY if spot else ON_DEMAND_HISTORY)
-    rows = con.execute(f"""
-        WITH obs AS (
-            SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.gpu_id, h.instance_type,
-                   h.price_per_gpu_hour_usd AS price
-            FROM read_parquet(?, hive_partitioning = false) h
-            WHERE h.provider IS NOT NULL AND h.observed_at IS NOT NULL AND isfinite(h.price_per_gpu_hour_usd)
-              AND h.gpu_id IN (SELECT UNNEST(?::VARCHAR[])) AND NOT coalesce(h.fractional, false)
-              AND h.allocation IN (SELECT UNNEST(?::VARCHAR[])) AND h.price_per_gpu_hour_usd > 0
-              AND {verdict}
-              AND (? IS NULL OR lower(h.provider) = lower(?))),
-        kept AS (SELECT * FROM obs WHERE ? IS NULL OR day > (SELECT max(day) FROM obs) - ?::INTEGER)
-        SELECT day, provider, arg_min(gpu_id, price), min(price), count(*), arg_min(instance_type, price)
-        FROM kept GROUP BY day, provider ORDER BY day, min(price), provider""",
-                       [files, list(gpus), allocations, provider, provider, days, days]).fetchall()
-    con.close()
+    rows = snapshot_files.daily_cheapest(files, gpus, SPOT_LIKE_HISTORY if spot else ON_DEMAND_HISTORY, provider=provider, days=days)
     return [{"day": d.isoformat(), "provider": p, "gpu_id": g, "price": round(price, 4), "observations": n,
              "instance_type": it} for d, p, g, price, n, it in rows]
 
@@ -86,35 +66,13 @@ def model_cost_history(snapshot: Path, model_id: str, context: int, concurrency:
     instance of that GPU and size, times the instances. Shapes that are not among the published setups today are
     not priced on earlier days (the published list is the top setups of today's prices). Oldest day first, then
     cheapest; ``days``: only the last N days up to the newest."""
-    import duckdb
+    from pipeline.storage import snapshot_files
 
     files = history_files(snapshot)
     setups = snapshot / "cheapest_setups.parquet"
     if not files or not setups.exists():
         return []
-    con = duckdb.connect()
-    rows = con.execute("""
-        WITH shapes AS (
-            SELECT gpu_id, gpus_per_instance, instances, arg_min(format, rank) AS format
-            FROM read_parquet(?) WHERE model_id = ? AND context = ? AND concurrency = ? AND list = 'on_demand'
-            GROUP BY ALL),
-        obs AS (
-            SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.instance_type, h.gpu_id,
-                   h.gpu_count, h.price_per_hour_usd
-            FROM read_parquet(?, hive_partitioning = false) h
-            WHERE h.provider IS NOT NULL AND h.observed_at IS NOT NULL AND isfinite(h.price_per_hour_usd)
-              AND h.price_per_hour_usd > 0 AND h.allocation = 'on_demand' AND NOT coalesce(h.fractional, false)
-              AND coalesce(h.eligible, false)),
-        priced AS (
-            SELECT o.day, o.provider, o.instance_type, o.gpu_id, s.instances, s.gpus_per_instance, s.format,
-                   o.price_per_hour_usd * s.instances AS cost
-            FROM obs o JOIN shapes s ON o.gpu_id = s.gpu_id AND o.gpu_count = s.gpus_per_instance),
-        kept AS (SELECT * FROM priced WHERE ? IS NULL OR day > (SELECT max(day) FROM priced) - ?::INTEGER)
-        SELECT day, provider, min(cost), arg_min(instance_type, cost), arg_min(gpu_id, cost),
-               arg_min(instances, cost), arg_min(gpus_per_instance, cost), arg_min(format, cost)
-        FROM kept GROUP BY day, provider ORDER BY day, min(cost), provider""",
-                       [str(setups), model_id, context, concurrency, files, days, days]).fetchall()
-    con.close()
+    rows = snapshot_files.model_cost_days(files, setups, model_id, context, concurrency, days=days)
     return [{"day": d.isoformat(), "provider": p, "price": round(c, 4), "price_per_hour_usd": round(c, 4),
              "instance_type": it, "gpu_id": g, "instances": n, "gpus_per_instance": k, "format": f}
             for d, p, c, it, g, n, k, f in rows]
@@ -122,13 +80,9 @@ def model_cost_history(snapshot: Path, model_id: str, context: int, concurrency:
 
 def published_loads(snapshot: Path, model_id: str) -> list[tuple[int, int]]:
     """The (context, concurrency) loads ``cheapest_setups.parquet`` answers for ``model_id``."""
-    import duckdb
+    from pipeline.storage import snapshot_files
 
     setups = snapshot / "cheapest_setups.parquet"
     if not setups.exists():
         return []
-    con = duckdb.connect()
-    out = con.execute("SELECT DISTINCT context, concurrency FROM read_parquet(?) WHERE model_id = ? ORDER BY ALL",
-                      [str(setups), model_id]).fetchall()
-    con.close()
-    return [(int(c), int(k)) for c, k in out]
+    return [(int(c), int(k)) for c, k in snapshot_files.setup_loads(setups, model_id)]

@@ -485,13 +485,10 @@ TABLES: tuple[type[PublishedTable], ...] = (Models, Gpus, OffersCurrent, GpuPric
 
 
 def select_sql(table: type[PublishedTable], prefix: str = "", **params: str) -> str:
-    """The SELECT list that reads ``table`` from DuckDB with published names and types (``{placeholders}`` filled
+    """The select list that reads ``table`` from DuckDB with published names and types (``{placeholders}`` filled
     from ``params``; plain column names get ``prefix``, e.g. ``s.`` when sizing is joined). The partition key is
     left out (it is the folder)."""
-    exprs = []
-    for c in columns(table):
-        if c.name == table.partition_key:
-            continue
-        expr = f"{prefix}{c.sql}" if c.sql.isidentifier() else c.sql.format(**params)
-        exprs.append(f'CAST({expr} AS {c.sql_type}) AS "{c.name}"')
-    return "SELECT " + ", ".join(exprs)
+    from pipeline.storage.published import select_list
+
+    return select_list([(f"{prefix}{c.sql}" if c.sql.isidentifier() else c.sql.format(**params), c.sql_type, c.name)
+                        for c in columns(table) if c.name != table.partition_key])

@@ -27,6 +27,7 @@ from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
 from pipeline.executors import WORKER_SETTINGS
 from pipeline.settings import REPO_ROOT, project_file, work_dir
+from pipeline.storage import postgres_admin
 
 PG_USER = "vramlab"
 #: loopback only, a throw-away local role; override with DAGSTER_PG_PASSWORD
@@ -139,16 +140,15 @@ class LocalCluster:
         self._wait_workers()
 
     def _database(self, port: int) -> None:
-        password = self.env()["DAGSTER_PG_PASSWORD"].replace("'", "''")
-        exists = _as_postgres(f"SELECT 1 FROM pg_roles WHERE rolname = '{PG_USER}'")
+        exists = _as_postgres(postgres_admin.role_exists(PG_USER))
         if exists.returncode != 0:
             raise UserError(f"psql as postgres failed: {exists.stderr.strip()[:300]}")
-        verb = "ALTER" if exists.stdout.strip() else "CREATE"
-        made = _as_postgres(f"{verb} ROLE {PG_USER} LOGIN PASSWORD '{password}'")
+        had_role = bool(exists.stdout.strip())
+        made = _as_postgres(postgres_admin.login_role(PG_USER, self.env()["DAGSTER_PG_PASSWORD"], exists=had_role))
         if made.returncode != 0:
-            raise UserError(f"cannot {verb.lower()} role {PG_USER}: {made.stderr.strip()[:300]}")
-        _as_postgres(f"DROP DATABASE IF EXISTS {self.db_name} WITH (FORCE)")
-        made = _as_postgres(f"CREATE DATABASE {self.db_name} OWNER {PG_USER}")
+            raise UserError(f"cannot {'alter' if had_role else 'create'} role {PG_USER}: {made.stderr.strip()[:300]}")
+        _as_postgres(postgres_admin.drop_database(self.db_name))
+        made = _as_postgres(postgres_admin.create_database(self.db_name, PG_USER))
         if made.returncode != 0:
             raise UserError(f"cannot create database {self.db_name}: {made.stderr.strip()[:300]}")
 
@@ -208,7 +208,7 @@ class LocalCluster:
                 proc.kill()
                 proc.wait()
         self.processes.clear()
-        _as_postgres(f"DROP DATABASE IF EXISTS {self.db_name} WITH (FORCE)")
+        _as_postgres(postgres_admin.drop_database(self.db_name))
 
     def __enter__(self) -> LocalCluster:
         try:

@@ -91,11 +91,12 @@ def rebuild_main(data_dir: Path | None = None) -> int:
         console.print(f"[red]rebuild incomplete: steps failed: {', '.join(failed)}[/red]")
         return 1
     from pipeline.storage.db import open_database
+    from pipeline.storage.tables import row_count
 
     con = open_database(db_path)
     try:
-        counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-                  for t in ("fetch_log", "price_observations", "offers_current", "models", "sizing", "cheapest_setups")}
+        counts = {t: row_count(con, t) for t in ("fetch_log", "price_observations", "offers_current", "models",
+                                                 "sizing", "cheapest_setups")}
     finally:
         con.close()
     console.print("rebuilt: " + ", ".join(f"{t} {n}" for t, n in counts.items()))

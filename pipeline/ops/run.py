@@ -382,30 +382,13 @@ def _models_line(snapshot: Any) -> str:  # noqa: ANN401
 
 
 def _offer_facts(snapshot: Any) -> tuple[list[tuple[str, int]], str, list[str]]:  # noqa: ANN401
-    import duckdb
+    from pipeline.storage import snapshot_files
 
-    path = snapshot.path / "offers_current.parquet"
-    con = duckdb.connect()
-    try:
-        source = [str(path)]  # the file as a bound parameter: a path with a quote in it is still just a path
-        columns = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", source).fetchall()}
-        live = "NOT stale AND NOT removed"
-        per_alloc = con.execute(f"SELECT allocation, count(*) FROM read_parquet(?) WHERE {live} "
-                                "GROUP BY 1 ORDER BY 2 DESC", source).fetchall()
-        if "quarantined" in columns:
-            n = con.execute("SELECT count(*) FROM read_parquet(?) WHERE quarantined", source).fetchall()[0][0]
-            quarantined = f"{n:,} offers"
-        else:
-            quarantined = "not tracked in this snapshot"
-        rows = con.execute("""SELECT gpu_id, min(price_per_gpu_hour_usd), arg_min(provider, price_per_gpu_hour_usd)
-                               FROM read_parquet(?) WHERE eligible
-                               AND allocation = 'on_demand' AND gpu_id IN ('h100', 'h200', 'b200')
-                               GROUP BY 1""", source).fetchall() if "eligible" in columns else []  # the verdict
-    finally:
-        con.close()
+    per_alloc, n, rows = snapshot_files.offers_summary(snapshot.path / "offers_current.parquet", MAIN_GPUS)
+    quarantined = "not tracked in this snapshot" if n is None else f"{n:,} offers"
     order = {g: i for i, g in enumerate(MAIN_GPUS)}
     cheapest = [f"{g.upper()} ${p:,.2f} ({prov})" for g, p, prov in sorted(rows, key=lambda r: order[r[0]])]
-    return [(a, n) for a, n in per_alloc], quarantined, cheapest
+    return per_alloc, quarantined, cheapest
 
 
 # --- reliability: instance config, run lock, dead CLI runs, damaged database ------------------------------

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -227,3 +228,31 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     return [r[0] for r in con.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
         [table]).fetchall()]
+
+
+def describe(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[Any, ...]]:
+    """DuckDB's ``DESCRIBE`` of a table: (column, type, null, key, default, extra) per column."""
+    return con.execute(f"DESCRIBE {table}").fetchall()
+
+
+def utc_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A cursor on the same database whose session time zone is UTC (dates and timestamps independent of TZ)."""
+    cur = con.cursor()
+    cur.execute("SET TimeZone = 'UTC'")
+    return cur
+
+
+@contextmanager
+def deferred_checkpoints(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Raise DuckDB's WAL checkpoint threshold while a large table is written chunk by chunk (each commit would
+    otherwise checkpoint the growing table again), then checkpoint once."""
+    before = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0]
+    con.execute("SET checkpoint_threshold = '4GB'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET checkpoint_threshold = '{before}'")
+        try:
+            con.execute("CHECKPOINT")
+        except duckdb.Error:  # another transaction is open: DuckDB checkpoints at its threshold or on close
+            pass

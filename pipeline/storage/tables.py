@@ -17,6 +17,13 @@ def row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
 
 
+# gpus -----------------------------------------------------------------------------------------------------------
+
+def gpu_row_hashes(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """GPU id -> the hash of its catalog row."""
+    return dict(con.execute("SELECT id, row_hash FROM gpus").fetchall())
+
+
 # fetch_log ------------------------------------------------------------------------------------------------------
 
 def ignored_rows_latest_fetch(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -60,6 +67,11 @@ def current_prices(con: duckdb.DuckDBPyConnection, listed_only: bool = False) ->
     """offer key -> $/h of every current offer (``listed_only``: without those the source no longer lists)."""
     where = " WHERE NOT removed" if listed_only else ""
     return dict(con.execute(f"SELECT offer_key, price_per_hour_usd FROM offers_current{where}").fetchall())
+
+
+def latest_fx_date(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The newest ECB rate date any current offer was converted with (None: no converted offer)."""
+    return con.execute("SELECT max(fx_date) FROM offers_current").fetchall()[0][0]
 
 
 def unconfirmed_jumps(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[tuple[Any, ...]]:
