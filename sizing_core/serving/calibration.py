@@ -4,17 +4,19 @@ the call ``vramlab fit ... --rate R`` makes. Reading package data is the only I/
 
 Each row becomes a setup (config, GPU, engine with the settings the row states, TP x PP, DP replicas sharing the
 load) and a :class:`Workload` (the row's mean lengths, its rate, clients or burst size, its run length and how its
-output lengths spread: ShareGPT ~ exponential, SGLang's ``random`` with range ratio 0 uniform, else fixed). Measured:
-mean TTFT, ITL (or TPOT), E2E (medians where means are not given; a median E2E over ShareGPT's spread of output
-lengths is set against the median-length request's, ``ln 2`` of the mean output, and a median TTFT against the
-median-length prompt's prefill, :func:`median_prompt_saving_ms`) and output tokens/s; an ITL more than twice
-what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of several tokens), nor a
-burst's TTFT below what its prompts take at the GPUs' peak FLOPs (:func:`prefill_bound_ms`: not all sent at once).
+output lengths spread: ShareGPT ~ exponential, the ``random`` dataset's range ratio ``r`` uniform from ``r`` to 1 of
+the maximum, else fixed). Measured: mean TTFT, ITL (or TPOT), E2E (medians where means are not given; a median E2E
+over ShareGPT's spread of output lengths is set against the median-length request's, ``ln 2`` of the mean output,
+and a median TTFT against the median-length prompt's prefill, :func:`median_prompt_saving_ms`) and output tokens/s;
+an ITL more than twice what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of
+several tokens), nor a burst's TTFT below what its prompts take at the GPUs' peak FLOPs (:func:`prefill_bound_ms`:
+not all sent at once).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from ..calibration import _float, _int, case_arch, model_class, read_csv
@@ -68,11 +70,17 @@ def measured(row: dict[str, str]) -> dict[str, float]:
 
 
 def output_cv2(row: dict[str, str]) -> float:
-    """How the run's output lengths spread: ShareGPT ~ exponential (1), uniform up to a maximum (1/3), fixed (0)."""
+    """How the run's output lengths spread: ShareGPT ~ exponential (1); the random dataset's range ratio ``r``
+    draws them uniform between ``r`` and 1 of the maximum, a squared CV of ``(1 - r)^2 / (3 (1 + r)^2)`` (1/3 up
+    to the maximum, ``r = 0``); fixed (0) where the row states no spread."""
     if row["dataset"] == "sharegpt":
         return 1.0
     note = row.get("note", "").lower()
-    return 1 / 3 if "uniform" in note or "random_range_ratio 0.0" in note else 0.0
+    stated = re.search(r"range[ _-]ratio (\d*\.?\d+)", note)
+    if stated:
+        r = float(stated.group(1))
+        return (1 - r) ** 2 / (3 * (1 + r) ** 2)
+    return 1 / 3 if "uniform" in note else 0.0
 
 
 def workload(row: dict[str, str], replicas: int = 1) -> Workload:
