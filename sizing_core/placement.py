@@ -252,6 +252,9 @@ def _balanced(loads: list[float], first: float, last: float, pp: int) -> list[in
 
 
 _LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = model_memo()
+#: per-layer repacking bytes per (model object, GPU traits, engine, TP): the same for every format stored in MXFP4
+#: and every load
+_REPACKS: dict[tuple, tuple[Architecture, list[float]]] = model_memo()
 
 
 def _per_gpu_layers(arch: Architecture, loads: _Loads, tp: int, context: int, concurrency: int,
@@ -288,7 +291,6 @@ class PlanSearch:
         self.loads = _weight_loads(arch, fmt)
         self.stored = effective_format(arch, fmt) if fmt == "native" else fmt
         self._needed: dict[tuple[str, Engine, int, bool], float] = {}
-        self._repacks: dict[tuple, list[float]] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
         """Fewer GPUs than this cannot hold the weights, whatever the instance shape (exact: see _lower_bound)."""
@@ -318,11 +320,14 @@ class PlanSearch:
         """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
         if not engine.repacks(self.stored):
             return None
-        key = (gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
-        if key not in self._repacks:
-            self._repacks[key] = [engine.repack_extra_bytes(self.arch, "mxfp4", gpu, tp, range(i, i + 1))
-                                  for i in range(self.arch.num_layers)]
-        return self._repacks[key]
+        key = (id(self.arch), gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
+        hit = _REPACKS.get(key)
+        if hit is None or hit[0] is not self.arch:
+            if len(_REPACKS) > 4096:
+                _REPACKS.clear()
+            hit = _REPACKS[key] = (self.arch, [engine.repack_extra_bytes(self.arch, "mxfp4", gpu, tp, range(i, i + 1))
+                                               for i in range(self.arch.num_layers)])
+        return hit[1]
 
     def stages_needed(self, gpu: GPU, engine: Engine, tp: int, several: bool) -> float:
         """The fewest pipeline stages of TP ``tp`` that hold the model under the budget (one stage, or
