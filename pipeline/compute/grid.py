@@ -1,12 +1,12 @@
 """The sizing grid: model x format x context x GPU x engine, computed column-wise with polars.
 
-How the work is laid out (no Python call per cell, none per tensor per format):
+How the work is laid out (no Python call per cell; none per tensor per format but the GPU count's):
 
 1. **Tensors -> bytes per format.** Every tensor group of every model is one row of a polars frame (role, row
    length, element count, layer, expert group, exclusion flags). Bits per element for each format are columnar
    expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
    checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
-   GGUF mixes); totals, the largest layer and active bytes are group-bys, summed in tensor order so the grid is
+   GGUF mixes); totals and the decode step's bytes are group-bys, summed in tensor order so the grid is
    the same bit for bit on every run. ``tests/test_grid.py`` checks these bits equal
    ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there and not
    here fails a test.
@@ -23,7 +23,9 @@ is the opposite case and runs streaming (see ``_cells``).
 
 The GPU count and its TP are the planner's: ``sizing_core.fewest.fewest_layout`` on columns, fed the planner's
 stage counts (``pipeline/compute/grid_plan.py``); ``tests/test_grid.py`` compares every cell with
-``placement.fewest_gpus``.
+``placement.fewest_gpus``. Those counts read the planner's per-layer loads, computed by the planner in Python (per
+tensor per format, then per model, format, context, TP and repacking class): most of the grid's time
+(``docs/benchmarks.md``).
 
 The decode speed on that plan is sizing_core's own function called on columns (``engine_speed.decode_ms``;
 ``pipeline/compute/columns.py``), fed the terms
