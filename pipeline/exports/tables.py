@@ -371,8 +371,8 @@ class Sizing(PublishedTable):
     json_column: str | None = col("the models/<model_id>.json gpusNeeded column this row is shown in (native, bf16, "
                                   "fp8, q4_k_m; with gpu_id and context 8192); null: not shown in the JSON",
                                   sql="x.json_column")
-    est_gpus: int | None = col("fewest GPUs: the planner's count (sizing_core.placement.fewest_gpus; equal to the "
-                               "model JSON's gpusNeeded where gpus_rule = exact_planner); null: see "
+    est_gpus: int | None = col("fewest GPUs: the exact planner's count (sizing_core.placement.fewest_gpus; equal to "
+                               "the model JSON's gpusNeeded where gpus_rule = exact_planner); null: see "
                                "est_gpus_reason", unit="GPUs",
                                sql="CASE WHEN x.model_id IS NOT NULL THEN x.exact_gpus ELSE s.est_gpus END")
     gpus_rule: str = col("where est_gpus was taken: exact_planner (the planner run per cell, the cells the model "
