@@ -308,13 +308,21 @@ class PlanSearch:
     def _stage_inputs(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, float]:
         """What a split of ``pp`` stages reads: the per-GPU bytes of each layer (MXFP4 repacking included), the first
         and last stage's extras and the budget after the engine's working memory."""
+        first, last = self.stage_extras(tp, pp > 1)
+        return (self.layer_bytes(gpu, engine, tp), first, last,
+                engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu))
+
+    def layer_bytes(self, gpu: GPU, engine: Engine, tp: int) -> list[float]:
+        """The bytes of each layer on one GPU of a TP group: weights, cache and state, MXFP4 repacking included."""
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
         repack = self._repack(gpu, engine, tp)
         if repack is not None:
             layer_bytes = [b + r for b, r in zip(layer_bytes, repack, strict=True)]
-        first = self.loads.first_extra / tp
-        last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
-        return layer_bytes, first, last, engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
+        return layer_bytes
+
+    def stage_extras(self, tp: int, several: bool) -> tuple[float, float]:
+        """The first and last stage's extras on one GPU (``several``: the tied embedding copied to the last)."""
+        return self.loads.first_extra / tp, (self.loads.last_extra + (self.loads.tied_copy if several else 0.0)) / tp
 
     def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
         """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""

@@ -24,7 +24,13 @@ from sizing_core import Architecture
 from sizing_core.engines import Engine
 from sizing_core.fewest import fewest_layout, lower_bound
 from sizing_core.gpus import GPU
-from sizing_core.placement import MAX_GPUS, PlanSearch, lower_bound_budget, weight_total
+from sizing_core.placement import (
+    MAX_GPUS,
+    PlanSearch,
+    lower_bound_budget,
+    valid_tensor_parallel,
+    weight_total,
+)
 from sizing_core.stages import Scan, scan_result, scan_start, scan_step, stage_loads
 
 TPS = (1, 2, 4, 8)
@@ -82,8 +88,9 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
         arch = archs[model_id]
         lower_budget.extend(lower_bound_budget(arch, gpu, engine) for gpu, engine in hw_pairs)
         for t in TPS:
-            values = [engine.usable_bytes(gpu, t) - engine.activation_bytes(arch, t, gpu) if _uses(gpu, engine, t)
-                      else 0.0 for gpu, engine in hw_pairs]
+            splits = valid_tensor_parallel(arch, t)  # else no cell reads TP t (``valid{t}``)
+            values = [engine.usable_bytes(gpu, t) - engine.activation_bytes(arch, t, gpu)
+                      if splits and _uses(gpu, engine, t) else 0.0 for gpu, engine in hw_pairs]
             distinct = sorted({v for v, (gpu, engine) in zip(values, hw_pairs, strict=True)
                                if _uses(gpu, engine, t)}) or [0.0]
             at = {v: i for i, v in enumerate(distinct)}
@@ -101,16 +108,27 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
         if (model_id, fmt) not in seen_mf:
             seen_mf[(model_id, fmt)] = len(totals)
             totals.append(weight_total(arch, fmt))
-        search = searches.setdefault((model_id, fmt, context), PlanSearch(arch, fmt, context))
+        # no cell above the model's maximum context has a count (``est_gpus``), none reads a TP that does not split
+        # the model: those groups are left empty (never one stage, infinitely many)
+        above = arch.max_context is not None and context > arch.max_context
+        search = None if above else searches.setdefault((model_id, fmt, context), PlanSearch(arch, fmt, context))
         group_start.append(len(one))
         for t in TPS:
             distinct = caps[(m_index[model_id], t)]
+            used = search is not None and valid_tensor_parallel(arch, t)
+            if used:
+                first, last = search.stage_extras(t, False)
+                _, last_several = search.stage_extras(t, True)
             for gpu, engine in reps[stored]:
                 g = len(one)
                 group_base.append(len(row_group))
-                layer_bytes, first, last, _ = search._stage_inputs(gpu, engine, t, 1)
-                one.append(_running_sum(stage_loads(layer_bytes, first, last)))
-                group_loads.append(stage_loads(layer_bytes, first, search._stage_inputs(gpu, engine, t, 2)[2]))
+                if used:
+                    layer_bytes = search.layer_bytes(gpu, engine, t)
+                    one.append(_running_sum(stage_loads(layer_bytes, first, last)))
+                    group_loads.append(stage_loads(layer_bytes, first, last_several))
+                else:
+                    one.append(math.inf)
+                    group_loads.append([math.inf])
                 row_group.extend([g] * len(distinct))
                 row_cap.extend(distinct)
     stages = _stage_counts(group_loads, row_group, row_cap)
@@ -132,10 +150,14 @@ def _running_sum(loads: list[float]) -> float:
     return total
 
 
+#: the bounds' relative margin (see :func:`_stage_counts`)
+_MARGIN = 1e-9
+
+
 def _stage_counts(group_loads: list[list[float]], row_group: list[int], row_cap: list[float]) -> pl.Series:
     """The stage count of every (group, budget) row: 1 where the budget holds the group's running sum, infinite
-    where one of its layers alone is above it, else the greedy split folded over the layers (the rows of groups of
-    one layer count together)."""
+    where one of its layers alone is above it, the bound where the count's lower and upper bounds meet, else the
+    greedy split folded over the layers (the rows of groups of one layer count together)."""
     total = pl.Series([_running_sum(loads) for loads in group_loads], dtype=pl.Float64)
     largest = pl.Series([max(loads) for loads in group_loads], dtype=pl.Float64)
     length = pl.Series([len(loads) for loads in group_loads], dtype=pl.Int64)
@@ -143,10 +165,18 @@ def _stage_counts(group_loads: list[list[float]], row_group: list[int], row_cap:
         .with_row_index("row").with_columns(total=pl.lit(total).gather(pl.col("group")),
                                             largest=pl.lit(largest).gather(pl.col("group")),
                                             length=pl.lit(length).gather(pl.col("group")))
-    decided = rows.select("row", n=pl.when(pl.col("total") <= pl.col("cap")).then(1.0)
-                          .when(pl.col("largest") > pl.col("cap")).then(math.inf).otherwise(None))
-    open_rows = rows.filter((pl.col("total") > pl.col("cap")) & (pl.col("largest") <= pl.col("cap")))
-    counted = [decided.filter(pl.col("n").is_not_null())]
+    total, cap, largest = pl.col("total"), pl.col("cap"), pl.col("largest")
+    # Bounds of the greedy count g: every stage holds at most the cap, so g >= total / cap; every stage but the last
+    # was closed by a layer that did not fit, so it holds more than cap - largest and g - 1 < total / (cap - largest).
+    # Each is taken with a relative margin far above the rounding of the running sums (n layers: ~n x 2^-53), so a
+    # row is decided only where both bounds, widened, agree.
+    low = (total * (1 - _MARGIN) / cap).ceil()
+    room = cap * (1 - _MARGIN) - largest
+    high = pl.when(room > 0).then((total * (1 + _MARGIN) / room).floor() + 1)
+    rows = rows.with_columns(n=pl.when(total <= cap).then(1.0).when(largest > cap).then(math.inf)
+                             .when(low == high).then(low).otherwise(None))
+    counted = [rows.filter(pl.col("n").is_not_null()).select("row", "n")]
+    open_rows = rows.filter(pl.col("n").is_null())
     for (n,), part in open_rows.group_by("length"):
         members = sorted(set(part["group"].to_list()))
         local = {g: i for i, g in enumerate(members)}
