@@ -12,6 +12,7 @@ Rules (``docs/placement.md``):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .architecture import Architecture
@@ -125,7 +126,19 @@ def _weight_loads(arch: Architecture, fmt: str) -> _Loads:
 
 
 def _compute_weight_loads(arch: Architecture, fmt: str) -> _Loads:
-    bits = tensor_bits(arch, fmt)
+    return _loads_from_bits(arch, tensor_bits(arch, fmt))
+
+
+def remember_weight_loads(arch: Architecture, fmt: str, bits: Sequence[float]) -> None:
+    """Give the planner ``arch``'s bits per element in ``fmt``, one per tensor as ``formats.tensor_bits`` has them,
+    computed by the caller (the sizing grid's columns, held equal to ``tensor_bits`` by ``tests/test_grid.py``):
+    its weight loads are then summed from them instead of recomputed per tensor."""
+    if len(_LOADS_CACHE) > 4096:
+        _LOADS_CACHE.clear()
+    _LOADS_CACHE[(id(arch), fmt)] = (arch, _loads_from_bits(arch, bits))
+
+
+def _loads_from_bits(arch: Architecture, bits: Sequence[float]) -> _Loads:
     per_layer = [0.0] * arch.num_layers
     first = last = tied = 0.0
     for t, b in zip(arch.tensors, bits, strict=True):

@@ -49,6 +49,7 @@ from pipeline.compute.columns import COLUMNS
 from pipeline.compute.grid_bytes import (
     GRID_FORMATS,
     format_figures,
+    tensor_bits_frame,
 )
 from pipeline.compute.grid_plan import PlanTables, plan_columns, plan_exprs, plan_tables
 from sizing_core import Architecture
@@ -66,7 +67,7 @@ from sizing_core.engine_speed import (
 from sizing_core.engines import ENGINES, effective_format
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import cache_bytes
-from sizing_core.placement import valid_tensor_parallel
+from sizing_core.placement import remember_weight_loads, valid_tensor_parallel
 from sizing_core.roofline import _active_params, _attention_flops_per_token
 from sizing_core.units import GB, GIB
 
@@ -251,9 +252,11 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
         by_engine = {e: _fixed_floor(archs[m], ENGINES[e]) for e in engine_ids}
         floors.extend(by_engine[engine.id] for _, engine in hw_pairs)
 
+    bits = tensor_bits_frame(archs)
+    _give_planner_bits(archs, bits, mf["model_id"], mf["format"])
     mf = pl.DataFrame(mf, schema={"model_id": pl.String, "format": pl.String, "revision": pl.String,
                                   "stored_format": pl.String, "num_layers": pl.Int64, "support_idx": pl.Int64})\
-        .join(format_figures(archs), on=["model_id", "format"])
+        .join(format_figures(archs, bits), on=["model_id", "format"])
     mf = mf.with_columns(model_idx=pl.col("model_id").replace_strict({m: i for i, m in enumerate(model_ids)},
                                                                       return_dtype=pl.Int64))
     mfc = mf.join(context_table(archs), on="model_id").sort("model_id", "format", "context")
@@ -270,6 +273,15 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
                        activation=pl.Series(activation, dtype=pl.Float64), n_hw=n_hw, n_engines=len(engine_ids),
                        peak=pl.Series(peak, dtype=pl.Float64), fixed_floor=pl.Series(floors, dtype=pl.Float64))
     return _cells(mfc, hw, lookups, plans)
+
+
+def _give_planner_bits(archs: dict[str, Architecture], bits: pl.DataFrame, model_ids: list[str],
+                       formats: list[str]) -> None:
+    """The planner's weight loads of every (model, format) cell row, summed from the tensor frame's bits (equal to
+    ``tensor_bits``'s: ``tests/test_grid.py``) rather than from ``tensor_bits`` called per tensor again."""
+    by_model = bits.partition_by("model_id", as_dict=True, maintain_order=True)
+    for model_id, fmt in zip(model_ids, formats, strict=True):
+        remember_weight_loads(archs[model_id], fmt, by_model[(model_id,)][f"bits_{fmt}"].to_list())
 
 
 class _Lookups(NamedTuple):

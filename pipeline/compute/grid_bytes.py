@@ -205,15 +205,15 @@ def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = 
         .drop(*_gguf_features()).collect(engine="in-memory")
 
 
-def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
+def format_figures(models: dict[str, Architecture], bits: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model and format: weight bytes and the weight bytes one decode step reads with their
-    routed-expert part (:func:`_step_terms`).
+    routed-expert part (:func:`_step_terms`); ``bits``: :func:`tensor_bits_frame` of ``models``, if at hand.
 
     Sums are taken per group over its rows in tensor order (``list.sum`` of the group's values): polars' parallel
     group-by ``sum`` adds partial sums in whatever order its threads finish, so the last bits of a total could
     change from one run to the next; the grid must not (incremental runs compare against earlier results)."""
     weights = [f"w_{f}" for f in GRID_FORMATS]
-    bits = tensor_bits_frame(models).lazy()
+    bits = (tensor_bits_frame(models) if bits is None else bits).lazy()
     nbytes = bits.select(
         "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS])
     totals = nbytes.group_by("model_id").agg(pl.col(*weights)).with_columns(pl.col(*weights).list.sum())
