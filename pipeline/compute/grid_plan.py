@@ -15,6 +15,8 @@ So the count and TP of every cell are the planner's (``tests/test_grid.py`` comp
 from __future__ import annotations
 
 import math
+from functools import reduce
+from operator import add
 from typing import Any, NamedTuple
 
 import polars as pl
@@ -98,9 +100,10 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
             budget[t].extend(values)
             cap_index[t].extend(at.get(v, 0) for v in values)
     m_index = {m: i for i, m in enumerate(model_ids)}
-    one, group_start, group_base, totals, group_loads = [], [], [], [], []
-    row_group: list[int] = []
-    row_cap: list[float] = []
+    one, group_start, group_base, totals, group_loads, group_total = [], [], [], [], [], []
+    group_caps: list[int] = []  # per group: its (model, TP) in ``caps``' order
+    cap_keys = {key: i for i, key in enumerate(caps)}
+    n_rows = 0
     searches: dict[tuple[str, str, int], PlanSearch] = {}
     seen_mf: dict[tuple[str, str], int] = {}
     for model_id, fmt, stored, context in left:
@@ -114,24 +117,33 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
         search = None if above else searches.setdefault((model_id, fmt, context), PlanSearch(arch, fmt, context))
         group_start.append(len(one))
         for t in TPS:
-            distinct = caps[(m_index[model_id], t)]
+            key = (m_index[model_id], t)
+            distinct = caps[key]
             used = search is not None and valid_tensor_parallel(arch, t)
             if used:
                 first, last = search.stage_extras(t, False)
                 _, last_several = search.stage_extras(t, True)
             for gpu, engine in reps[stored]:
-                g = len(one)
-                group_base.append(len(row_group))
+                group_base.append(n_rows)
+                group_caps.append(cap_keys[key])
+                n_rows += len(distinct)
                 if used:
                     layer_bytes = search.layer_bytes(gpu, engine, t)
-                    one.append(_running_sum(stage_loads(layer_bytes, first, last)))
-                    group_loads.append(stage_loads(layer_bytes, first, last_several))
+                    loads = stage_loads(layer_bytes, first, last)
+                    one.append(_running_sum(loads))
+                    if last_several != last:  # the tied embedding's copy
+                        loads = stage_loads(layer_bytes, first, last_several)
+                        group_total.append(_running_sum(loads))
+                    else:
+                        group_total.append(one[-1])
+                    group_loads.append(loads)
                 else:
                     one.append(math.inf)
+                    group_total.append(math.inf)
                     group_loads.append([math.inf])
-                row_group.extend([g] * len(distinct))
-                row_cap.extend(distinct)
-    stages = _stage_counts(group_loads, row_group, row_cap)
+    cap_rows = pl.DataFrame({"caps": pl.Series([cap_keys[key] for key, v in caps.items() for _ in v], dtype=pl.Int64),
+                             "cap": pl.Series([c for v in caps.values() for c in v], dtype=pl.Float64)})
+    stages = _stage_counts(group_loads, group_total, group_caps, cap_rows)
     return PlanTables(budget={t: pl.Series(v, dtype=pl.Float64) for t, v in budget.items()},
                       lower_budget=pl.Series(lower_budget, dtype=pl.Float64),
                       total=pl.Series(totals, dtype=pl.Float64), one=pl.Series(one, dtype=pl.Float64),
@@ -143,28 +155,27 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
 
 
 def _running_sum(loads: list[float]) -> float:
-    """The loads added one after another (the greedy split's one stage)."""
-    total = 0.0
-    for load in loads:
-        total = total + load
-    return total
+    """The loads added one after another, left to right (the greedy split's one stage)."""
+    return reduce(add, loads, 0.0)
 
 
 #: the bounds' relative margin (see :func:`_stage_counts`)
 _MARGIN = 1e-9
 
 
-def _stage_counts(group_loads: list[list[float]], row_group: list[int], row_cap: list[float]) -> pl.Series:
+def _stage_counts(group_loads: list[list[float]], group_total: list[float], group_caps: list[int],
+                  cap_rows: pl.DataFrame) -> pl.Series:
     """The stage count of every (group, budget) row: 1 where the budget holds the group's running sum, infinite
     where one of its layers alone is above it, the bound where the count's lower and upper bounds meet, else the
-    greedy split folded over the layers (the rows of groups of one layer count together)."""
-    total = pl.Series([_running_sum(loads) for loads in group_loads], dtype=pl.Float64)
-    largest = pl.Series([max(loads) for loads in group_loads], dtype=pl.Float64)
-    length = pl.Series([len(loads) for loads in group_loads], dtype=pl.Int64)
-    rows = pl.DataFrame({"group": pl.Series(row_group, dtype=pl.Int64), "cap": pl.Series(row_cap, dtype=pl.Float64)})\
-        .with_row_index("row").with_columns(total=pl.lit(total).gather(pl.col("group")),
-                                            largest=pl.lit(largest).gather(pl.col("group")),
-                                            length=pl.lit(length).gather(pl.col("group")))
+    greedy split folded over the layers (the rows of groups of one layer count together). ``group_total``: each
+    group's running sum; ``group_caps``: each group's budgets, the rows of ``cap_rows`` (``caps``, ``cap``) of that
+    key, in order."""
+    groups = pl.DataFrame({"group": pl.Series(range(len(group_loads)), dtype=pl.Int64),
+                           "caps": pl.Series(group_caps, dtype=pl.Int64),
+                           "total": pl.Series(group_total, dtype=pl.Float64),
+                           "largest": pl.Series([max(loads) for loads in group_loads], dtype=pl.Float64),
+                           "length": pl.Series([len(loads) for loads in group_loads], dtype=pl.Int64)})
+    rows = groups.join(cap_rows, on="caps", maintain_order="left_right").drop("caps").with_row_index("row")
     total, cap, largest = pl.col("total"), pl.col("cap"), pl.col("largest")
     # Bounds of the greedy count g: every stage holds at most the cap, so g >= total / cap; every stage but the last
     # was closed by a layer that did not fit, so it holds more than cap - largest and g - 1 < total / (cap - largest).
