@@ -23,8 +23,9 @@ is the opposite case and runs streaming (see ``_cells``).
 
 The GPU count and its TP are the planner's: ``sizing_core.fewest.fewest_layout`` on columns, fed the planner's
 stage counts (``pipeline/compute/grid_plan.py``); ``tests/test_grid.py`` compares every cell with
-``placement.fewest_gpus``. Those counts read the planner's per-layer loads, computed by the planner in Python (per
-tensor per format, then per model, format, context, TP and repacking class): most of the grid's time
+``placement.fewest_gpus``. Those counts read the planner's per-layer loads: its weight loads summed from step 1's
+bits (``placement.remember_weight_loads``, not ``tensor_bits`` per tensor again), then per model, format, context,
+TP and repacking class the planner's per-GPU layer bytes in Python; with the cells, most of the grid's time
 (``docs/benchmarks.md``).
 
 The decode speed on that plan is sizing_core's own function called on columns (``engine_speed.decode_ms``;

@@ -3,11 +3,13 @@
 ``sizing_core.fewest.fewest_layout`` is the planner's search from stage counts; the grid calls it with columns.
 Its inputs per cell are gathers from tables built here with the planner's own functions:
 
-- per (model, format, context, TP, repacking class) the stage loads of one GPU (``PlanSearch._stage_inputs``,
-  ``stages.stage_loads``): their sum with one stage's extras, and with several stages' (the tied embedding copy);
+- per (model, format, context, TP, repacking class) the stage loads of one GPU (``PlanSearch.layer_bytes``,
+  ``stage_extras``, ``stages.stage_loads``): their sum with one stage's extras, and with several stages' (the tied
+  embedding copy); none above the model's maximum context or for a TP that does not split it (no cell reads them);
 - per (model, GPU x engine, TP) the budget after the engine's working memory, and the lower bound's budget;
-- per (group, budget) the stage count, the greedy split folded over the layers (``stages.scan_step``) on the rows
-  whose budget is below the group's several-stage sum and above its largest layer (1 above, infinite below).
+- per (group, budget) the stage count: 1 where the budget holds the group's sum, infinite where a layer alone is
+  above it, the bound where the count's lower and upper bounds meet, else the greedy split folded over the layers
+  (``stages.scan_step``). Groups with the same loads and budgets share their rows.
 
 So the count and TP of every cell are the planner's (``tests/test_grid.py`` compares every cell).
 """
@@ -48,7 +50,7 @@ class PlanTables(NamedTuple):
     stages: pl.Series  # stage count, by (group, budget) row
     cap_index: dict[int, pl.Series]  # per TP, by (model, GPU x engine row): the budget's index among the model's
     group_start: pl.Series  # first group of each (model, format, context) row
-    group_base: pl.Series  # first (group, budget) row of each group
+    group_base: pl.Series  # first (group, budget) row of each group (groups of the same loads share theirs)
     n_class: pl.Series  # repacking classes per stored format
     repack_class: pl.Series  # by (stored format, GPU x engine row): its class among its stored format's
     n_hw: int
@@ -104,6 +106,7 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
     group_caps: list[int] = []  # per group: its (model, TP) in ``caps``' order
     cap_keys = {key: i for i, key in enumerate(caps)}
     n_rows = 0
+    shared: dict[tuple[tuple[float, ...], int], int] = {}  # (loads, budgets) -> their first (group, budget) row
     searches: dict[tuple[str, str, int], PlanSearch] = {}
     seen_mf: dict[tuple[str, str], int] = {}
     for model_id, fmt, stored, context in left:
@@ -124,23 +127,28 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
                 first, last = search.stage_extras(t, False)
                 _, last_several = search.stage_extras(t, True)
             for gpu, engine in reps[stored]:
-                group_base.append(n_rows)
-                group_caps.append(cap_keys[key])
-                n_rows += len(distinct)
                 if used:
                     layer_bytes = search.layer_bytes(gpu, engine, t)
                     loads = stage_loads(layer_bytes, first, last)
                     one.append(_running_sum(loads))
+                    total = one[-1]
                     if last_several != last:  # the tied embedding's copy
                         loads = stage_loads(layer_bytes, first, last_several)
-                        group_total.append(_running_sum(loads))
-                    else:
-                        group_total.append(one[-1])
-                    group_loads.append(loads)
+                        total = _running_sum(loads)
                 else:
                     one.append(math.inf)
-                    group_total.append(math.inf)
-                    group_loads.append([math.inf])
+                    loads, total = [math.inf], math.inf
+                # the counts read only the loads and the budgets: groups that have both the same (formats of the
+                # same bytes, the empty groups of a model) share their (group, budget) rows
+                shape = (tuple(loads), cap_keys[key])
+                base = shared.get(shape)
+                if base is None:
+                    base = shared[shape] = n_rows
+                    group_caps.append(cap_keys[key])
+                    group_loads.append(loads)
+                    group_total.append(total)
+                    n_rows += len(distinct)
+                group_base.append(base)
     cap_rows = pl.DataFrame({"caps": pl.Series([cap_keys[key] for key, v in caps.items() for _ in v], dtype=pl.Int64),
                              "cap": pl.Series([c for v in caps.values() for c in v], dtype=pl.Float64)})
     stages = _stage_counts(group_loads, group_total, group_caps, cap_rows)
