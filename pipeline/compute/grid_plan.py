@@ -88,15 +88,17 @@ def plan_tables(archs: dict[str, Architecture], model_ids: list[str], left: list
     caps: dict[tuple[int, int], list[float]] = {}  # (model index, TP) -> distinct budgets the search may ask
     cap_index = {t: [] for t in TPS}
     lower_budget = []
+    # the memory an engine leaves on a GPU at TP t does not depend on the model (None: TP t not asked there)
+    usable = {t: [engine.usable_bytes(gpu, t) if _uses(gpu, engine, t) else None for gpu, engine in hw_pairs]
+              for t in TPS}
     for m_idx, model_id in enumerate(model_ids):
         arch = archs[model_id]
         lower_budget.extend(lower_bound_budget(arch, gpu, engine) for gpu, engine in hw_pairs)
         for t in TPS:
             splits = valid_tensor_parallel(arch, t)  # else no cell reads TP t (``valid{t}``)
-            values = [engine.usable_bytes(gpu, t) - engine.activation_bytes(arch, t, gpu)
-                      if splits and _uses(gpu, engine, t) else 0.0 for gpu, engine in hw_pairs]
-            distinct = sorted({v for v, (gpu, engine) in zip(values, hw_pairs, strict=True)
-                               if _uses(gpu, engine, t)}) or [0.0]
+            values = [u - engine.activation_bytes(arch, t, gpu) if splits and u is not None else 0.0
+                      for u, (gpu, engine) in zip(usable[t], hw_pairs, strict=True)]
+            distinct = sorted({v for v, u in zip(values, usable[t], strict=True) if u is not None}) or [0.0]
             at = {v: i for i, v in enumerate(distinct)}
             caps[(m_idx, t)] = distinct
             budget[t].extend(values)
