@@ -12,6 +12,7 @@ Rules (``docs/placement.md``):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .architecture import Architecture
@@ -125,7 +126,19 @@ def _weight_loads(arch: Architecture, fmt: str) -> _Loads:
 
 
 def _compute_weight_loads(arch: Architecture, fmt: str) -> _Loads:
-    bits = tensor_bits(arch, fmt)
+    return _loads_from_bits(arch, tensor_bits(arch, fmt))
+
+
+def remember_weight_loads(arch: Architecture, fmt: str, bits: Sequence[float]) -> None:
+    """Give the planner ``arch``'s bits per element in ``fmt``, one per tensor as ``formats.tensor_bits`` has them,
+    computed by the caller (the sizing grid's columns, held equal to ``tensor_bits`` by ``tests/test_grid.py``):
+    its weight loads are then summed from them instead of recomputed per tensor."""
+    if len(_LOADS_CACHE) > 4096:
+        _LOADS_CACHE.clear()
+    _LOADS_CACHE[(id(arch), fmt)] = (arch, _loads_from_bits(arch, bits))
+
+
+def _loads_from_bits(arch: Architecture, bits: Sequence[float]) -> _Loads:
     per_layer = [0.0] * arch.num_layers
     first = last = tied = 0.0
     for t, b in zip(arch.tensors, bits, strict=True):
@@ -252,6 +265,9 @@ def _balanced(loads: list[float], first: float, last: float, pp: int) -> list[in
 
 
 _LAYER_BYTES: dict[tuple, tuple[Architecture, _Loads, list[float], dict[int, list[int] | None]]] = model_memo()
+#: per-layer repacking bytes per (model object, GPU traits, engine, TP): the same for every format stored in MXFP4
+#: and every load
+_REPACKS: dict[tuple, tuple[Architecture, list[float]]] = model_memo()
 
 
 def _per_gpu_layers(arch: Architecture, loads: _Loads, tp: int, context: int, concurrency: int,
@@ -288,7 +304,6 @@ class PlanSearch:
         self.loads = _weight_loads(arch, fmt)
         self.stored = effective_format(arch, fmt) if fmt == "native" else fmt
         self._needed: dict[tuple[str, Engine, int, bool], float] = {}
-        self._repacks: dict[tuple, list[float]] = {}
 
     def lower_bound(self, gpu: GPU, engine: Engine) -> int:
         """Fewer GPUs than this cannot hold the weights, whatever the instance shape (exact: see _lower_bound)."""
@@ -306,23 +321,34 @@ class PlanSearch:
     def _stage_inputs(self, gpu: GPU, engine: Engine, tp: int, pp: int) -> tuple[list[float], float, float, float]:
         """What a split of ``pp`` stages reads: the per-GPU bytes of each layer (MXFP4 repacking included), the first
         and last stage's extras and the budget after the engine's working memory."""
+        first, last = self.stage_extras(tp, pp > 1)
+        return (self.layer_bytes(gpu, engine, tp), first, last,
+                engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu))
+
+    def layer_bytes(self, gpu: GPU, engine: Engine, tp: int) -> list[float]:
+        """The bytes of each layer on one GPU of a TP group: weights, cache and state, MXFP4 repacking included."""
         layer_bytes, _ = _per_gpu_layers(self.arch, self.loads, tp, self.context, self.concurrency, self.kv)
         repack = self._repack(gpu, engine, tp)
         if repack is not None:
             layer_bytes = [b + r for b, r in zip(layer_bytes, repack, strict=True)]
-        first = self.loads.first_extra / tp
-        last = (self.loads.last_extra + (self.loads.tied_copy if pp > 1 else 0.0)) / tp
-        return layer_bytes, first, last, engine.usable_bytes(gpu, tp) - engine.activation_bytes(self.arch, tp, gpu)
+        return layer_bytes
+
+    def stage_extras(self, tp: int, several: bool) -> tuple[float, float]:
+        """The first and last stage's extras on one GPU (``several``: the tied embedding copied to the last)."""
+        return self.loads.first_extra / tp, (self.loads.last_extra + (self.loads.tied_copy if several else 0.0)) / tp
 
     def _repack(self, gpu: GPU, engine: Engine, tp: int) -> list[float] | None:
         """Per-layer bytes an engine adds on one rank when it repacks MXFP4 experts for its kernels (None: none)."""
         if not engine.repacks(self.stored):
             return None
-        key = (gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
-        if key not in self._repacks:
-            self._repacks[key] = [engine.repack_extra_bytes(self.arch, "mxfp4", gpu, tp, range(i, i + 1))
-                                  for i in range(self.arch.num_layers)]
-        return self._repacks[key]
+        key = (id(self.arch), gpu.is_nvidia, bool(gpu.supports_mxfp4), engine.id, tp)
+        hit = _REPACKS.get(key)
+        if hit is None or hit[0] is not self.arch:
+            if len(_REPACKS) > 4096:
+                _REPACKS.clear()
+            hit = _REPACKS[key] = (self.arch, [engine.repack_extra_bytes(self.arch, "mxfp4", gpu, tp, range(i, i + 1))
+                                               for i in range(self.arch.num_layers)])
+        return hit[1]
 
     def stages_needed(self, gpu: GPU, engine: Engine, tp: int, several: bool) -> float:
         """The fewest pipeline stages of TP ``tp`` that hold the model under the budget (one stage, or

@@ -1,12 +1,12 @@
 """The sizing grid: model x format x context x GPU x engine, computed column-wise with polars.
 
-How the work is laid out (no Python call per cell, none per tensor per format):
+How the work is laid out (no Python call per cell; none per tensor per format but the GPU count's):
 
 1. **Tensors -> bytes per format.** Every tensor group of every model is one row of a polars frame (role, row
    length, element count, layer, expert group, exclusion flags). Bits per element for each format are columnar
    expressions that follow ``sizing_core.formats`` (``_scheme_bits`` for FP8/INT8/NVFP4/MXFP4/AWQ and the
    checkpoint's native scheme, llama.cpp's ``llama_tensor_get_type`` promotions plus the row-length fallback for
-   GGUF mixes); totals, the largest layer and active bytes are group-bys, summed in tensor order so the grid is
+   GGUF mixes); totals and the decode step's bytes are group-bys, summed in tensor order so the grid is
    the same bit for bit on every run. ``tests/test_grid.py`` checks these bits equal
    ``sizing_core.formats.tensor_bits`` for every watchlist tensor and format, so a rule changed there and not
    here fails a test.
@@ -21,15 +21,18 @@ Engines: the small frames are collected with ``engine="in-memory"``. polars 2's 
 streaming engine, which costs ~5x more on these small plans of many expressions; the cell product, 0.6-2 M rows,
 is the opposite case and runs streaming (see ``_cells``).
 
-The GPU count is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole
-nodes of pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports
-show comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that the two agree.
+The GPU count and its TP are the planner's: ``sizing_core.fewest.fewest_layout`` on columns, fed the planner's
+stage counts (``pipeline/compute/grid_plan.py``); ``tests/test_grid.py`` compares every cell with
+``placement.fewest_gpus``. Those counts read the planner's per-layer loads: its weight loads summed from step 1's
+bits (``placement.remember_weight_loads``, not ``tensor_bits`` per tensor again), then per model, format, context,
+TP and repacking class the planner's per-GPU layer bytes in Python; with the cells, most of the grid's time
+(``docs/benchmarks.md``).
 
-The plan's TP for that count and the decode speed are sizing_core's own functions called on columns
-(``deployment.default_tp``, ``engine_speed.decode_ms``; ``pipeline/compute/columns.py``), fed the terms
+The decode speed on that plan is sizing_core's own function called on columns (``engine_speed.decode_ms``;
+``pipeline/compute/columns.py``), fed the terms
 ``decode_step`` adds, in its order (the step's weight bytes per kind from ``grid_bytes._step_terms``, the request's
 cache per layer, the fixed floor per model and engine, the compute term): on the planner's plan the grid's decode
-speed is ``decode_step``'s to the last bit (``tests/test_grid_decode.py``).
+speed is ``decode_step``'s to the last bit on every cell (``tests/test_grid_decode.py``).
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ from pipeline.compute.columns import COLUMNS
 from pipeline.compute.grid_bytes import (
     GRID_FORMATS,
     format_figures,
+    tensor_bits_frame,
 )
+from pipeline.compute.grid_plan import PlanTables, plan_columns, plan_exprs, plan_tables
 from sizing_core import Architecture
-from sizing_core.deployment import default_tp
 from sizing_core.engine_speed import (
     ALLREDUCE_US,
     PREFILL_MFU,
@@ -64,7 +68,7 @@ from sizing_core.engine_speed import (
 from sizing_core.engines import ENGINES, effective_format
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import cache_bytes
-from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
+from sizing_core.placement import remember_weight_loads, valid_tensor_parallel
 from sizing_core.roofline import _active_params, _attention_flops_per_token
 from sizing_core.units import GB, GIB
 
@@ -72,17 +76,18 @@ GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
 TPS = (1, 2, 4, 8)
 
 
-_BYTES_MODULE = Path(__file__).resolve().parent / "grid_bytes.py"
+_MODULES = tuple(Path(__file__).resolve().parent / name for name in ("grid_bytes.py", "grid_plan.py"))
 
 
 @lru_cache(maxsize=1)
 def grid_version() -> str:
     """The code a sizing row depends on besides its model revision and GPU row: the sizing library and planner
-    (``placement_cache.sizing_version``), this module and ``grid_bytes.py``. Stored per row (``sizing.sizing_version``) so a changed
-    rule re-sizes every model on the next run instead of leaving the old figures in place."""
+    (``placement_cache.sizing_version``), this module, ``grid_bytes.py`` and ``grid_plan.py``. Stored per row
+    (``sizing.sizing_version``) so a changed rule re-sizes every model on the next run instead of leaving the old
+    figures in place."""
     from pipeline.compute.placement_cache import sizing_version
 
-    code = Path(__file__).read_bytes() + _BYTES_MODULE.read_bytes()
+    code = Path(__file__).read_bytes() + b"".join(m.read_bytes() for m in _MODULES)
     return hashlib.sha256((sizing_version() + hashlib.sha256(code).hexdigest()).encode()).hexdigest()[:16]
 
 
@@ -135,18 +140,17 @@ def _cache_sums(arch: Architecture, tps: tuple[int, ...]) -> tuple[list[list[flo
 
 
 def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model and context: KV and state at TP 1 and at the largest valid TP <= 8; the cache one GPU reads per
+    """Per model and context: KV and state at TP 1; the cache one GPU reads per
     decode step at each valid TP (``cache_tp{t}``: KV and state, null where t is not valid); the layer counts the
     engine's fixed step costs follow (MoE and latent-attention layers)."""
     cache_cols = [f"cache_tp{t}" for t in TPS]
-    cols: dict[str, list] = {k: [] for k in ("model_id", "context", "above_max_context", "kv1", "state1", "max_tp",
-                                             "kv_max_tp", "state_max_tp", "per_token_flops",
+    cols: dict[str, list] = {k: [] for k in ("model_id", "context", "above_max_context", "kv1", "state1",
+                                             "per_token_flops",
                                              *cache_cols)}
     for model_id, arch in models.items():
         valid = tuple(t for t in TPS if valid_tensor_parallel(arch, t))
         if not valid:
             continue
-        max_tp = max(valid)
         kv, state, request = _cache_sums(arch, valid)
         at = dict(zip(valid, range(len(valid)), strict=True))
         kv1, state1 = kv[at[1]] if 1 in at else kv[0], state[at[1]] if 1 in at else state[0]
@@ -157,17 +161,13 @@ def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
                                           for c in GRID_CONTEXTS])
         cols["kv1"].extend(kv1)
         cols["state1"].extend([state1] * n)
-        cols["max_tp"].extend([max_tp] * n)
-        cols["kv_max_tp"].extend(kv[at[max_tp]])
-        cols["state_max_tp"].extend([state[at[max_tp]]] * n)
         # a decode step's FLOPs per token at each context (engine_speed.decode_step's compute term)
         cols["per_token_flops"].extend([2 * _active_params(arch) + _attention_flops_per_token(arch, 2 * c)
                                         for c in GRID_CONTEXTS])
         for t, name in zip(TPS, cache_cols, strict=True):
             cols[name].extend(request[at[t]] if t in at else [None] * n)
     return pl.DataFrame(cols, schema={"model_id": pl.String, "context": pl.Int64, "above_max_context": pl.Boolean,
-                                      "kv1": pl.Float64, "state1": pl.Float64, "max_tp": pl.Int64,
-                                      "kv_max_tp": pl.Float64, "state_max_tp": pl.Float64,
+                                      "kv1": pl.Float64, "state1": pl.Float64,
                                       "per_token_flops": pl.Float64,
                                       **{name: pl.Float64 for name in cache_cols}})
 
@@ -253,17 +253,36 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
         by_engine = {e: _fixed_floor(archs[m], ENGINES[e]) for e in engine_ids}
         floors.extend(by_engine[engine.id] for _, engine in hw_pairs)
 
+    bits = tensor_bits_frame(archs)
+    _give_planner_bits(archs, bits, mf["model_id"], mf["format"])
     mf = pl.DataFrame(mf, schema={"model_id": pl.String, "format": pl.String, "revision": pl.String,
                                   "stored_format": pl.String, "num_layers": pl.Int64, "support_idx": pl.Int64})\
-        .join(format_figures(archs), on=["model_id", "format"])
+        .join(format_figures(archs, bits), on=["model_id", "format"])
     mf = mf.with_columns(model_idx=pl.col("model_id").replace_strict({m: i for i, m in enumerate(model_ids)},
                                                                       return_dtype=pl.Int64))
     mfc = mf.join(context_table(archs), on="model_id").sort("model_id", "format", "context")
+    stored_formats = sorted(set(mfc["stored_format"]))
+    mfc = mfc.with_row_index("mfc_idx").with_columns(
+        mfc_idx=pl.col("mfc_idx").cast(pl.Int64),
+        mf_idx=(pl.struct("model_id", "format").rank("dense") - 1).cast(pl.Int64),
+        stored_idx=pl.col("stored_format").replace_strict({f: i for i, f in enumerate(stored_formats)},
+                                                          return_dtype=pl.Int64))
+    plans = plan_tables(archs, model_ids, list(mfc.select("model_id", "format", "stored_format", "context")
+                                               .iter_rows()), hw_pairs, stored_formats)
     hw = hw.with_columns(engine_idx=pl.col("engine").replace_strict(engine_idx, return_dtype=pl.Int64))
     lookups = _Lookups(runs=pl.Series(runs, dtype=pl.Boolean), native=pl.Series(native, dtype=pl.Boolean),
                        activation=pl.Series(activation, dtype=pl.Float64), n_hw=n_hw, n_engines=len(engine_ids),
                        peak=pl.Series(peak, dtype=pl.Float64), fixed_floor=pl.Series(floors, dtype=pl.Float64))
-    return _cells(mfc, hw, lookups)
+    return _cells(mfc, hw, lookups, plans)
+
+
+def _give_planner_bits(archs: dict[str, Architecture], bits: pl.DataFrame, model_ids: list[str],
+                       formats: list[str]) -> None:
+    """The planner's weight loads of every (model, format) cell row, summed from the tensor frame's bits (equal to
+    ``tensor_bits``'s: ``tests/test_grid.py``) rather than from ``tensor_bits`` called per tensor again."""
+    by_model = bits.partition_by("model_id", as_dict=True, maintain_order=True)
+    for model_id, fmt in zip(model_ids, formats, strict=True):
+        remember_weight_loads(archs[model_id], fmt, by_model[(model_id,)][f"bits_{fmt}"].to_list())
 
 
 class _Lookups(NamedTuple):
@@ -279,7 +298,7 @@ class _Lookups(NamedTuple):
     fixed_floor: pl.Series  # ms, by (model, GPU x engine row)
 
 
-def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame:
+def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups, plans: PlanTables) -> pl.DataFrame:
     """The (model, format, context) x (GPU, engine) product and every cell's columns.
 
     What depends on one side only is computed on that side's small table first; the product then takes a few
@@ -291,14 +310,10 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
     gib = pl.lit(GIB)
     left = mfc.lazy().select(
         "model_id", "revision", "format", "stored_format", "context", "above_max_context", "support_idx", "model_idx",
-        "weights_bytes", "max_layer_bytes", "kv1", "max_tp", *[f"cache_tp{t}" for t in TPS],
-        "step_bytes", "expert_step_bytes", "per_token_flops", layers="num_layers",
+        "weights_bytes", "kv1", *[f"cache_tp{t}" for t in TPS],
+        "step_bytes", "expert_step_bytes", "per_token_flops", "mfc_idx", "mf_idx", "stored_idx", layers="num_layers",
         single=pl.col("weights_bytes") + pl.col("kv1") + pl.col("state1"),
-        # whole layers per GPU: a stage holds floor(budget / per-layer load) layers (largest layer, cache spread)
-        layer_load=pl.col("max_layer_bytes") + (pl.col("kv1") + pl.col("state1")) / pl.col("num_layers"),
-        cache_max=pl.col("kv_max_tp") + pl.col("state_max_tp"),
-        weights_gib=pl.col("weights_bytes") / gib, kv_gib=pl.col("kv1") / gib, state_gib=pl.col("state1") / gib,
-    ).with_columns(cache_max_layer=pl.col("cache_max") / pl.col("layers"))
+        weights_gib=pl.col("weights_bytes") / gib, kv_gib=pl.col("kv1") / gib, state_gib=pl.col("state1") / gib)
     right = hw.lazy().select("hw_idx", "gpu_id", "gpu_kind", "engine", "engine_idx", "usable_bytes", "node_size",
                              "tensor_parallel", "bandwidth", *[f"allreduce_tp{t}" for t in TPS[1:]],
                              usable_gib=pl.col("usable_bytes") / gib)
@@ -307,50 +322,20 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups) -> pl.DataFra
         runs=pl.lit(lookups.runs).gather(support), native_support=pl.lit(lookups.native).gather(support),
         activation_bytes=pl.lit(lookups.activation).gather(pl.col("model_idx") * lookups.n_hw + pl.col("hw_idx")),
         fixed_floor=pl.lit(lookups.fixed_floor).gather(pl.col("model_idx") * lookups.n_hw + pl.col("hw_idx")),
-        peak=pl.lit(lookups.peak).gather(support),
-        tp_cap=pl.min_horizontal(pl.col("max_tp"), pl.col("node_size")),  # (max_tp: the largest valid TP <= 8)
-    ).with_columns(budget=pl.col("usable_bytes") - pl.col("activation_bytes"))
-    budget, single, tp_cap, layers = pl.col("budget"), pl.col("single"), pl.col("tp_cap"), pl.col("layers")
-    tensor_parallel = pl.col("tensor_parallel")
-    cells = cells.with_columns(
-        per_device=(budget / pl.col("layer_load")).floor(),
-        per_stage=(budget / ((pl.col("max_layer_bytes") / tp_cap) + pl.col("cache_max_layer"))).floor(),
-        node_load=pl.col("weights_bytes") / tp_cap + pl.col("cache_max"),
-        fits_one=single <= budget)
-    per_device, per_stage = pl.col("per_device"), pl.col("per_stage")
-    cells = cells.with_columns(
-        split_gpus=pl.when(pl.col("fits_one")).then(1).when(per_device >= 1).then(
-            pl.max_horizontal((single / budget).ceil(), (layers / per_device).ceil())).otherwise(None),
-        stages=pl.max_horizontal((pl.col("node_load") / budget).ceil(), (layers / per_stage).ceil()))
-    # tensor-parallel engines: inside one machine any TP x PP = n works (TP 1 x PP n at worst), so the split
-    # count stands while it fits a machine; beyond, TP takes the whole machine and PP counts machines
-    split_gpus = pl.col("split_gpus")
-    tp_gpus = pl.when(split_gpus <= pl.col("node_size")).then(split_gpus).otherwise(tp_cap * pl.col("stages"))
-    fits_a_layer = pl.when(tensor_parallel).then(per_stage >= 1).otherwise(per_device >= 1)
-    cells = cells.with_columns(
-        gpus=pl.when(tensor_parallel).then(tp_gpus).otherwise(split_gpus),
-        feasible=pl.col("runs") & ~pl.col("above_max_context") & (budget > 0) & fits_a_layer)
-    cells = cells.with_columns(est_gpus=pl.when(pl.col("feasible") & (pl.col("gpus") <= MAX_GPUS))
-                               .then(pl.col("gpus")).otherwise(None).cast(pl.Int64))
-    est_gpus = pl.col("est_gpus")
-    cells = cells.with_columns(decode_tp=_decode_tp(est_gpus))
-    decode = _decode_tokens_per_s(pl.col("decode_tp"), est_gpus // pl.col("decode_tp"))
+        peak=pl.lit(lookups.peak).gather(support)).with_columns(**plan_columns(plans))
+    gpus, tp = plan_exprs(plans)
+    cells = cells.with_columns(planned=gpus.cast(pl.Int64), plan_tp=tp.cast(pl.Int64))
+    cells = cells.with_columns(est_gpus=pl.when(pl.col("runs") & ~pl.col("above_max_context"))
+                               .then(pl.col("planned")).otherwise(None))
+    est_gpus, single = pl.col("est_gpus"), pl.col("single")
+    decode = _decode_tokens_per_s(pl.col("plan_tp"), est_gpus // pl.col("plan_tp"))
     return cells.select(
         "model_id", "revision", "format", "stored_format", "context", "gpu_id", "gpu_kind", "engine", "runs",
         "native_support", "above_max_context", "weights_gib", "kv_gib", "state_gib",
         single_gpu_gib=(single + pl.col("activation_bytes")) / gib, usable_gib="usable_gib",
-        fits_single=pl.col("feasible") & pl.col("fits_one"), est_gpus=est_gpus,
+        fits_single=(est_gpus == 1).fill_null(False), est_gpus=est_gpus,
         decode_tokens_per_s=pl.when(est_gpus.is_not_null() & (pl.col("bandwidth") > 0)).then(decode)
         .otherwise(None)).collect(engine="streaming")
-
-
-def _decode_tp(est_gpus: pl.Expr) -> pl.Expr:
-    """The TP size of the engine's default layout on ``est_gpus`` GPUs (``sizing_core.deployment.default_tp``, on
-    columns). A TP size is valid where the model's cache at that size is known (the grid's TP sizes: 1-8)."""
-    def valid(t: int) -> pl.Expr:
-        return pl.col(f"cache_tp{t}").is_not_null() if t in TPS else pl.lit(False)
-
-    return default_tp(est_gpus, pl.col("node_size"), valid, pl.col("tensor_parallel"), COLUMNS)
 
 
 def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:

@@ -205,25 +205,20 @@ def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = 
         .drop(*_gguf_features()).collect(engine="in-memory")
 
 
-def format_figures(models: dict[str, Architecture]) -> pl.DataFrame:
-    """Per model and format: weight bytes, largest layer, and the weight bytes one decode step reads with their
-    routed-expert part (:func:`_step_terms`).
+def format_figures(models: dict[str, Architecture], bits: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model and format: weight bytes and the weight bytes one decode step reads with their
+    routed-expert part (:func:`_step_terms`); ``bits``: :func:`tensor_bits_frame` of ``models``, if at hand.
 
     Sums are taken per group over its rows in tensor order (``list.sum`` of the group's values): polars' parallel
     group-by ``sum`` adds partial sums in whatever order its threads finish, so the last bits of a total could
     change from one run to the next; the grid must not (incremental runs compare against earlier results)."""
     weights = [f"w_{f}" for f in GRID_FORMATS]
-    bits = tensor_bits_frame(models).lazy()
+    bits = (tensor_bits_frame(models) if bits is None else bits).lazy()
     nbytes = bits.select(
         "model_id", "layer", *[(pl.col("numel") * pl.col(f"bits_{f}") / 8).alias(f"w_{f}") for f in GRID_FORMATS])
     totals = nbytes.group_by("model_id").agg(pl.col(*weights)).with_columns(pl.col(*weights).list.sum())
-    layers = nbytes.filter(pl.col("layer").is_not_null()).group_by("model_id", "layer").agg(pl.col(*weights))\
-        .with_columns(pl.col(*weights).list.sum())\
-        .group_by("model_id").agg(*[pl.col(f"w_{f}").max().alias(f"l_{f}") for f in GRID_FORMATS])
-    wide = totals.join(layers, on="model_id", how="left").join(_step_terms(bits), on="model_id", how="left")\
-        .collect(engine="in-memory")
-    return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}",
-                                  max_layer_bytes=pl.col(f"l_{f}").fill_null(0.0), step_bytes=f"s_{f}",
+    wide = totals.join(_step_terms(bits), on="model_id", how="left").collect(engine="in-memory")
+    return pl.concat([wide.select("model_id", format=pl.lit(f), weights_bytes=f"w_{f}", step_bytes=f"s_{f}",
                                   expert_step_bytes=f"x_{f}")
                       for f in GRID_FORMATS])
 

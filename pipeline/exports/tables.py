@@ -343,8 +343,9 @@ class PriceObservations(PublishedTable):
 class Sizing(PublishedTable):
     file = "sizing.parquet"
     db_table = "sizing"
-    description = ("The sizing grid: model x format x context x GPU x engine. est_gpus is the exact planner's count "
-                   "where the model JSON shows the cell, the grid's closed form elsewhere (gpus_rule says which).")
+    description = ("The sizing grid: model x format x context x GPU x engine. est_gpus is the planner's count on "
+                   "every cell (the planner's own rule, computed on columns by the grid; gpus_rule names the cells "
+                   "the model JSON shows).")
     unpublished = {"gpu_row_hash": "internal: drives recomputation when a GPU catalog row changes",
                    "sizing_version": "internal: drives recomputation when the sizing code changes (sql/013)"}
 
@@ -372,22 +373,25 @@ class Sizing(PublishedTable):
     json_column: str | None = col("the models/<model_id>.json gpusNeeded column this row is shown in (native, bf16, "
                                   "fp8, q4_k_m; with gpu_id and context 8192); null: not shown in the JSON",
                                   sql="x.json_column")
-    est_gpus: int | None = col("fewest GPUs: the exact planner's count where gpus_rule = exact_planner (equal to "
-                               "the model JSON's gpusNeeded), the grid's closed form elsewhere; null: see "
+    est_gpus: int | None = col("fewest GPUs: the exact planner's count (sizing_core.placement.fewest_gpus; equal to "
+                               "the model JSON's gpusNeeded where gpus_rule = exact_planner); null: see "
                                "est_gpus_reason", unit="GPUs",
                                sql="CASE WHEN x.model_id IS NOT NULL THEN x.exact_gpus ELSE s.est_gpus END")
-    gpus_rule: str = col("which rule gave est_gpus: exact_planner (sizing_core.placement, the cells the model JSON "
-                         "shows) or closed_form (the grid's vectorised rule)",
+    gpus_rule: str = col("where est_gpus was taken: exact_planner (the planner run per cell, the cells the model "
+                         "JSON shows) or closed_form (the grid, elsewhere); both are the one rule "
+                         "(sizing_core.fewest on the planner's stage counts) and give the same count on every cell "
+                         "(the value names are kept for existing readers)",
                          sql="CASE WHEN x.model_id IS NOT NULL THEN 'exact_planner' ELSE 'closed_form' END")
-    closed_form_gpus: int | None = col("the grid's closed-form count for every cell (differs from est_gpus only "
-                                       "where gpus_rule = exact_planner and the closed form is off)", unit="GPUs",
+    closed_form_gpus: int | None = col("the grid's count for every cell: the planner's rule on columns, equal to "
+                                       "est_gpus on every cell (the name is kept for existing readers)",
+                                       unit="GPUs",
                                        sql="s.est_gpus")
     est_gpus_reason: str | None = col(
         "why est_gpus is null (null when it is set): engine_cannot_run_format, above_max_context, "
         "no_plan_within_max_gpus (no plan of at most 128 GPUs, or a single layer does not fit), or the exact "
         "planner's own reason", sql="{est_gpus_reason}")
-    decode_tokens_per_s: float | None = col("one request's decode speed on the closed-form plan (the engine's "
-                                            "default TP for closed_form_gpus), by the engine model "
+    decode_tokens_per_s: float | None = col("one request's decode speed on the planner's plan (est_gpus at the "
+                                            "planner's TP), by the engine model "
                                             "(sizing_core.engine_speed.decode_ms: the engine's share of the "
                                             "bandwidth, per-layer, MoE and all-reduce costs, the compute term); the "
                                             "figure fit gives for the same plan", unit="tokens/s")
