@@ -18,6 +18,7 @@ from pipeline.definitions import ALL_ASSETS, defs
 from pipeline.resources import VramlabSettings
 from pipeline.settings import REPLAY_SNAPSHOT_AT
 from pipeline.sources import PRICE_SOURCES
+from pipeline.sources.base import REFERENCE
 from pipeline.sources.replay import REPLAY_ROOT
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "asset_specs.json"
@@ -100,6 +101,9 @@ def full_run(published: dict) -> dict:
     con = duckdb.connect(str(tmp / "vramlab.duckdb"), read_only=True)
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
               for t in ("price_observations", "offers_current", "gpus", "models", "model_revisions")}
+    counts["reference_records"] = con.execute(
+        "SELECT count(*) FROM price_observations WHERE allocation IN (SELECT UNNEST(?::VARCHAR[]))",
+        [list(REFERENCE)]).fetchall()[0][0]
     # price sources' attempts and the Hub's (source hub:<repo>, in DuckDB too since issue #27)
     counts["fetch_log"], counts["hub_attempts"] = con.execute(
         "SELECT count(*) FILTER (WHERE NOT starts_with(source, 'hub:')), count(*) FILTER (WHERE starts_with(source, "
@@ -113,7 +117,11 @@ def test_full_graph_materializes_on_replay(full_run: dict) -> None:
     counts = full_run["counts"]
     assert counts["fetch_log"] == len(PRICE_SOURCES) + 1
     assert counts["hub_attempts"] == counts["model_revisions"] == 42  # one attempt per Hub model (one is a spec)
-    assert counts["price_observations"] == counts["offers_current"] > 3000
+    # every observation of an offer is a current offer on the first run; the price feed's dated records are
+    # observations without one: 966 prices in the bundled lines, of which line 2 of 2026-07.jsonl (22:17:26)
+    # repeats 19 of line 1's (22:12:57) unchanged within the hour, stored once
+    assert counts["price_observations"] - counts["reference_records"] == counts["offers_current"] > 3000
+    assert counts["reference_records"] == 966 - 19
     assert counts["gpus"] >= 50 and counts["models"] == 43 and counts["model_revisions"] == 42
     evaluations = {(e.asset_key.to_user_string(), e.check_name): e for e in full_run["first"].get_asset_check_evaluations()}
     staleness = evaluations.pop(("core__offers_current", "source_staleness"))

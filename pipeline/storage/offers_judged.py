@@ -3,9 +3,10 @@ definition of ``eligible``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
+if TYPE_CHECKING:  # the CLI's fit imports this module through offer_groups and must not load DuckDB
+    import duckdb
 
 #: the eligible offers as a setup search rents them: the canonical provider and the allocation class in place of
 #: the source's own labels
