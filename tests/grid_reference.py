@@ -1,4 +1,4 @@
-"""FROZEN REFERENCE for tests/test_grid.py: the sizing grid as it was before the columnar rewrite (#14), one
+"""FROZEN REFERENCE for tests/test_grid.py: the sizing grid as it was before the columnar rewrite, one
 Python call per tensor per format and one ``Engine.supports`` call per cell. Kept only to prove the fast grid in
 ``pipeline/compute/grid.py`` gives the same table; not used by the pipeline. Do not optimise it.
 

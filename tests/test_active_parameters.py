@@ -1,4 +1,4 @@
-"""Active parameters in both conventions (issue #25): ``activeParameters`` counts the embedding lookup as active
+"""Active parameters in both conventions: ``activeParameters`` counts the embedding lookup as active
 (total minus the routed experts a token skips); ``activeParametersModelCard`` leaves the lookup out, as model cards
 do. Figures: OpenAI's gpt-oss model card (arXiv 2508.10925, table 1): gpt-oss-120b 116.83B total, 5.13B active;
 gpt-oss-20b 20.91B total, 3.61B active."""

@@ -1,4 +1,4 @@
-"""The engine models against the calibration set (issue #22): every counted case inside its published band, the
+"""The engine models against the calibration set: every counted case inside its published band, the
 acceptance figures, the bands module regenerated from the current model, and the mechanisms by hand.
 
 Measured values come from the cited logs in ``sizing_core/data/calibration/*.csv`` (citation and quoted line per

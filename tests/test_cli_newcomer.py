@@ -264,7 +264,7 @@ def write_snapshot(data_dir: Path, offers: list[dict]) -> Path:
                           "price_per_gpu_hour_usd": o["price_per_hour_usd"] / o["gpu_count"]}
         cols = ", ".join(row)
         con.execute(f"INSERT INTO offers_current ({cols}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
-    rebuild_offer_quality(con, OBSERVED)  # the real quality stage: `eligible` is its view's verdict (issue #24)
+    rebuild_offer_quality(con, OBSERVED)  # the real quality stage: `eligible` is its view's verdict
     for table, name in ((OffersCurrent, "offers_current"), (CheapestSetups, "cheapest_setups")):
         query = select_sql(table, snapshot_id=snap.name) + f" FROM {table.db_table}"
         con.execute(f"COPY ({query}) TO '{snap / f'{name}.parquet'}' (FORMAT parquet)")

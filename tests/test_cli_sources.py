@@ -42,7 +42,7 @@ def test_sources_parse_eur_payload_with_rates() -> None:
     out = vramlab("sources", "parse", "scaleway", str(REPLAY / "scaleway" / "servers.fr-par-2.json"), "--rates",
                   str(REPLAY / "ecb" / "eurofxref-daily.xml"), "--json")
     offer = next(o for o in json.loads(out.stdout) if o["instance_type"] == "H100-SXM-8-80G")
-    assert offer["price_per_hour_usd"] == round(25.3308 * 1.0856, 6) and offer["fx_date"] == "2024-02-27"  # 6 dp (#24)
+    assert offer["price_per_hour_usd"] == round(25.3308 * 1.0856, 6) and offer["fx_date"] == "2024-02-27"  # 6 dp
 
 
 def test_sources_parse_errors_are_one_line(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""No traceback for any config (issue #25): configs generated from real families with keys dropped, renamed,
+"""No traceback for any config: configs generated from real families with keys dropped, renamed,
 nulled or set out of range either size or fail with one ConfigError line naming the model. Bounded examples, no
 example database written, a fixed derandomized seed so the suite stays reproducible and fast."""
 

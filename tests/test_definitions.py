@@ -104,7 +104,7 @@ def full_run(published: dict) -> dict:
     counts["reference_records"] = con.execute(
         "SELECT count(*) FROM price_observations WHERE allocation IN (SELECT UNNEST(?::VARCHAR[]))",
         [list(REFERENCE)]).fetchall()[0][0]
-    # price sources' attempts and the Hub's (source hub:<repo>, in DuckDB too since issue #27)
+    # price sources' attempts and the Hub's (source hub:<repo>, in DuckDB too)
     counts["fetch_log"], counts["hub_attempts"] = con.execute(
         "SELECT count(*) FILTER (WHERE NOT starts_with(source, 'hub:')), count(*) FILTER (WHERE starts_with(source, "
         "'hub:')) FROM fetch_log").fetchall()[0]
@@ -132,7 +132,7 @@ def test_full_graph_materializes_on_replay(full_run: dict) -> None:
            if datetime.fromisoformat(e["captured_at"]) < REPLAY_SNAPSHOT_AT - timedelta(hours=2)}
     assert old and not staleness.passed
     assert set(staleness.metadata["stale_sources"].value) == old
-    # a warning in replay, naming each old recording's capture date (lambda's API: 2026-07-30), not a failure (#23)
+    # a warning in replay, naming each old recording's capture date (lambda's API: 2026-07-30), not a failure
     assert staleness.severity == dg.AssetCheckSeverity.WARN
     assert "replayed recordings keep their capture dates" in staleness.description
     assert "lambda 2026-07-30" in staleness.description

@@ -1,4 +1,4 @@
-"""Drift canaries for live fetches (issue #24, item 4): an unknown top-level shape, a new enum value or a more
+"""Drift canaries for live fetches: an unknown top-level shape, a new enum value or a more
 than 50% drop in offers against the last good fetch marks the source ``degraded`` in the fetch log, the manifest
 and the raw asset's metadata, keeps the last good offers published and says what changed.
 

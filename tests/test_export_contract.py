@@ -1,4 +1,4 @@
-"""The export contract as a downstream consumer relies on it (issue #15).
+"""The export contract as a downstream consumer relies on it.
 
 ``CONSUMER`` runs in a fresh interpreter with only duckdb, polars and jsonschema (cwd=/, nothing of this project
 importable) against a published snapshot: every file validates against the snapshot's own schemas; mutated files

@@ -156,7 +156,7 @@ def test_cheapest_cli_reads_the_snapshot(published: dict) -> None:
     table = vramlab("cheapest", "kimi-k3.1-pro", "--format", "native", "--data-dir", str(published["tmp"]))
     assert table.returncode == 0 and "provider" in table.stdout and "native" in table.stdout
     missing = vramlab("cheapest", "no-such-model", "--data-dir", str(published["tmp"]))
-    # any model is priced now (#23): an id that is neither tracked, registered, a path nor a Hub repo is unknown
+    # any model is priced now: an id that is neither tracked, registered, a path nor a Hub repo is unknown
     assert missing.returncode == 2 and "unknown model 'no-such-model'" in missing.stderr
 
 

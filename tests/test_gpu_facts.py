@@ -1,4 +1,4 @@
-"""GPU facts and engine support that match the hardware (issue #10 item 3).
+"""GPU facts and engine support that match the hardware ( item 3).
 
 Memory: what the driver reports decides a fit, not the marketing number. Format support: vLLM's own hardware table
 by compute capability (https://docs.vllm.ai/en/v0.11.2/features/quantization/ — AWQ from Turing 7.5, GPTQ from

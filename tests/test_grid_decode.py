@@ -1,4 +1,4 @@
-"""The sizing grid's decode speed is the engine model's (issue #22's calibrated ``sizing_core.engine_speed``), not
+"""The sizing grid's decode speed is the engine model's ('s calibrated ``sizing_core.engine_speed``), not
 a bare roofline: the grid used ``bandwidth x 0.8 / (active bytes / TP + cache)``, with no per-layer costs, no MoE
 routing or latent-attention kernels, no all-reduces under TP and the whole cache on every GPU of a TP group, so its
 MoE rows under TP were many times faster than fit's and the setups' figures for the same plan."""
@@ -85,7 +85,7 @@ def test_moe_step_bytes_by_hand_at_batch(batch: int) -> None:
     """The weight bytes a decode step of ``batch`` sequences reads, Qwen3-30B-A3B in BF16 (its config, as above):
     every dense tensor once, one embedding row per sequence, and of each layer's 128 experts the expected number
     the batch's tokens pick, 128 x (1 - (1 - 8/128)^batch) (each token picks 8 of 128, independently). The speed
-    model keeps these per kind instead of per tensor (#28); the sum must not change."""
+    model keeps these per kind instead of per tensor; the sum must not change."""
     from sizing_core.roofline import _expert_step_bytes, _step_bytes
 
     layers, hidden, heads, kv_heads, head_dim, vocab = 48, 2048, 32, 4, 128, 151_936

@@ -1,4 +1,4 @@
-"""Any Hub model on demand (#23): the look-up through the Hub source's client, its cache in the data directory, the
+"""Any Hub model on demand: the look-up through the Hub source's client, its cache in the data directory, the
 live branch (network boundary replaced by the replay transport), and the one line a miss gets."""
 
 from __future__ import annotations

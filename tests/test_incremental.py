@@ -147,7 +147,7 @@ def _snapshot_tables(snapshot: Path) -> dict[str, object]:
     return out
 
 
-PLACEMENT_KEY = "model_id, gpu_id, gpus_per_instance, format, context, concurrency"  # a placement per load (#23)
+PLACEMENT_KEY = "model_id, gpu_id, gpus_per_instance, format, context, concurrency"  # a placement per load
 
 
 def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publishes(world: dict) -> None:
@@ -156,7 +156,7 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     placed_before = set(_query(world["db"], f"SELECT {PLACEMENT_KEY} FROM placement_cache "
                                             "WHERE gpus_per_instance > 0"))
     floors_sql = ("SELECT model_id, gpu_id, format, context, concurrency FROM placement_cache "
-                  "WHERE gpus_per_instance = 0")  # a floor per load (#23)
+                  "WHERE gpus_per_instance = 0")  # a floor per load
     floors_before = set(_query(world["db"], floors_sql))
     con = duckdb.connect(str(world["db"]))
     con.execute("UPDATE offers_current SET price_per_hour_usd = price_per_hour_usd * 0.5, "

@@ -40,7 +40,7 @@ def test_loads_are_idempotent(tmp_path: Path) -> None:
     assert load_observations(con, [(offer(3.0, T0), "sha")]) == 0  # the same fetch again adds nothing
     # the same price later in the same hour adds nothing: one row per offer per hour while the price holds
     assert load_observations(con, [(offer(3.0, T0 + timedelta(minutes=10)), "sha1")]) == 0
-    # a price change within the hour is an observation of its own (issue #16: it used to be silently ignored)
+    # a price change within the hour is an observation of its own (it used to be silently ignored)
     assert load_observations(con, [(offer(3.5, T0 + timedelta(minutes=20)), "sha2")]) == 1
 
 

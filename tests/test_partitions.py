@@ -1,4 +1,4 @@
-"""The partitioned graph (issue #28): price sources as static partitions, models as dynamic partitions registered by
+"""The partitioned graph: price sources as static partitions, models as dynamic partitions registered by
 discovery, each partition step writing an atomic Parquet part, one step consolidating into DuckDB.
 
 Real Dagster runs on the replayed recordings, real DuckDB files, real processes: the only thing in the way of a

@@ -1,4 +1,4 @@
-"""Models without attention (issue #25): RWKV-4, Mamba-2 only, xLSTM, and Jamba's Mamba layers; parameters and the
+"""Models without attention: RWKV-4, Mamba-2 only, xLSTM, and Jamba's Mamba layers; parameters and the
 constant state per sequence derived by hand. Also a Whisper-style audio tower (its own config, counted apart). The configs are constructed with public models' shapes
 (RWKV/rwkv-4-169m-pile, mistralai/Mamba-Codestral-7B-v0.1, NX-AI/xLSTM-7b, ai21labs/Jamba-v0.1) in their
 config classes' key names (transformers v4.57.1); the genuine RWKV-5 and Mamba configs are in test_configs_ii.py."""

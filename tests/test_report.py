@@ -55,7 +55,7 @@ def expected(snapshot: Path) -> dict:
     obs = f"read_parquet('{snapshot}/price_observations/*/*.parquet')"
     board_gpus = con.execute(f"SELECT count(DISTINCT gpu_id) FROM {offers} WHERE {_where(snapshot, offers)}"
                              ).fetchall()[0][0]
-    # observations the quality stage rejected are not drawn: by the eligible stamp each got when observed (#24),
+    # observations the quality stage rejected are not drawn: by the eligible stamp each got when observed,
     # else (rows without it) by the offer's current quarantine and duplicate verdict (staleness: not the past's)
     kept = (f"(SELECT * REPLACE (coalesce(h.eligible, o.offer_key IS NULL OR (NOT coalesce(o.quarantined, false) "
             f"AND o.duplicate_of IS NULL)) AS eligible) FROM {obs} h LEFT JOIN (SELECT offer_key, quarantined, "
@@ -166,7 +166,7 @@ def test_report_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
                     points: sets.filter(d => d.role === 'provider').map(d => d.data.filter(p => p.y !== null)
                                                                                  .map(p => p.y))};
         })""")
-        # one clear chart per GPU (#23): the cheapest line and the spread band (+ spot dashed), providers on demand
+        # one clear chart per GPU: the cheapest line and the spread band (+ spot dashed), providers on demand
         assert {d["gpu"]: (d["shown"], d["providers"]) for d in drawn} == {
             g: v for g, v in want["series"].items() if v[1] > 0 or v[0] > 0}
         assert all(d["shown"] <= 3 and d["hidden"] for d in drawn)
@@ -202,7 +202,7 @@ def _usd(text: str) -> float:
 
 def test_model_page_switches_loads_in_headless_chromium(replayed: Path, tmp_path: Path) -> None:
     """A reader picks a load (requests x context) and an order on a model page, without a server: the table shown
-    changes to that load's published answer (#23)."""
+    changes to that load's published answer."""
     if not Path(CHROMIUM).exists():
         pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does it)")
     from playwright.sync_api import sync_playwright

@@ -1,4 +1,4 @@
-"""Safetensors headers read as ground truth (issue #11), on real header bytes.
+"""Safetensors headers read as ground truth, on real header bytes.
 
 ``fixtures/safetensors/all-MiniLM-L6-v2.model.safetensors.header`` is the first 8 + N bytes of the real
 ``model.safetensors`` of sentence-transformers/all-MiniLM-L6-v2 (see tests/fixtures/README.md).

@@ -99,7 +99,7 @@ def test_a_replayed_hub_listing_of_n_models_is_discovered_and_sized(tmp_path: Pa
 
 def test_a_model_shorter_than_the_setups_request_is_answered_at_its_maximum_and_the_run_goes_on(world: dict) -> None:
     """Before #28: ``ContextTooLongError`` from the first 8K placement failed ``out__cheapest_setups``, and then the
-    exports, for every model. Since the standard loads (#23) such a model is answered at its own maximum only
+    exports, for every model. Since the standard loads such a model is answered at its own maximum only
     (4K x 1, by price and by cost per token); its model file, sized at the published 8K, says why it failed."""
     before = _query(world["db"], SETUP_ROWS)
     state = HubState(world["data"])
@@ -141,7 +141,7 @@ def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict,
                                     now=datetime.now(UTC), chunk=4)  # 43 models: 11 chunks, the last of 3
         assert run.hits["placement"] == 0 and run.misses["placement"] > 1000
         assert con.execute("SELECT count(*) FROM placement_cache").fetchall()[0][0] == cache_rows == run.written
-        # the pruning bounds' weight bytes are kept too (#28): every format of every model, as computed here
+        # the pruning bounds' weight bytes are kept too: every format of every model, as computed here
         from pipeline.compute import rates
 
         kept = con.execute("SELECT model_id, format, total_bytes, active_bytes FROM weight_bytes_cache").fetchall()
@@ -306,7 +306,7 @@ def test_hub_state_is_written_once_per_batch_and_at_the_end(world: dict, monkeyp
 
 
 def test_a_landing_batch_logs_a_fetch_only_at_its_flush_after_its_files(tmp_path: Path) -> None:
-    """Hub payloads are landed without an fsync each and synced 100 at a time (#28); a log line may only reach the
+    """Hub payloads are landed without an fsync each and synced 100 at a time; a log line may only reach the
     fetch log after its payload's files are written, so a line never names a payload that is not there."""
     from datetime import UTC, datetime
 

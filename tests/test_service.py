@@ -1,4 +1,4 @@
-"""The hourly service for real (issue #28): ``vramlab serve`` starts a real ``dagster-daemon`` and webserver on
+"""The hourly service for real: ``vramlab serve`` starts a real ``dagster-daemon`` and webserver on
 loopback; with a test-only cron of every minute a real schedule tick fires, the daemon launches the scheduled run
 (the multiprocess ``hourly_refresh_job``, offline replay) and it publishes a snapshot. Read back through the
 webserver's GraphQL, as the UI does."""

@@ -1,4 +1,4 @@
-"""The serving model at a load (issue #37): the fixed point, Little's law, saturation, the batch-1 limits, the MoE
+"""The serving model at a load: the fixed point, Little's law, saturation, the batch-1 limits, the MoE
 expert count, the scheduler registry, and ``vramlab fit ... --rate/--concurrency`` (the ``serving`` contract)."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_one_gpu_marketplace_offers_are_multiplied() -> None:
 
 
 def test_only_offers_the_view_judged_eligible_are_used() -> None:
-    """Setups never re-derive the rule (issue #24): an offer is used when it carries ``eligible = true`` (stale,
+    """Setups never re-derive the rule: an offer is used when it carries ``eligible = true`` (stale,
     removed, jump and fractional offers are not eligible in the view: tests/test_offer_truth.py), and an offer
     without a verdict (``eligible`` missing or null) is never used."""
     a = arch("meta-llama__Llama-3.1-8B")
@@ -86,7 +86,7 @@ def test_multi_instance_setups_stay_in_one_offer() -> None:
     assert {(s.region, s.price_per_hour / s.instances) for s in setups} == {("b", 0.35), ("a", 0.4)}
 
 
-# --- what a user would really deploy (issue #10 item 4) ---------------------------------------------------------
+# --- what a user would really deploy ( item 4) ---------------------------------------------------------
 
 def _needed(model: str, gpu_id: str, fmt: str, per_node: int) -> int:
     gpu = get_gpu(gpu_id)
@@ -144,7 +144,7 @@ def test_ties_break_the_same_way_whatever_the_input_order() -> None:
     offers = [offer(provider=p, instance_type=i, region=r, gpu_count=1, price_per_hour_usd=2.0)
               for p, i, r in (("b", "x", "r2"), ("a", "y", "r1"), ("a", "x", "r2"), ("a", "x", "r1"))]
     expected = [("a", "x", "r1"), ("a", "x", "r2"), ("a", "y", "r1"), ("b", "x", "r2")]  # provider, type, region
-    # one setup per provider x instance type x price (#23): a's "x" in r1 and r2 is one row naming both regions
+    # one setup per provider x instance type x price: a's "x" in r1 and r2 is one row naming both regions
     distinct = [("a", "x", "r1", ["r1", "r2"]), ("a", "y", "r1", ["r1"]), ("b", "x", "r2", ["r2"])]
     for order in (offers, offers[::-1], offers[1:] + offers[:1]):
         assert [(s.provider, s.instance_type, s.region) for s in cheapest_setups(a, "bf16", order, by_region=True)

@@ -1,4 +1,4 @@
-"""Cheapest setups at a load (issue #23): K requests of C tokens, distinct setups (provider x instance type x price,
+"""Cheapest setups at a load: K requests of C tokens, distinct setups (provider x instance type x price,
 the regions in one row), ranked by price or by cost per output token; the per-token search prunes exactly."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the blind set found (issue #10, acceptance item 1): genuine captured responses the parsers were NOT written
+"""What the blind set found (, acceptance item 1): genuine captured responses the parsers were NOT written
 against, kept outside the project (provenance and the full comparison in ``docs/sources.md``, "Blind set").
 Each test runs a parser on a small excerpt copied into ``tests/fixtures/prices/`` (provenance in
 ``tests/fixtures/README.md``) and failed before the fix named in its docstring. Expected values are read off the

@@ -1,4 +1,4 @@
-"""Price truth II (issue #24): one test per defect class that genuine captures the parsers had never seen found,
+"""Price truth II: one test per defect class that genuine captures the parsers had never seen found,
 each on a fixture of the same shape (provenance in ``tests/fixtures/README.md``; constructed fixtures say so and
 name the real shape they copy). Every test here failed on the parsers before issue #24 (the failure is named in
 its docstring). Expected values are read off the fixture by hand; the arithmetic is in the test.
@@ -214,7 +214,7 @@ def test_skypilot_memory_that_fits_nothing_stays_unmapped() -> None:
 def test_unseen_catalog_versions_that_write_totals_still_map_98_percent() -> None:
     """The bundled catalogs rewritten as the unseen versions write them: every multi-GPU row's ``SizeInMiB`` is
     the machine total and ``TotalGpuMemoryInMiB`` = Size x Count (the shape of 537,600 MiB for 2x B300). Before
-    the fix the share of GPU rows mapped fell (issue #24 measured 88.5% -> 40.4% on the genuine unseen versions);
+    the fix the share of GPU rows mapped fell ( measured 88.5% -> 40.4% on the genuine unseen versions);
     it must stay at least 98%. Catalogs whose GpuInfo is not a Gpus list (RunPod v7) are left as they are."""
     rows = mapped = 0
     for source in SKYPILOT:

@@ -113,7 +113,7 @@ def test_akash_median_bid_is_not_on_demand(replayed: dict) -> None:
 
 
 def test_vast_marketplace_offer_is_a_whole_gpu(replayed: dict) -> None:
-    # Was: fractional because gpu_frac is 0.25. That was wrong (issue #10): gpu_frac is the offer's share of its
+    # Was: fractional because gpu_frac is 0.25. That was wrong: gpu_frac is the offer's share of its
     # machine (1 of the host's 4 GPUs), the offer rents num_gpus = 1 whole RTX 4090.
     o = one(replayed, "vastai", allocation="marketplace")
     assert o.price_per_hour == pytest.approx(0.2466759259259259) and not o.fractional and o.gpu_count == 1
@@ -142,7 +142,7 @@ def test_runpod_per_gpu_prices_scale_with_count(replayed: dict) -> None:
 
 
 def test_hetzner_dedicated_servers_are_monthly(replayed: dict) -> None:
-    # Was: on_demand at 838 / 730 per hour. Wrong (issue #10): a GEX130 is rented per month (plus setup fee),
+    # Was: on_demand at 838 / 730 per hour. Wrong: a GEX130 is rented per month (plus setup fee),
     # so it is a "monthly" offer with its monthly price; the hourly figure is only that price / 730.
     o = one(replayed, "hetzner", instance_type="GEX130")
     assert (o.allocation, o.unit, o.price_per_month, o.gpu_id) == ("monthly", "instance-month", 838, "rtx-6000-ada")

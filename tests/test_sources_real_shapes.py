@@ -1,4 +1,4 @@
-"""Parsers on what providers really send (issue #10): one test per defect class, on the fixtures of
+"""Parsers on what providers really send: one test per defect class, on the fixtures of
 ``tests/fixtures/prices/`` (provenance and genuine/constructed status in ``tests/fixtures/README.md``).
 
 Each test failed on the parsers before issue #10 (the reason is named in its docstring) and passes now. Expected

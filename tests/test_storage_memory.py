@@ -1,4 +1,4 @@
-"""DuckDB's memory limit (#28): every connection the pipeline opens caps DuckDB's buffer pool, which otherwise
+"""DuckDB's memory limit: every connection the pipeline opens caps DuckDB's buffer pool, which otherwise
 keeps every block a query read until 80% of the machine's memory is used."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared machinery of the fault matrix (issue #16): recorded payloads, a fault-injecting HTTP server on
+"""Shared machinery of the fault matrix: recorded payloads, a fault-injecting HTTP server on
 127.0.0.1, clients that reach it, Dagster runs of the real assets, and scanners for secrets and counts.
 
 Only the network boundary is replaced: the replay transport serves recorded (or deliberately broken) answers,

@@ -1,4 +1,4 @@
-"""The refresh beyond one process (issue #28): Postgres as Dagster's instance storage, Redis as the Celery
+"""The refresh beyond one process: Postgres as Dagster's instance storage, Redis as the Celery
 broker, two ``dagster-celery`` workers, all on 127.0.0.1, started and stopped by ``pipeline.ops.cluster`` (the
 code behind ``scripts/cluster.py``). The replay refresh runs with every step on the workers; its DuckDB tables and
 published files must be the same as an in-process ``vramlab run`` of the same recordings."""

@@ -1,4 +1,4 @@
-"""The partitioned refresh on Celery workers (issue #28): Postgres instance storage, Redis broker, two
+"""The partitioned refresh on Celery workers: Postgres instance storage, Redis broker, two
 ``dagster-celery`` workers (``pipeline.ops.cluster.LocalCluster``); every source and model partition is a run whose
 steps run on the workers, writing Parquet parts side by side; the consolidation steps run in the orchestrating
 process. Tables and published files must equal an in-process ``vramlab run``'s."""

@@ -1,4 +1,4 @@
-"""Time and memory bounds on a fetch (issue #27), through a real socket on 127.0.0.1 (``harness.FaultServer``):
+"""Time and memory bounds on a fetch, through a real socket on 127.0.0.1 (``harness.FaultServer``):
 an endless answer ends at the source's total deadline instead of holding the run and its lock; a gzip bomb sent
 as an HTTP 500 (AWS reads error bodies) is never decompressed whole, on any retry; an endless AWS price file of
 non-GPU lines (AWS counts only kept GPU lines toward its size cap) ends too. The healthy sources complete."""

@@ -1,4 +1,4 @@
-"""A clock behind what is already recorded (issue #27): one live run on a machine whose clock is 72 h behind the
+"""A clock behind what is already recorded: one live run on a machine whose clock is 72 h behind the
 newest recorded fetch. Before: its snapshot, dated in the past, became ``latest``, every offer was stored twice and
 a real price change was recorded as older than the price it replaced. Now the run refuses to fetch or publish,
 with one line naming both times; ``VRAMLAB_ALLOW_CLOCK_BEHIND=1`` lets it go on. The network boundary is the

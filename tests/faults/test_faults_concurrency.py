@@ -1,4 +1,4 @@
-"""Concurrency faults (issue #16): guarantees that hold however a run is started (UI, schedule, CLI), and what
+"""Concurrency faults: guarantees that hold however a run is started (UI, schedule, CLI), and what
 a killed run leaves behind. Real Dagster instances on disk, real processes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Faults around one whole ``vramlab run`` (issue #16), run as users run it: a subprocess with its own
+"""Faults around one whole ``vramlab run``, run as users run it: a subprocess with its own
 ``DAGSTER_HOME``, secrets in the environment, GCP answering with a response too large (the path that leaked the
 key). Then: grep everything for the secrets; ``vramlab rebuild`` compared with the original; a damaged DuckDB
 file; SIGKILL in the middle of the observation load, the sizing write and the export."""

@@ -1,4 +1,4 @@
-"""Hugging Face Hub faults (issue #16) in real Dagster runs of ``raw_hub__models`` and ``core__models``: a gated
+"""Hugging Face Hub faults in real Dagster runs of ``raw_hub__models`` and ``core__models``: a gated
 repo (401/403), a removed repo (404), a malformed config, a huge config. Expected for each: that model is
 recorded with a specific outcome (``gated``, ``missing``, ``parse_error``, ``too_large``) and its row kept in
 ``models``; every other watchlist model is ingested; the run succeeds."""

@@ -1,4 +1,4 @@
-"""Hostile or oddly shaped Hugging Face Hub answers (issue #27), in real Dagster runs of ``raw_hub__models`` and
+"""Hostile or oddly shaped Hugging Face Hub answers, in real Dagster runs of ``raw_hub__models`` and
 ``core__models``. The rule for each: no file is written outside the data dir, the bad model is recorded with a
 specific outcome and its payload landed (nothing observed is lost), every other watchlist model is ingested, and
 the run succeeds (so publishing goes on).
@@ -57,7 +57,7 @@ def hostile(tmp_path: Path) -> dict[str, tuple[dict[str, httpx.Response], str, s
 @pytest.mark.parametrize("fault", ["sha_path_traversal", "sha_integer", "info_not_an_object", "card_data_string",
                                    "safetensors_string", "siblings_strings", "layers_1e9", "context_1e18"])
 def test_hostile_hub_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
-    """H06-H13 (issue #27): a hostile sha, odd types, absurd counts."""
+    """H06-H13: a hostile sha, odd types, absurd counts."""
     overrides, expected, needle = hostile(tmp_path)[fault]
     data = tmp_path / "data"
     monkeypatch.setattr("pipeline.assets.raw.hub_client", lambda _replay: make_client(

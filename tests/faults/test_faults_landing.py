@@ -1,4 +1,4 @@
-"""Raw landing and re-parsing faults (issue #16): a torn fetch-log line, an unparseable landed payload, a moved
+"""Raw landing and re-parsing faults: a torn fetch-log line, an unparseable landed payload, a moved
 data directory, identical replay timestamps, re-parsing after a parser fix. Real Dagster runs on real files."""
 
 from __future__ import annotations

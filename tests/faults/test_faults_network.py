@@ -1,4 +1,4 @@
-"""Network faults (issue #16), through a real socket: a fault-injecting server on 127.0.0.1 answers for every
+"""Network faults, through a real socket: a fault-injecting server on 127.0.0.1 answers for every
 provider host (``harness.LoopbackTransport``). Expected for each: the failing source ends in a specific
 fetch-log outcome with a clear message, whatever it received is landed, and the healthy sources complete."""
 

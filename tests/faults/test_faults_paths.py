@@ -1,4 +1,4 @@
-"""Paths from outside never become SQL text (issue #27): a data dir whose path holds an apostrophe publishes like
+"""Paths from outside never become SQL text: a data dir whose path holds an apostrophe publishes like
 any other, and no module builds SQL by splicing a path into a string (read by grepping the code)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_no_module_splices_a_path_into_sql() -> None:
 
 
 def test_the_check_above_would_catch_the_old_pattern() -> None:
-    """The grep above is able to fail: the lines it replaced (issue #27) match it."""
+    """The grep above is able to fail: the lines it replaced match it."""
     for old in ("rows = cur.execute(f\"SELECT count(*) FROM read_parquet('{part}')\").fetchall()[0][0]",
                 "columns = con.execute(f\"DESCRIBE SELECT * FROM read_parquet('{path}')\").fetchall()"):
         assert SPLICED.search(old), old

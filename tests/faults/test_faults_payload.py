@@ -1,4 +1,4 @@
-"""Payload faults (issue #16) in real Dagster runs of the raw and core price assets on a real DuckDB file.
+"""Payload faults in real Dagster runs of the raw and core price assets on a real DuckDB file.
 
 Expected for each: the run succeeds; the faulty source is recorded in ``fetch_log`` with a specific outcome and
 its payload landed; the healthy sources load; the faulty source keeps its last-known-good offers (not marked
@@ -136,7 +136,7 @@ def _catalog_with(first_row: dict) -> bytes:
 
 
 def test_zero_price_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """P06 a price of 0: RunPod's "not offered on that cloud" (issue #24: genuine captures carry it on types that
+    """P06 a price of 0: RunPod's "not offered on that cloud" (genuine captures carry it on types that
     are not on a cloud, so it is no error): that offer is skipped and counted as ignored, never rejected; the
     rest of the payload loads. Runpod used to drop a 0 price without counting it."""
     data = json.loads(recorded("runpod"))
@@ -198,7 +198,7 @@ def test_currency_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     rows = db_rows(tmp_path / "vramlab.duckdb", "SELECT currency, price_per_hour, price_per_hour_usd, fx_rate "
                                                 "FROM price_observations WHERE source = 'ovh'")
     assert rows and all(r[0] == "GBP" and abs(r[3] - gbp_per_usd) < 1e-12 for r in rows)
-    assert all(abs(r[2] - r[1] / gbp_per_usd) < 1e-6 for r in rows)  # each rounded to 6 decimals (issue #24)
+    assert all(abs(r[2] - r[1] / gbp_per_usd) < 1e-6 for r in rows)  # each rounded to 6 decimals
 
 
 def test_price_change_within_the_hour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

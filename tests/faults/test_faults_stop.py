@@ -1,4 +1,4 @@
-"""Stopping and starting ``vramlab run`` (issue #27), as users do, through the real console script: a
+"""Stopping and starting ``vramlab run``, as users do, through the real console script: a
 ``DAGSTER_HOME`` that cannot be used is one line with exit 2 (before: a traceback, exit 1); SIGTERM while the run
 publishes marks the run failed in the instance at once and leaves no half-written ``.tmp-`` snapshot (before:
 both stayed until the next run)."""
