@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Calibration of the engine models: fit, residuals, bands, and the tables of docs/calibration.md.
 
-    python scripts/calibrate.py --fit     # fit engine_speed's constants; prints them (paste into engine_speed.py)
+    python scripts/calibrate.py --fit     # fit engines.speed's constants; prints them (paste into sizing_core/engines/speed.py)
     python scripts/calibrate.py           # residuals of the current constants: writes sizing_core/calibration_bands.py
                                           # and the generated tables of docs/calibration.md
 
@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sizing_core import calibration, engine_speed  # noqa: E402
+from sizing_core import calibration  # noqa: E402
+from sizing_core.engines import speed as engine_speed  # noqa: E402
 
 DECODE = ("decode_tok_s", "decode_batch_tok_s", "aggregate_tok_s")
 PREFILL = ("prefill_tok_s", "ttft_ms")

@@ -23,8 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sizing_core import calibration, engine_memory, engine_speed  # noqa: E402
+from sizing_core import calibration  # noqa: E402
 from sizing_core.engines import ServerEngine, get_engine  # noqa: E402
+from sizing_core.engines import memory as engine_memory  # noqa: E402
+from sizing_core.engines import speed as engine_speed  # noqa: E402
 
 MIN_CASES = 6
 FLOOR_PERCENTILE = 0.10  # every band is at least the kind's pooled 10th-90th percentile range
@@ -185,10 +187,10 @@ def constants() -> list[str]:
     rows = ["| constant | value |", "|---|---|"]
     for name in ("SAMPLER_BYTES", "SAMPLER_BYTES_2026", "FORWARD_HIDDEN_BUFFERS", "CUDA_RESERVED_GIB",
                  "CUDA_CONTEXT_GIB", "NON_TORCH_GIB", "NON_TORCH_PER_TP_GIB", "CUDA_GRAPH_GIB"):
-        rows.append(f"| engine_memory.{name} | {getattr(engine_memory, name)} |")
+        rows.append(f"| engines.memory.{name} | {getattr(engine_memory, name)} |")
     for name in ("BANDWIDTH_EFFICIENCY", "LAYER_US", "EAGER_FACTOR", "MOE_LAYER_US", "MLA_LAYER_US",
                  "EXPERT_EFFICIENCY", "PREFILL_MFU", "TTFT_FLOOR_MS", "ALLREDUCE_US"):
-        rows.append(f"| engine_speed.{name} | {getattr(engine_speed, name)} |")
+        rows.append(f"| engines.speed.{name} | {getattr(engine_speed, name)} |")
     return rows
 
 

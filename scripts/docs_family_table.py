@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sizing_core.hf_defaults import family_data  # noqa: E402
-from sizing_core.hf_family_table import FAMILIES  # noqa: E402
+from sizing_core.config.defaults import family_data  # noqa: E402
+from sizing_core.config.family_table import FAMILIES  # noqa: E402
 
 DOC = ROOT / "docs" / "sizing.md"
 BEGIN, END = "<!-- families:start -->", "<!-- families:end -->"

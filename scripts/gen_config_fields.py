@@ -20,7 +20,7 @@ class itself (nothing is instantiated from a checkpoint):
   ``model_type``);
 - ``encoder_decoder``: true for a class that builds an encoder and a decoder (``is_encoder_decoder``).
 
-The file records the transformers version it came from. ``sizing_core/hf_defaults.py`` reads it.
+The file records the transformers version it came from. ``sizing_core/config/defaults.py`` reads it.
 """
 
 from __future__ import annotations

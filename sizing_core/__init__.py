@@ -16,14 +16,14 @@ from .errors import ConfigError, SizingError, UnknownFormatError
 
 if TYPE_CHECKING:
     from .architecture import Architecture, DeclaredParameters, QuantScheme
-    from .hf_config import load_json, parse_config
-    from .report import DEFAULT_CONTEXTS, SizingReport, size_model
+    from .config.reader import load_json, parse_config
+    from .memory_report import DEFAULT_CONTEXTS, SizingReport, size_model
     from .spec import ModelSpec, is_spec, parse_spec
 
 _LAZY = {
     "Architecture": "architecture", "DeclaredParameters": "architecture", "QuantScheme": "architecture",
-    "load_json": "hf_config", "parse_config": "hf_config",
-    "DEFAULT_CONTEXTS": "report", "SizingReport": "report", "size_model": "report",
+    "load_json": "config.reader", "parse_config": "config.reader",
+    "DEFAULT_CONTEXTS": "memory_report", "SizingReport": "memory_report", "size_model": "memory_report",
     "ModelSpec": "spec", "is_spec": "spec", "parse_spec": "spec",
 }
 

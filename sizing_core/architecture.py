@@ -66,7 +66,7 @@ class Architecture(Record):
     extra_parameters: int = 0  # small architecture-specific blocks (hyper-connections, per-layer embeddings)
     #: model-level tensors outside the standard decoder: learned positions, an embedding LayerNorm, an LM-head bias
     extra_tensors: tuple[Tensor, ...] = ()
-    #: vision and audio towers with their projectors, counted from the towers' own configs (``hf_towers.py``)
+    #: vision and audio towers with their projectors, counted from the towers' own configs (``sizing_core/config/towers.py``)
     tower_tensors: tuple[Tensor, ...] = ()
     final_norm_vectors: int = 1  # hidden-size vectors of the final norm: 2 for LayerNorm with bias, 0 for OLMo's
     embedding_dim: int | None = None  # width of the token embeddings and LM head when not hidden_size (OPT-350m)
@@ -74,7 +74,7 @@ class Architecture(Record):
     dtype_bytes: float = 2  # the checkpoint's unquantized dtype
     native: QuantScheme
     declared: DeclaredParameters | None = None
-    architecture_source: str = "family"  # "family" (a row of hf_config.FAMILIES), "generic", or "spec"
+    architecture_source: str = "family"  # "family" (a row of config.reader.FAMILIES), "generic", or "spec"
     notes: tuple[str, ...] = ()  # what was assumed: generic rule, family defaults, unknown quantization
 
     @property

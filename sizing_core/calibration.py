@@ -28,7 +28,7 @@ from .gpus import GPU, get_gpu
 from .record import CamelRecord, alias, record
 
 if TYPE_CHECKING:
-    from .engine_memory import EngineStartup
+    from .engines.memory import EngineStartup
 
 DATA = Path(__file__).parent / "data" / "calibration"
 COUNTED = ("fit", "check")  # rows whose residuals count in the published figures and bands
@@ -62,7 +62,7 @@ def read_csv(name: str) -> list[dict[str, str]]:
 @lru_cache(maxsize=64)
 def case_arch(config: str) -> Architecture:
     """A calibration config by its file stem, with its ``.hf_quant_config.json`` sidecar when present."""
-    from .hf_config import load_json, parse_config
+    from .config.reader import load_json, parse_config
 
     path = DATA / "configs" / f"{config}.json"
     sidecar = path.with_name(f"{config}.hf_quant_config.json")
@@ -155,7 +155,7 @@ def measured_memory(row: dict[str, str]) -> dict[str, float]:
 
 
 def memory_comparisons() -> list[Comparison]:
-    from .deployment import engine_startup
+    from .placement.deployment import engine_startup
 
     out = []
     for row in read_csv("memory.csv"):
@@ -233,11 +233,11 @@ def _speed_engine(row: dict[str, str]) -> Engine:
 
 
 def speed_comparisons() -> list[Comparison]:
-    """Each usable throughput row against :mod:`engine_speed`: batch-1 decode (``decode_tok_s``), per-request
+    """Each usable throughput row against :mod:`engines.speed`: batch-1 decode (``decode_tok_s``), per-request
     decode at a larger batch (``decode_batch_tok_s``), all requests together (``aggregate_tok_s``), prefill and
     time to first token."""
-    from .engine_speed import decode_step, prefill_tokens_per_s, ttft_ms
     from .engines import effective_format
+    from .engines.speed import decode_step, prefill_tokens_per_s, ttft_ms
 
     out = []
     for row in read_csv("throughput.csv"):

@@ -8,7 +8,7 @@ from typing import Any
 
 from .engines import Engine, get_engine
 from .engines.commands import GGUF_NAMES, Launch
-from .placement import Placement
+from .placement.search import Placement
 
 __all__ = ["Launch", "known_sources", "launch_command"]
 

@@ -2,7 +2,7 @@
 
 The result is a :class:`QuantScheme` naming one of our weight formats (see ``formats.py``) plus the modules the
 checkpoint keeps in BF16. Formats we cannot map raise a :class:`ConfigError` naming the field: a silently wrong
-native size would be worse than none. ``hf_config.parse_config`` catches it and records the scheme as
+native size would be worse than none. ``config.reader.parse_config`` catches it and records the scheme as
 unsupported (native weights ``null`` with the reason), so BF16, the other formats and the KV cache still size.
 """
 

@@ -2,7 +2,7 @@
 
 Why (``docs/decisions.md``): ``vramlab size`` and ``fit`` must answer in well under 0.3 s, and importing
 pydantic and building the validators of a handful of models costs ~0.2 s on our machine, more than the sizing
-itself. The sizing types are built by our own code from values already checked (``hf_config.Fields`` names the
+itself. The sizing types are built by our own code from values already checked (``config.reader.Fields`` names the
 config field of every bad value), so a validating framework earns little there; pydantic stays at the edges where
 it validates outside input and describes published files: the pipeline's sources and published schemas. Spec files
 (hand-written input) are checked by the declarations below (``spec.py``, :func:`from_mapping`).

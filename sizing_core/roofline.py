@@ -1,4 +1,4 @@
-"""The roofline's inputs, shared by the speed model (``engine_speed``) and ``throughput``: the bytes a decode step
+"""The roofline's inputs, shared by the speed model (``engines.speed``) and ``throughput``: the bytes a decode step
 reads (weights a batch touches, routed experts apart, each request's KV cache and state), FLOPs per token, and
 the dense tensor rate of a format on a GPU. Identity-keyed caches: setups and exports ask for the same
 model and format many times."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .architecture import Architecture, DeclaredParameters
+from .config.reader import parse_config
 from .errors import ConfigError
-from .hf_config import parse_config
 from .record import InvalidField, Record, checked, from_mapping, record
 
 

@@ -1,4 +1,4 @@
-"""Speed of a plan as the engine delivers it (``engine_speed``: roofline plus fixed per-layer costs, fitted on the
+"""Speed of a plan as the engine delivers it (``engines.speed``: roofline plus fixed per-layer costs, fitted on the
 calibration set) with the calibration's error bands, and the roofline helpers that model reuses.
 
 - Decode step time = bytes read per step / (memory bandwidth x efficiency), summed over pipeline stages (one
@@ -19,7 +19,7 @@ import math
 from .architecture import Architecture
 from .engines import Engine
 from .gpus import GPU
-from .placement import Placement, Plan
+from .placement.search import Placement, Plan
 from .record import CamelRecord, record
 from .roofline import (  # noqa: F401 - re-exported: the names other modules and tests import from here
     _active_params,
@@ -72,8 +72,7 @@ def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement,
     TTFT of the placement's plan, each with its calibration band; ``max_concurrent_requests`` is what the engine
     serves at once at the placement's context (its KV pool, capped by vLLM's max_num_seqs)."""
     from .calibration import band
-    from .deployment import served_concurrency, startup_for_plan
-    from .engine_speed import (
+    from .engines.speed import (
         PREFILL_MFU,
         bandwidth_efficiency,
         decode_step,
@@ -81,6 +80,7 @@ def estimate(arch: Architecture, gpu: GPU, engine: Engine, placement: Placement,
         prefill_tokens_per_s,
         ttft_ms,
     )
+    from .placement.deployment import served_concurrency, startup_for_plan
 
     plan: Plan | None = placement.plan
     mfu = PREFILL_MFU[family(engine)]

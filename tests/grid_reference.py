@@ -11,7 +11,7 @@ per context and tensor-parallel size); polars crosses them with the GPU x engine
 GPU-count and decode-speed columns for every cell at once, instead of calling the planner per row. The GPU count
 here is the planner's rule in closed form (TP inside a node up to the largest valid size, then whole nodes of
 pipeline stages; layer split by whole layers for llama.cpp/MLX); the exact plan of the cells the exports show
-comes from ``sizing_core.placement`` and ``tests/test_grid.py`` checks that the two agree.
+comes from ``sizing_core.placement.search`` and ``tests/test_grid.py`` checks that the two agree.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from sizing_core.formats import WEIGHT_FORMATS, tensor_bits
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
 from sizing_core.layers import MoE
-from sizing_core.placement import MAX_GPUS, valid_tensor_parallel
+from sizing_core.placement.search import MAX_GPUS, valid_tensor_parallel
 from sizing_core.throughput import DISCRETE_BANDWIDTH_EFFICIENCY, UNIFIED_BANDWIDTH_EFFICIENCY
 from sizing_core.units import GB, GIB
 

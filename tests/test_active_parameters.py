@@ -10,7 +10,7 @@ import json
 from helpers import CONFIGS
 
 from sizing_core import size_model
-from sizing_core.hf_config import parse_config
+from sizing_core.config.reader import parse_config
 
 GPT_OSS_20B = json.loads((CONFIGS / "openai__gpt-oss-20b.json").read_text())
 

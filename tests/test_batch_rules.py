@@ -54,10 +54,10 @@ def test_default_tp_on_columns_equals_the_engines_layout() -> None:
     """The grid's TP for a count is ``deployment.default_tp`` on columns; on numbers it is ``default_layout``."""
     from helpers import arch
 
-    from sizing_core.deployment import default_layout, default_tp
     from sizing_core.engines import ENGINES
     from sizing_core.gpus import catalog
-    from sizing_core.placement import valid_tensor_parallel
+    from sizing_core.placement.deployment import default_layout, default_tp
+    from sizing_core.placement.search import valid_tensor_parallel
 
     model = arch("Qwen__Qwen3-8B")
     rows = [(n, node, tp) for n in range(1, 40) for node in (1, 4, 8, 12) for tp in (True, False)]

@@ -2,7 +2,7 @@
 acceptance figures, the bands module regenerated from the current model, and the mechanisms by hand.
 
 Measured values come from the cited logs in ``sizing_core/data/calibration/*.csv`` (citation and quoted line per
-row); predictions from ``engine_memory`` / ``engine_speed``. Tolerances are the issue's acceptance thresholds.
+row); predictions from ``engines.memory`` / ``engines.speed``. Tolerances are the issue's acceptance thresholds.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import pytest
 from sizing_core import calibration
 from sizing_core.calibration import case_arch
 from sizing_core.calibration_bands import BANDS
-from sizing_core.deployment import default_layout, engine_startup
-from sizing_core.engine_memory import (
+from sizing_core.engines import get_engine
+from sizing_core.engines.memory import (
     SAMPLER_BYTES,
     SAMPLER_BYTES_2026,
     sglang_default_fraction,
     vllm_defaults,
 )
-from sizing_core.engines import get_engine
 from sizing_core.gpus import get_gpu
+from sizing_core.placement.deployment import default_layout, engine_startup
 from sizing_core.units import GIB, MIB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))

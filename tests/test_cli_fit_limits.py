@@ -122,8 +122,8 @@ def test_engine_reserve_binds_when_it_is_the_largest_term_besides_the_weights() 
     """The rule on a hand-built breakdown: 8 GiB usable, 7.5 GiB of weights, a 0.3 GiB reserve, a 0.1 GiB peak and
     0.15 GiB of KV cache: 8.05 GiB asked of 8, and of what shares the 0.5 GiB the weights leave, the reserve is
     the most."""
-    from sizing_core.limits import binding
-    from sizing_core.placement import Plan, StageMemory
+    from sizing_core.placement.limits import binding
+    from sizing_core.placement.search import Plan, StageMemory
 
     stage = StageMemory(stage=0, layers=(0, 1), weights=7.5, kv_cache=0.15, recurrent_state=0.0, activations=0.1,
                         engine_overhead=0.3, total=8.05)

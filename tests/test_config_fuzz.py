@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sizing_core import size_model
+from sizing_core.config.reader import parse_config
 from sizing_core.errors import ConfigError
-from sizing_core.hf_config import parse_config
 
 #: Real configs of every kind we read: the replay's and the fixture sets (encoder-decoders among them).
 BASES = sorted([*CONFIGS.glob("*.json"), *(FIXTURES / "configs").glob("*.json"), *(FIXTURES / "configs_ii").glob("*.json"),

@@ -16,8 +16,8 @@ from helpers import CONFIGS, FIXTURES
 
 from pipeline.cli.main import main as vramlab_main
 from sizing_core import size_model
+from sizing_core.config.reader import parse_config
 from sizing_core.errors import ConfigError
-from sizing_core.hf_config import parse_config
 
 DIR = FIXTURES / "configs_ii"
 FILES = sorted(p for p in DIR.glob("*.json") if not p.name.endswith(".quant.json"))

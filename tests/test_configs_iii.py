@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES
 
+from sizing_core.config.defaults import class_defaults, class_fields, class_types, transformers_version
+from sizing_core.config.reader import parse_config
 from sizing_core.errors import ConfigError
-from sizing_core.hf_config import parse_config
-from sizing_core.hf_defaults import class_defaults, class_fields, class_types, transformers_version
 from sizing_core.kv_cache import kv_bytes_per_token, state_bytes_per_request
 from sizing_core.parameters import count_parameters
 

@@ -11,7 +11,7 @@ from sizing_core.errors import SizingError
 from sizing_core.gpus import get_gpu
 from sizing_core.launch import known_sources, launch_command
 from sizing_core.offload import offload
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 from sizing_core.registry import load_registered
 from sizing_core.units import GIB
 

@@ -243,7 +243,7 @@ def test_modelopt_unknown_algorithm_is_not_fatal() -> None:
 
 def test_family_table_and_docs_agree() -> None:
     """docs/sizing.md lists every family rule: each model_type of the table appears in it."""
-    from sizing_core.hf_config import FAMILIES
+    from sizing_core.config.reader import FAMILIES
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "sizing.md").read_text()
     missing = [t for t in FAMILIES if f"`{t}`" not in doc]

@@ -1,4 +1,4 @@
-"""The fewest-GPU search from stage counts (sizing_core/fewest.py): by hand, against a plain search over every
+"""The fewest-GPU search from stage counts (sizing_core/placement/fewest.py): by hand, against a plain search over every
 count and pair, and on columns against numbers."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipeline.compute.columns import COLUMNS
-from sizing_core.fewest import TP_SIZES, fewest_layout
+from sizing_core.placement.fewest import TP_SIZES, fewest_layout
 
 
 def _search(one: dict, stages: dict, valid: dict, lower: int, node: int, layers: int, tensor_parallel: bool,

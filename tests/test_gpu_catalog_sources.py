@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from helpers import arch
 
-from sizing_core.engine_speed import BANDWIDTH_EFFICIENCY, LAYER_US
 from sizing_core.engines import get_engine
+from sizing_core.engines.speed import BANDWIDTH_EFFICIENCY, LAYER_US
 from sizing_core.gpus import catalog, get_gpu
-from sizing_core.placement import Placement, plan_for
+from sizing_core.placement.search import Placement, plan_for
 from sizing_core.throughput import estimate
 
 NO_BANDWIDTH = "no bandwidth figure found"
@@ -57,7 +57,7 @@ def test_bandwidths_follow_bus_width_times_data_rate() -> None:
 
 def test_llama_8b_bf16_decode_on_rtx_a5000_is_the_roofline_by_hand() -> None:
     """Decode step = bytes read per token / (bandwidth x efficiency) + the fixed per-layer cost, computed by hand
-    from the cited 768 GB/s (engine_speed: GDDR efficiency 1.0 and 52.3 us per layer for vLLM, both fitted on the
+    from the cited 768 GB/s (engines.speed: GDDR efficiency 1.0 and 52.3 us per layer for vLLM, both fitted on the
     calibration set, docs/calibration.md).
 
     Llama-3.1-8B (32 layers, hidden 4096, 32 heads / 8 KV heads of 128, MLP 14336, vocab 128256, untied):

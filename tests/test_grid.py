@@ -15,7 +15,7 @@ from pipeline.compute.grid_bytes import GRID_FORMATS, tensor_bits_frame
 from sizing_core.engines import ENGINES
 from sizing_core.formats import tensor_bits
 from sizing_core.gpus import catalog
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 from sizing_core.registry import load_registered
 
 MODELS = {"kimi-k3.1-pro": load_registered("kimi-k3.1-pro")[1], "llama70": arch("meta-llama__Llama-3.1-70B"),

@@ -1,4 +1,4 @@
-"""The sizing grid's decode speed is the engine model's ('s calibrated ``sizing_core.engine_speed``), not
+"""The sizing grid's decode speed is the engine model's ('s calibrated ``sizing_core.engines.speed``), not
 a bare roofline: the grid used ``bandwidth x 0.8 / (active bytes / TP + cache)``, with no per-layer costs, no MoE
 routing or latent-attention kernels, no all-reduces under TP and the whole cache on every GPU of a TP group, so its
 MoE rows under TP were many times faster than fit's and the setups' figures for the same plan."""
@@ -10,10 +10,10 @@ import pytest
 from helpers import all_config_names, arch
 
 from pipeline.compute.grid import compute_grid
-from sizing_core.engine_speed import ALLREDUCE_US, LAYER_US, MOE_LAYER_US, decode_step
 from sizing_core.engines import ENGINES
+from sizing_core.engines.speed import ALLREDUCE_US, LAYER_US, MOE_LAYER_US, decode_step
 from sizing_core.gpus import catalog
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 from sizing_core.units import GB
 
 GPUS = ("rtx-4090", "rtx-pro-6000", "mac-m4-max-128", "h100", "h100-pcie", "b200", "mi300x", "l40s", "a100-80gb-sxm")
@@ -32,7 +32,7 @@ def grid(models: dict) -> pl.DataFrame:
 def test_grid_decode_equals_the_engine_models_on_the_planners_plan(models: dict, grid: pl.DataFrame) -> None:
     """Every bundled model x 9 GPUs x every engine x 5 formats x 3 contexts: the grid's plan is the planner's (same
     GPU count and TP) and its decode speed is ``1000 / decode_step(...).total_ms`` of that plan, to the last bit:
-    both are ``engine_speed.decode_ms`` of the same terms (the grid's on columns). Before, the grid's count was a
+    both are ``engines.speed.decode_ms`` of the same terms (the grid's on columns). Before, the grid's count was a
     closed form and its TP the engine's default layout for that count, so cells whose plan differed were not
     compared."""
     cells = grid.filter(pl.col("context").is_in([4096, 131072, 1048576])
@@ -55,7 +55,7 @@ def test_grid_decode_equals_the_engine_models_on_the_planners_plan(models: dict,
 def test_moe_decode_under_tp_by_hand(grid: pl.DataFrame) -> None:
     """Qwen3-30B-A3B (its config: 48 layers, hidden 2,048, 32 query and 4 KV heads of 128, 128 experts of 768, top 8,
     vocabulary 151,936, untied) in BF16 on L40S (48 GB, 864 GB/s GDDR6, PCIe: the GPU facts table) with vLLM at 8K:
-    ~61 GB of weights take 2 GPUs, TP 2. By hand from engine_speed's constants: the step reads the dense weights and
+    ~61 GB of weights take 2 GPUs, TP 2. By hand from engines.speed's constants: the step reads the dense weights and
     8/128 of the routed experts (these at 0.805 of the dense efficiency), half of each on each GPU, plus the 8K-token
     cache of 2 of the 4 KV heads, at 1.0 x 864 GB/s (GDDR); fixed: 48 x (52.3 + 18.4 + 2 x 25) us = 5.7936 ms. The
     old grid formula (0.8 x bandwidth over active bytes / 2 + the whole cache, nothing fixed) gave ~2x this."""

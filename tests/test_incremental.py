@@ -265,7 +265,7 @@ def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytes
     assert md["placements_computed"] > 0
     after = _query(world["db"], rate_sql.format(gpu_id))
     # bandwidth does not change placements or prices, so the same setups rank; a decode step is the weights and
-    # cache read at the bandwidth plus fixed per-layer costs (engine_speed, issue #22): twice the bandwidth halves
+    # cache read at the bandwidth plus fixed per-layer costs (engines.speed): twice the bandwidth halves
     # the first part only, so every setup gets faster, by less than 2x
     assert [a[:6] for a in after] == [b[:6] for b in before] and len(after) > 10
     assert all(b[6] < a[6] < 2 * b[6] for a, b in zip(after, before, strict=True))

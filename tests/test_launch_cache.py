@@ -14,7 +14,7 @@ from pipeline.exports.static_cache import StaticCache
 from sizing_core.engines import get_engine
 from sizing_core.gpus import get_gpu
 from sizing_core.launch import launch_command
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 
 
 def _fresh(t, best) -> dict | None:  # noqa: ANN001 - test helper

@@ -13,7 +13,7 @@ from sizing_core.engines import get_engine
 from sizing_core.errors import SizingError
 from sizing_core.formats import weight_bytes
 from sizing_core.gpus import catalog, get_gpu
-from sizing_core.placement import _stage_bounds, fewest_gpus, plan_for, valid_tensor_parallel
+from sizing_core.placement.search import _stage_bounds, fewest_gpus, plan_for, valid_tensor_parallel
 from sizing_core.units import GIB, MIB
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,7 +13,7 @@ from sizing_core import parse_config
 from sizing_core.engines import get_engine
 from sizing_core.finetune import finetune_memory
 from sizing_core.gpus import get_gpu
-from sizing_core.placement import Placement, plan_for
+from sizing_core.placement.search import Placement, plan_for
 from sizing_core.throughput import estimate
 
 VLLM = get_engine("vllm")
@@ -40,7 +40,7 @@ def test_nim_llama_70b_fp8_tp2_h100_single_request() -> None:
     """NVIDIA NIM LLM benchmarking (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance), Llama-3.3-70B
     (Llama-3.1-70B's shapes), 2 x H100 80GB, FP8, TP2, 5,000 in / 500 out, concurrency 1: ITL 18.58 ms,
     TTFT 406.77 ms. NIM serves this model with TensorRT-LLM, whose per-layer costs are below vLLM's; our vLLM
-    estimate (engine_speed, calibrated on vLLM/SGLang/llama.cpp: ~25.6 ms) may be up to 1.5x slower, the decode
+    estimate (engines.speed, calibrated on vLLM/SGLang/llama.cpp: ~25.6 ms) may be up to 1.5x slower, the decode
     tolerance of docs/calibration.md, and not faster."""
     speed, _ = _placed(arch("meta-llama__Llama-3.1-70B"), "h100", "fp8", tp=2, context=5500, batch=1)
     itl_ms = 1000 / speed.decode_tokens_per_s

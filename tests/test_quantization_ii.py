@@ -11,8 +11,8 @@ import pytest
 from helpers import CONFIGS, FIXTURES
 
 from sizing_core import size_model
+from sizing_core.config.reader import parse_config
 from sizing_core.formats import tensor_bits, weight_bytes
-from sizing_core.hf_config import parse_config
 from sizing_core.tensors import Role
 
 DIR = FIXTURES / "configs_ii"

@@ -30,7 +30,7 @@ from sizing_core.finetune import finetune_memory
 from sizing_core.gpus import GPU, catalog, get_gpu
 from sizing_core.launch import launch_command
 from sizing_core.layers import FullAttention, MoE
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 from sizing_core.record import InvalidField, Record, to_camel
 from sizing_core.throughput import estimate
 

@@ -6,7 +6,7 @@ config classes' key names (transformers v4.57.1); the genuine RWKV-5 and Mamba c
 from __future__ import annotations
 
 from sizing_core import size_model
-from sizing_core.hf_config import parse_config
+from sizing_core.config.reader import parse_config
 
 
 def test_rwkv4() -> None:

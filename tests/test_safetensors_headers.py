@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES
 
-from sizing_core.safetensors import HeaderError, header_length, parse_header, shard_files, summarize
+from sizing_core.config.safetensors import HeaderError, header_length, parse_header, shard_files, summarize
 
 HEADER = (FIXTURES / "safetensors" / "all-MiniLM-L6-v2.model.safetensors.header").read_bytes()
 

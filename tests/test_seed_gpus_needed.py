@@ -20,7 +20,7 @@ from helpers import FIXTURES
 
 from sizing_core.engines import default_engine
 from sizing_core.gpus import get_gpu
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 from sizing_core.registry import load_registered
 
 SEED = json.loads((FIXTURES / "seeds" / "004_kimi-k3.1-pro.json").read_text())["gpusNeeded"]

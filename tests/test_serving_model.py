@@ -10,10 +10,10 @@ from helpers import config_path
 from test_cli_size import vramlab
 
 from sizing_core.calibration import case_arch
-from sizing_core.deployment import startup_for_layout
-from sizing_core.engine_speed import TTFT_FLOOR_MS, _peak, bandwidth_efficiency, decode_step, fixed_ms
 from sizing_core.engines import get_engine
+from sizing_core.engines.speed import TTFT_FLOOR_MS, _peak, bandwidth_efficiency, decode_step, fixed_ms
 from sizing_core.gpus import get_gpu
+from sizing_core.placement.deployment import startup_for_layout
 from sizing_core.roofline import _active_params, _attention_flops_per_token
 from sizing_core.serving import SCHEDULERS, StepModel, Workload, distinct_experts, serve, steady_state, step
 from sizing_core.serving.scheduler import LlamaCppServer, Scheduler, scheduler_for
@@ -55,7 +55,7 @@ def test_moe_step_reads_more_experts_with_the_batch() -> None:
 
 
 def test_low_rate_itl_is_the_batch_one_decode_step() -> None:
-    """At a vanishing rate the step decodes one request holding I + O/2 tokens: engine_speed's batch-1 step with the
+    """At a vanishing rate the step decodes one request holding I + O/2 tokens: engines.speed's batch-1 step with the
     at-load efficiency of the memory kind, plus the at-load per-sequence and overlap terms."""
     arch, gpu, engine, start = _setup()
     load = Workload(input_tokens=1000, output_tokens=200, rate=1e-3)

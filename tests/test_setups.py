@@ -10,7 +10,7 @@ from helpers import arch
 from pipeline.compute.setups import SPOT_LIKE, cheapest_setups, instances_needed
 from sizing_core.engines import default_engine
 from sizing_core.gpus import get_gpu
-from sizing_core.placement import fewest_gpus
+from sizing_core.placement.search import fewest_gpus
 
 NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
 

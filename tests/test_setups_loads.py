@@ -156,17 +156,17 @@ def test_every_published_setup_serves_its_load_as_the_engine_would(published: di
 
 def test_no_layout_decodes_faster_than_the_step_floor_the_search_ranks_by() -> None:
     """The per-token pruning is exact only if every layout's decode step takes at least spread / TP + fixed
-    (``engine_speed.decode_step_floor`` of the active weights, ``rates.weight_bytes``): checked on every bundled
+    (``engines.speed.decode_step_floor`` of the active weights, ``rates.weight_bytes``): checked on every bundled
     config at two loads, four formats, GPUs of each memory class and engine, every valid TP up to 8, PP 1-2, one and
     two nodes. And the floor is tight where nothing else costs: a dense model at one request on one GPU decodes no
     slower than the floor by more than its embedding row and compute (< 0.5 %)."""
     from helpers import all_config_names
 
     from pipeline.compute.rates import weight_bytes
-    from sizing_core.engine_speed import decode_step, decode_step_floor
     from sizing_core.engines import ENGINES, default_engine
+    from sizing_core.engines.speed import decode_step, decode_step_floor
     from sizing_core.gpus import catalog
-    from sizing_core.placement import valid_tensor_parallel
+    from sizing_core.placement.search import valid_tensor_parallel
 
     gpus = [catalog()[g] for g in ("h100", "a100-80gb-pcie", "mi300x", "rtx-4090", "l40s", "mac-m3-ultra-512")]
     checked = 0

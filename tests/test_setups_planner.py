@@ -1,4 +1,4 @@
-"""The planner's placement search (perf #14) answers what ``sizing_core.deployment.fewest`` answers for a GPU
+"""The planner's placement search (perf #14) answers what ``sizing_core.placement.deployment.fewest`` answers for a GPU
 shaped to each instance size (the planner's fewest GPUs, moved up while the engine's pool cannot serve the load:
 #22's rule, applied by setups since #23), while sharing between instance sizes whether a (TP, PP) plan fits."""
 
@@ -9,10 +9,10 @@ from helpers import arch
 
 from pipeline.compute.placement_cache import Placed
 from pipeline.compute.setups import Planner
-from sizing_core.deployment import fewest
 from sizing_core.engines import default_engine
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
+from sizing_core.placement.deployment import fewest
 from sizing_core.registry import load_registered
 
 MODELS = {"llama8": arch("meta-llama__Llama-3.1-8B"), "llama70": arch("meta-llama__Llama-3.1-70B"),

@@ -8,8 +8,8 @@ import random
 import polars as pl
 
 from pipeline.compute.columns import COLUMNS
-from sizing_core.placement import _stage_bounds
-from sizing_core.stages import Scan, scan_result, scan_start, scan_step, stage_count, stage_loads
+from sizing_core.placement.search import _stage_bounds
+from sizing_core.placement.stages import Scan, scan_result, scan_start, scan_step, stage_count, stage_loads
 
 
 def test_stage_count_by_hand() -> None:

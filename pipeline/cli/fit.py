@@ -15,13 +15,13 @@ from pipeline.cli.models import load_ref, model_repo
 from pipeline.cli.resolve import resolve_model
 from sizing_core import Architecture
 from sizing_core.calibration import startup_ranges
-from sizing_core.deployment import exact, fewest, remedy, served_concurrency, shortfall
-from sizing_core.engine_memory import EngineStartup
 from sizing_core.engines import Engine, default_engine, get_engine
+from sizing_core.engines.memory import EngineStartup
 from sizing_core.gpus import GPU, get_gpu
 from sizing_core.launch import known_sources, launch_command
-from sizing_core.limits import Binding, binding
-from sizing_core.placement import Placement, fewest_gpus
+from sizing_core.placement.deployment import exact, fewest, remedy, served_concurrency, shortfall
+from sizing_core.placement.limits import Binding, binding
+from sizing_core.placement.search import Placement, fewest_gpus
 from sizing_core.throughput import estimate
 
 #: the formats ``fit`` without ``--format`` answers, most faithful first
@@ -31,7 +31,7 @@ DEFAULT_HOURS_PER_DAY = 4.0  # seed 000's rent-vs-buy default ("4 h / day")
 DEFAULT_USD_PER_KWH = 0.15
 
 
-#: the ``vramlab fit`` flag of each setting :func:`sizing_core.deployment.remedy` may change
+#: the ``vramlab fit`` flag of each setting :func:`sizing_core.placement.deployment.remedy` may change
 REMEDY_FLAGS = {"memory_fraction": "--gpu-memory-utilization", "kv_cache_dtype": "--kv-cache-dtype",
                 "format": "--format"}
 #: GPUs people own rather than rent: when the answer is more than one of them, ``--offload`` is the other way
@@ -41,8 +41,8 @@ OWNED_KINDS = ("consumer", "workstation", "unified", "apple")
 def _limit(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, placed: Placement,
            start: EngineStartup | None, asked: int | None) -> dict[str, Any]:
     """Why this many GPUs (or why the GPUs asked do not hold the load): the term that binds, read from the memory
-    breakdown (``sizing_core.limits``) of the deployment one GPU smaller (or of the one asked), and the one
-    setting that would change the answer (``sizing_core.deployment.remedy``; ``--offload`` on GPUs people own)."""
+    breakdown (``sizing_core.placement.limits``) of the deployment one GPU smaller (or of the one asked), and the one
+    setting that would change the answer (``sizing_core.placement.deployment.remedy``; ``--offload`` on GPUs people own)."""
     plan = placed.plan
     if plan is None:
         return {"kind": "unsupported" if not placed.native_support and placed.reason == placed.support_note

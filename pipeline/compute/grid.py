@@ -21,14 +21,14 @@ Engines: the small frames are collected with ``engine="in-memory"``. polars 2's 
 streaming engine, which costs ~5x more on these small plans of many expressions; the cell product, 0.6-2 M rows,
 is the opposite case and runs streaming (see ``_cells``).
 
-The GPU count and its TP are the planner's: ``sizing_core.fewest.fewest_layout`` on columns, fed the planner's
+The GPU count and its TP are the planner's: ``sizing_core.placement.fewest.fewest_layout`` on columns, fed the planner's
 stage counts (``pipeline/compute/grid_plan.py``); ``tests/test_grid.py`` compares every cell with
 ``placement.fewest_gpus``. Those counts read the planner's per-layer loads: its weight loads summed from step 1's
 bits (``placement.remember_weight_loads``, not ``tensor_bits`` per tensor again), then per model, format, context,
 TP and repacking class the planner's per-GPU layer bytes in Python; with the cells, most of the grid's time
 (``docs/benchmarks.md``).
 
-The decode speed on that plan is sizing_core's own function called on columns (``engine_speed.decode_ms``;
+The decode speed on that plan is sizing_core's own function called on columns (``engines.speed.decode_ms``;
 ``pipeline/compute/columns.py``), fed the terms
 ``decode_step`` adds, in its order (the step's weight bytes per kind from ``grid_bytes._step_terms``, the request's
 cache per layer, the fixed floor per model and engine, the compute term): on the planner's plan the grid's decode
@@ -54,7 +54,8 @@ from pipeline.compute.grid_bytes import (
 )
 from pipeline.compute.grid_plan import PlanTables, plan_columns, plan_exprs, plan_tables
 from sizing_core import Architecture
-from sizing_core.engine_speed import (
+from sizing_core.engines import ENGINES, effective_format
+from sizing_core.engines.speed import (
     ALLREDUCE_US,
     PREFILL_MFU,
     _fixed_floor,
@@ -65,10 +66,9 @@ from sizing_core.engine_speed import (
     family,
     link,
 )
-from sizing_core.engines import ENGINES, effective_format
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import cache_bytes
-from sizing_core.placement import remember_weight_loads, valid_tensor_parallel
+from sizing_core.placement.search import remember_weight_loads, valid_tensor_parallel
 from sizing_core.roofline import _active_params, _attention_flops_per_token
 from sizing_core.units import GB, GIB
 
@@ -161,7 +161,7 @@ def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
                                           for c in GRID_CONTEXTS])
         cols["kv1"].extend(kv1)
         cols["state1"].extend([state1] * n)
-        # a decode step's FLOPs per token at each context (engine_speed.decode_step's compute term)
+        # a decode step's FLOPs per token at each context (engines.speed.decode_step's compute term)
         cols["per_token_flops"].extend([2 * _active_params(arch) + _attention_flops_per_token(arch, 2 * c)
                                         for c in GRID_CONTEXTS])
         for t, name in zip(TPS, cache_cols, strict=True):
@@ -174,7 +174,7 @@ def context_table(models: dict[str, Architecture]) -> pl.DataFrame:
 
 def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
     """GPU x engine rows: usable memory, machine size, effective bandwidth and the decode step's fixed costs as the
-    engine model has them (``sizing_core.engine_speed``: per-layer, per-MoE-layer and per-latent-layer costs in
+    engine model has them (``sizing_core.engines.speed``: per-layer, per-MoE-layer and per-latent-layer costs in
     microseconds; one all-reduce on the link a TP group of 2, 4 or 8 of these GPUs uses)."""
     rows = []
     for gpu in gpus:
@@ -247,7 +247,7 @@ def compute_grid(models: dict[str, tuple[str, Architecture]], gpus: list[GPU]) -
     model_ids = sorted(archs)
     # the activation peak follows the engine's defaults on each GPU (vLLM: sequences and batched tokens by memory)
     activation = [float(engine.activation_bytes(archs[m], 1, gpu)) for m in model_ids for gpu, engine in hw_pairs]
-    # a decode step's fixed costs at TP 1 and one stage (engine_speed._fixed_floor), per (model, GPU x engine)
+    # a decode step's fixed costs at TP 1 and one stage (engines.speed._fixed_floor), per (model, GPU x engine)
     floors = []
     for m in model_ids:
         by_engine = {e: _fixed_floor(archs[m], ENGINES[e]) for e in engine_ids}
@@ -339,7 +339,7 @@ def _cells(mfc: pl.DataFrame, hw: pl.DataFrame, lookups: _Lookups, plans: PlanTa
 
 
 def _decode_tokens_per_s(tp: pl.Expr, pp: pl.Expr) -> pl.Expr:
-    """One request's decode speed on the plan: ``sizing_core.engine_speed.decode_ms`` on columns, fed what
+    """One request's decode speed on the plan: ``sizing_core.engines.speed.decode_ms`` on columns, fed what
     ``decode_step`` feeds it (the step's weight bytes and their routed-expert part, the request's cache on one GPU
     of the TP group, the engine's share of the bandwidth, the fixed costs at TP 1, the all-reduce of the link, the
     compute term), so the figure is ``1000 / decode_step(...).total_ms`` of the same plan."""

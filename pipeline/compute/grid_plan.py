@@ -1,6 +1,6 @@
 """The grid's fewest GPUs and their TP: the planner's own rule on columns.
 
-``sizing_core.fewest.fewest_layout`` is the planner's search from stage counts; the grid calls it with columns.
+``sizing_core.placement.fewest.fewest_layout`` is the planner's search from stage counts; the grid calls it with columns.
 Its inputs per cell are gathers from tables built here with the planner's own functions:
 
 - per (model, format, context, TP, repacking class) the stage loads of one GPU (``PlanSearch.layer_bytes``,
@@ -26,16 +26,16 @@ import polars as pl
 from pipeline.compute.columns import COLUMNS
 from sizing_core import Architecture
 from sizing_core.engines import Engine
-from sizing_core.fewest import fewest_layout, lower_bound
 from sizing_core.gpus import GPU
-from sizing_core.placement import (
+from sizing_core.placement.fewest import fewest_layout, lower_bound
+from sizing_core.placement.search import (
     MAX_GPUS,
     PlanSearch,
     lower_bound_budget,
     valid_tensor_parallel,
     weight_total,
 )
-from sizing_core.stages import Scan, scan_result, scan_start, scan_step, stage_loads
+from sizing_core.placement.stages import Scan, scan_result, scan_start, scan_step, stage_loads
 
 TPS = (1, 2, 4, 8)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pipeline.compute.placement_cache import Rates
 from sizing_core import Architecture
-from sizing_core.engine_speed import decode_step_floor
 from sizing_core.engines import Engine
+from sizing_core.engines.speed import decode_step_floor
 from sizing_core.formats import tensor_bits
 from sizing_core.gpus import GPU
 from sizing_core.layers import MoE
@@ -66,7 +66,7 @@ def token_cost_floor(arch: Architecture, fmt: str, gpu: GPU, engine: Engine, con
     """(a, b): any setup of this model, format and load on ``gpu`` under ``engine`` with a TP group of ``tp`` GPUs
     costs at least its price per hour x (a / tp + b) USD per 1M output tokens (before the multi-machine rank
     factor). It decodes ``concurrency`` tokens per step (its rate at the load: ``setup_costs.layout_rates``), and a
-    step takes at least spread / tp + fixed ms (``sizing_core.engine_speed.decode_step_floor`` of the active
+    step takes at least spread / tp + fixed ms (``sizing_core.engines.speed.decode_step_floor`` of the active
     weights, :func:`weight_bytes`: the calibrated bandwidth efficiency and the per-layer costs every layout pays).
     ``tests/test_setups_loads.py`` compares the pruned search with the exhaustive one. None when the GPU has no
     bandwidth figure (no $/token)."""

@@ -1,4 +1,4 @@
-"""A setup serves its load as the engine would run it: ``sizing_core.deployment.serving_layout`` (the planner's
+"""A setup serves its load as the engine would run it: ``sizing_core.placement.deployment.serving_layout`` (the planner's
 fewest GPUs moved up, in the engine's default layout, while the engine's own KV pool holds fewer than the load's
 requests of its context), with the engine's start-up figures memoised for one model, format and load. Without it
 a row of ``cheapest --concurrency 8`` could say the plan holds 7."""
@@ -6,11 +6,11 @@ a row of ``cheapest --concurrency 8`` could say the plan holds 7."""
 from __future__ import annotations
 
 from sizing_core import Architecture
-from sizing_core.deployment import Layout, engine_startup, serving_layout
-from sizing_core.engine_memory import EngineStartup
 from sizing_core.engines import Engine
+from sizing_core.engines.memory import EngineStartup
 from sizing_core.gpus import GPU
-from sizing_core.placement import PlanSearch
+from sizing_core.placement.deployment import Layout, engine_startup, serving_layout
+from sizing_core.placement.search import PlanSearch
 
 
 class Serving:

@@ -8,11 +8,11 @@ from typing import Any
 from pipeline.compute.placement_cache import Rates
 from sizing_core import Architecture
 from sizing_core.cost import per_million_tokens
-from sizing_core.deployment import served_concurrency, startup_for_layout
-from sizing_core.engine_speed import decode_step
 from sizing_core.engines import Engine, default_engine
+from sizing_core.engines.speed import decode_step
 from sizing_core.gpus import GPU
-from sizing_core.placement import Placement
+from sizing_core.placement.deployment import served_concurrency, startup_for_layout
+from sizing_core.placement.search import Placement
 from sizing_core.throughput import estimate
 
 COST_FIELDS = ("decode_tokens_per_s", "max_concurrent_requests", "aggregate_tokens_per_s", "usd_per_million_tokens",

@@ -1,6 +1,6 @@
 """Cheapest setups: the fewest-GPU deployment of a model priced on what providers really rent.
 
-For each GPU kind with current offers, the planner (``sizing_core.placement``) gives the fewest GPUs under the
+For each GPU kind with current offers, the planner (``sizing_core.placement.search``) gives the fewest GPUs under the
 engine's rules, re-planned for each instance shape (TP cannot exceed the GPUs in one instance). A provider that
 sells 8-GPU instances charges for 8 even when 6 would do. Only offers the quality stage keeps are used (see
 :func:`eligible_offers`); on-demand and spot/marketplace prices are separate lists, never mixed.
@@ -38,10 +38,10 @@ from pipeline.compute.setup_costs import costs_from_rates, layout_rates, placeme
 from sizing_core import Architecture
 from sizing_core.calibration import band
 from sizing_core.cost import HOURS_PER_MONTH
-from sizing_core.deployment import fewest_serving
 from sizing_core.engines import Engine, default_engine, get_engine
 from sizing_core.gpus import GPU, catalog
-from sizing_core.placement import Placement, PlanSearch, fewest_gpus
+from sizing_core.placement.deployment import fewest_serving
+from sizing_core.placement.search import Placement, PlanSearch, fewest_gpus
 from sizing_core.record import CamelRecord, described, record
 
 #: the ECB publishes a reference rate every TARGET working day: a weekend plus a holiday leaves at most 4 days
@@ -236,7 +236,7 @@ class Planner:
         return self._token_floors[gpu.id]
 
     def gpus_floor(self, gpu: GPU) -> int:
-        """Fewer GPUs than this cannot hold the weights (``sizing_core.placement``'s exact lower bound), whatever
+        """Fewer GPUs than this cannot hold the weights (``sizing_core.placement.search``'s exact lower bound), whatever
         the instance shape: what the pruning in :func:`cheapest_setups` prices a group at before placing it."""
         if gpu.id not in self._floors:
             key = self._key(gpu, 0)
@@ -273,7 +273,7 @@ class Planner:
         return self._serving_state
 
     def _search(self, gpu: GPU, per_instance: int) -> Placed:
-        """:func:`sizing_core.deployment.fewest`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances of
+        """:func:`sizing_core.placement.deployment.fewest`'s answer (GPUs, TP, PP, support) for ``gpu`` in instances of
         ``per_instance`` GPUs, by the same rule (``deployment.fewest_serving``) without building the plan. One
         ``PlanSearch`` serves every GPU kind and instance shape of this model and load, so whether a (TP, PP) fits
         is computed once per GPU kind (about half the placements of a run are the same GPU kind in
@@ -306,7 +306,7 @@ class Planner:
                 placed = self.placed(gpu, per_instance)
                 if placed.gpus is None or placed.tensor_parallel is None or placed.pipeline_parallel is None:
                     hit = placement_rates(self.arch, gpu, self.place(gpu, per_instance), self.engine(gpu))
-                else:  # the plan's nodes on this instance shape (``sizing_core.placement.PlanSearch.plan``)
+                else:  # the plan's nodes on this instance shape (``sizing_core.placement.search.PlanSearch.plan``)
                     tp, pp = placed.tensor_parallel, placed.pipeline_parallel
                     nodes = math.ceil(tp * pp / (max(1, per_instance // tp) * tp))
                     hit = layout_rates(self.arch, gpu, self.engine(gpu), self.fmt, (tp, pp, nodes),

@@ -37,7 +37,7 @@ from pipeline.storage.loaders import arrow_rows, insert_frame, transaction
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
 from sizing_core.memo import forget_models
-from sizing_core.placement import ContextTooLongError
+from sizing_core.placement.search import ContextTooLongError
 
 SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 TOP = 5

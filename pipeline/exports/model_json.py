@@ -28,7 +28,7 @@ from sizing_core.engines import default_engine, get_engine
 from sizing_core.finetune import finetune_memory
 from sizing_core.gpus import GPU, catalog, get_gpu
 from sizing_core.launch import known_sources, launch_command
-from sizing_core.placement import Placement, fewest_gpus
+from sizing_core.placement.search import Placement, fewest_gpus
 from sizing_core.throughput import estimate
 
 SCENARIO = "one request of 8192 tokens, BF16 KV cache; vLLM on data-center GPUs, llama.cpp elsewhere"

@@ -117,7 +117,7 @@ class GpuNeeded(_Strict):
     memoryGB: int = d("marketed memory, or the GPU's share of unified memory (Apple, Strix Halo, DGX Spark); "
                       "as seed 004 writes it", unit="GB")
     engine: str = d("engine of the scenario on this GPU: vLLM on data-centre GPUs, llama.cpp elsewhere")
-    byFormat: ByFormat = d("fewest GPUs per seed format column, from the exact planner (sizing_core.placement)")
+    byFormat: ByFormat = d("fewest GPUs per seed format column, from the exact planner (sizing_core.placement.search)")
     plans: Plans = d("addition: the parallelism plan behind each byFormat cell")
 
 

@@ -373,13 +373,13 @@ class Sizing(PublishedTable):
     json_column: str | None = col("the models/<model_id>.json gpusNeeded column this row is shown in (native, bf16, "
                                   "fp8, q4_k_m; with gpu_id and context 8192); null: not shown in the JSON",
                                   sql="x.json_column")
-    est_gpus: int | None = col("fewest GPUs: the exact planner's count (sizing_core.placement.fewest_gpus; equal to "
+    est_gpus: int | None = col("fewest GPUs: the exact planner's count (sizing_core.placement.search.fewest_gpus; equal to "
                                "the model JSON's gpusNeeded where gpus_rule = exact_planner); null: see "
                                "est_gpus_reason", unit="GPUs",
                                sql="CASE WHEN x.model_id IS NOT NULL THEN x.exact_gpus ELSE s.est_gpus END")
     gpus_rule: str = col("where est_gpus was taken: exact_planner (the planner run per cell, the cells the model "
                          "JSON shows) or closed_form (the grid, elsewhere); both are the one rule "
-                         "(sizing_core.fewest on the planner's stage counts) and give the same count on every cell "
+                         "(sizing_core.placement.fewest on the planner's stage counts) and give the same count on every cell "
                          "(the value names are kept for existing readers)",
                          sql="CASE WHEN x.model_id IS NOT NULL THEN 'exact_planner' ELSE 'closed_form' END")
     closed_form_gpus: int | None = col("the grid's count for every cell: the planner's rule on columns, equal to "
@@ -392,7 +392,7 @@ class Sizing(PublishedTable):
         "planner's own reason", sql="{est_gpus_reason}")
     decode_tokens_per_s: float | None = col("one request's decode speed on the planner's plan (est_gpus at the "
                                             "planner's TP), by the engine model "
-                                            "(sizing_core.engine_speed.decode_ms: the engine's share of the "
+                                            "(sizing_core.engines.speed.decode_ms: the engine's share of the "
                                             "bandwidth, per-layer, MoE and all-reduce costs, the compute term); the "
                                             "figure fit gives for the same plan", unit="tokens/s")
     snapshot_id: str = SNAPSHOT_ID

@@ -30,7 +30,7 @@ from pipeline.sources.base import RawPart, RawPayload
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
 from pipeline.sources.landing import FetchLogEntry, LandingBatch, Outcome, append_log, land
 from sizing_core import ConfigError, parse_config
-from sizing_core.safetensors import (
+from sizing_core.config.safetensors import (
     CheckpointSummary,
     HeaderError,
     header_length,

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from ..architecture import Architecture
-from ..engine_memory import EngineStartup, cuda_total_bytes
 from ..errors import SizingError
 from ..gpus import GPU
 from ..kv_layout import Pool
+from ..plan import Placement
 from ..record import Record, record
 from ..units import GIB
-
-if TYPE_CHECKING:  # annotations only: placement imports the engines
-    from ..placement import Placement
-    from .commands import Launch
+from .commands import Launch
+from .memory import EngineStartup, cuda_total_bytes
 
 EngineId = Literal["vllm", "sglang", "llama.cpp", "mlx"]
 
@@ -90,7 +88,7 @@ class Engine(Record):
     max_num_seqs: int | None = None
     enforce_eager: bool = False
 
-    #: key of the fitted speed tables in ``engine_speed`` (``server``: vLLM/SGLang, ``llama.cpp``: GGUF runners)
+    #: key of the fitted speed tables in ``engines.speed`` (``server``: vLLM/SGLang, ``llama.cpp``: GGUF runners)
     speed_family: ClassVar[str]
     #: llama.cpp's CUDA kernels accumulate in FP16 on GeForce cards (full tensor rate); the servers in FP32
     fp16_accumulate_on_geforce: ClassVar[bool] = False
@@ -229,7 +227,7 @@ class Engine(Record):
         return self.enforce_eager
 
     def layer_cost_key(self) -> str:
-        """Key of ``engine_speed.LAYER_US``: the per-layer fixed cost this engine and version pays."""
+        """Key of ``engines.speed.LAYER_US``: the per-layer fixed cost this engine and version pays."""
         return self.speed_family
 
     # --- launch ---------------------------------------------------------------------------------------------

@@ -8,12 +8,8 @@ not exist)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..plan import Placement
 from ..record import CamelRecord, record
-
-if TYPE_CHECKING:  # annotations only: placement imports the engines
-    from ..placement import Placement
 
 VLLM_KV = {"bf16": "auto", "fp16": "auto", "fp8": "fp8"}
 SGLANG_KV = {"bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3"}

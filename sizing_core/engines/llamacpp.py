@@ -5,20 +5,18 @@ model buffer, the KV and recurrent buffers of ``n_ctx`` cells and the compute bu
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from ..architecture import Architecture
-from ..engine_memory import LLAMACPP_COMPUTE_HIDDEN, LLAMACPP_CONTEXT_GIB, cuda_total_bytes
 from ..formats import GGUF_MIXES
 from ..gpus import GPU
 from ..kv_layout import Pool, layer_specs, llamacpp_pool
+from ..plan import Placement
 from ..units import GIB
 from .base import Engine, Scheduler, Support
 from .commands import GGUF_NAMES, Launch
+from .memory import LLAMACPP_COMPUTE_HIDDEN, LLAMACPP_CONTEXT_GIB, cuda_total_bytes
 from .server import SERVED_LAYER_KINDS
-
-if TYPE_CHECKING:  # annotations only: placement imports the engines
-    from ..placement import Placement
 
 #: checkpoints a GGUF runner loads as stored (anything else needs a conversion)
 LOADS_AS_STORED = ("bf16", "fp16", "fp32", "mxfp4")

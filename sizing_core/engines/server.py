@@ -11,19 +11,17 @@ from 8.0), MXFP4 native on Blackwell and CDNA4. Where a format runs only through
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from ..architecture import Architecture
-from ..engine_memory import NON_TORCH_GIB, NON_TORCH_PER_TP_GIB, mxfp4_pad_factor
 from ..formats import GGUF_MIXES
 from ..gpus import GPU
 from ..layers import MoE
+from ..plan import Placement
 from ..units import GIB
 from .base import Engine, Support
 from .commands import checkpoint
-
-if TYPE_CHECKING:  # annotations only: placement imports the engines
-    from ..placement import Placement
+from .memory import NON_TORCH_GIB, NON_TORCH_PER_TP_GIB, mxfp4_pad_factor
 
 #: layer kinds (``Kind.kind``) both servers implement; vLLM and llama.cpp add Mamba (vLLM: MambaForCausalLM,
 #: FalconMambaForCausalLM, Jamba). Not claimed: RWKV (llama.cpp implements versions 6 and 7 only; the kind does not
@@ -50,7 +48,7 @@ class ServerEngine(Engine):
         return stored == "mxfp4"
 
     def repack_extra_bytes(self, arch: Architecture, stored: str, gpu: GPU, tp: int, layers: range) -> float:
-        """MXFP4 experts padded to the kernel's tile (``engine_memory.mxfp4_pad_factor``)."""
+        """MXFP4 experts padded to the kernel's tile (``engines.memory.mxfp4_pad_factor``)."""
         if not self.repacks(stored):
             return 0.0
         extra = 0.0

@@ -2,31 +2,28 @@
 (``model_runner.profile_max_num_token``), activations in the 1 - mem_fraction_static reserve.
 
 ``pool = mem_fraction_static x (total - CUDA context - non-torch) - weights``; the default fraction follows the GPU's
-memory (``engine_memory.sglang_default_fraction``); the pool is paged by ``kv_layout.sglang_pool``.
+memory (``engines.memory.sglang_default_fraction``); the pool is paged by ``kv_layout.sglang_pool``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from ..architecture import Architecture
-from ..engine_memory import (
+from ..gpus import GPU
+from ..kv_layout import Pool, layer_specs, sglang_pool
+from ..plan import Placement
+from ..units import GIB
+from .base import Scheduler
+from .commands import SGLANG_KV, Launch
+from .memory import (
     CUDA_CONTEXT_GIB,
     CURRENT_SGLANG,
     cuda_total_bytes,
     sglang_default_fraction,
     sglang_server_defaults,
 )
-from ..gpus import GPU
-from ..kv_layout import Pool, layer_specs, sglang_pool
-from ..units import GIB
-from .base import Scheduler
-from .commands import SGLANG_KV, Launch
 from .server import ServerEngine
-
-if TYPE_CHECKING:  # annotations only: placement imports the engines
-    from ..placement import Placement
 
 #: models whose SGLang build turns the hybrid sliding-window pool off (one pool sized as full attention)
 NO_HYBRID_SWA = ("gpt_oss", "gemma2", "gemma3_text", "gemma3")

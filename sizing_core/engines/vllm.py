@@ -7,16 +7,22 @@ Memory (``vllm/v1/worker/gpu_worker.py: determine_available_memory``; figures in
 with the activation peak the larger of one forward pass of ``max_num_batched_tokens`` tokens and the sampler
 warm-up of ``min(max_num_batched_tokens, max_num_seqs)`` rows over the vocabulary; CUDA graphs live in the
 1 - utilisation head-room. The pool is paged per cache group (``kv_layout.vllm_pool``). Behaviour that changed with
-the version is read off ``version`` (None: the newest modelled, ``engine_memory.CURRENT_VLLM``).
+the version is read off ``version`` (None: the newest modelled, ``engines.memory.CURRENT_VLLM``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from ..architecture import Architecture
-from ..engine_memory import (
+from ..gpus import GPU
+from ..kv_layout import Pool, layer_specs, vllm_pool
+from ..plan import Placement
+from ..units import GIB
+from .base import Scheduler
+from .commands import VLLM_KV, Launch
+from .memory import (
     CUDA_GRAPH_GIB,
     CURRENT_VLLM,
     SAMPLER_BYTES,
@@ -28,15 +34,7 @@ from ..engine_memory import (
     parse_version,
     vllm_defaults,
 )
-from ..gpus import GPU
-from ..kv_layout import Pool, layer_specs, vllm_pool
-from ..units import GIB
-from .base import Scheduler
-from .commands import VLLM_KV, Launch
 from .server import SERVED_LAYER_KINDS, ServerEngine
-
-if TYPE_CHECKING:  # annotations only: placement imports the engines
-    from ..placement import Placement
 
 
 class VLLM(ServerEngine):
@@ -44,7 +42,7 @@ class VLLM(ServerEngine):
 
     #: with the encoder-decoder decoder layer: vLLM's V1 engine serves Whisper (cross-attention KV per request)
     layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba", "self_and_cross_attention"}
-    #: 0.95 leaves 5% of what CUDA reports for CUDA graphs (``engine_memory.CUDA_GRAPH_GIB``) and fragmentation
+    #: 0.95 leaves 5% of what CUDA reports for CUDA graphs (``engines.memory.CUDA_GRAPH_GIB``) and fragmentation
     highest_memory_fraction: ClassVar[float | None] = 0.95
 
     def version_tuple(self) -> tuple[int, int]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..architecture import Architecture
-from ..engine_memory import EngineStartup
 from ..engines import Engine
+from ..engines.memory import EngineStartup
 from ..gpus import GPU
 from .scheduler import SCHEDULERS, memory_requests, scheduler_for
 from .steady_state import DEFAULT_NUM_PROMPTS, Solver

@@ -100,7 +100,7 @@ def workload(row: dict[str, str], replicas: int = 1) -> Workload:
 
 def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
     """(the serving answer for one replica, the replicas, the solver's setup) or why the row is not predicted."""
-    from ..deployment import startup_for_layout
+    from ..placement.deployment import startup_for_layout
     from .scheduler import scheduler_for
     from .steady_state import Solver
     from .step import StepModel
@@ -155,7 +155,7 @@ def median_prompt_saving_ms(solver, batch: float) -> float:
 def prefill_bound_ms(solver) -> float:
     """The least mean TTFT of a burst: its prompts' matrix FLOPs at the GPUs' peak (no MFU), taken in one after
     the other (the mean prompt waits for half of them)."""
-    from ..engine_speed import PREFILL_MFU
+    from ..engines.speed import PREFILL_MFU
 
     model, load = solver.model, solver.w
     if not model.flops:

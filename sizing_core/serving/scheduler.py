@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine_memory import EngineStartup
 from ..engines import Engine
 from ..engines.llamacpp import LlamaCpp
+from ..engines.memory import EngineStartup
 from ..engines.sglang import SGLang as SGLangEngine
 from ..engines.vllm import VLLM
 from ..gpus import GPU
@@ -89,7 +89,7 @@ class VllmV1(Scheduler):
     mixed = True
 
     def limits(self, workload: Workload) -> Limits:
-        from ..engine_memory import CURRENT_VLLM, parse_version, vllm_defaults
+        from ..engines.memory import CURRENT_VLLM, parse_version, vllm_defaults
 
         budget, seqs = vllm_defaults(self.gpu, parse_version(self.engine.version) or CURRENT_VLLM)
         if self.start is not None:
@@ -102,7 +102,7 @@ class VllmV1(Scheduler):
 
 #: SGLang's chunked_prefill_size and cuda-graph batch by GPU memory (server_args, late 2025)
 def _sglang_chunk(gpu: GPU) -> int:
-    from ..engine_memory import cuda_total_bytes
+    from ..engines.memory import cuda_total_bytes
     from ..units import GIB
 
     gb = cuda_total_bytes(gpu) / GIB

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..architecture import Architecture
-from ..engine_memory import EngineStartup
 from ..engines import Engine
+from ..engines.memory import EngineStartup
 from ..gpus import GPU
 from .scheduler import memory_requests
 from .workload import Workload
@@ -99,7 +99,7 @@ def serve_layout(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int
     ``max_model_len = context``; ``start``: the engine's start-up figures when the caller has them (else computed
     for the layout, the memory plan holding what the engine's scheduler plans for at this load). None: no
     bandwidth figure for the GPU, or the layout serves no request."""
-    from ..deployment import startup_for_layout
+    from ..placement.deployment import startup_for_layout
     from . import serve
 
     if gpu.bandwidth_gbs is None:

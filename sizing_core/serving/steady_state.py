@@ -9,7 +9,7 @@ its smallest root. No root below the scheduler's limits
 is above what the setup sustains: ``saturated``, and :func:`max_rate` is the largest rate with a root.
 
 - ITL = ``T`` (decode and the prompt chunks interleaved with it);
-- TTFT = request handling (``engine_speed.TTFT_FLOOR_MS``) + the rest of the step under way when it arrives
+- TTFT = request handling (``engines.speed.TTFT_FLOOR_MS``) + the rest of the step under way when it arrives
   (``T / 2`` while the engine is busy) + the wait for prefill capacity + its own prefill (chunks of what the step
   budget leaves beside the decodes, or SGLang's prefill batches). The wait is M/G/1 (Pollaczek-Khinchine with
   Kingman's arrival term): ``W = Q x rho / (1 - rho) x S x (c_a^2 + c_s^2) / 2``, ``rho`` the share of the prefill
@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..engine_speed import TTFT_FLOOR_MS
+from ..engines.speed import TTFT_FLOOR_MS
 from .scheduler import Limits, Scheduler
 from .step import StepModel
 from .workload import Workload
@@ -36,7 +36,7 @@ from .workload import Workload
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
 QUEUE_FACTOR = 0.2588  # on the M/G/1 wait of the prefill queue
 #: request handling before the first forward pass at a load (HTTP, chat template, tokenising, handing the request to
-#: the scheduler process): engine_speed's TTFT_FLOOR_MS (fitted on batch-1 TTFT rows) times this, per engine (their
+#: the scheduler process): engines.speed's TTFT_FLOOR_MS (fitted on batch-1 TTFT rows) times this, per engine (their
 #: API servers differ: SGLang's tokenizer manager, vLLM's API server process); ``*`` for the others
 FLOOR_FACTOR = {"vllm": 0.7683, "sglang": 1.091, "*": 1.413}
 #: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for

@@ -6,14 +6,14 @@ group::
                 + B x KV bytes of ``held`` tokens                       over  bandwidth x efficiency(memory kind)
     compute   = ((B + p) x 2 x active params + B x attention over held + p x attention over the prompt) / TP
                                                                          over  peak x MFU (per GPU generation)
-    step      = roof(weight bytes, matrix FLOPs) + roof(KV bytes, attention FLOPs) + fixed costs (``engine_speed``)
+    step      = roof(weight bytes, matrix FLOPs) + roof(KV bytes, attention FLOPs) + fixed costs (``engines.speed``)
                 + B x SEQ_US + (B + p) x routed picks per token x ROUTE_US (MoE)
                 + a hop per step between pipeline stages on different machines (NODE_HOP_MS)
     roof(a, b) = max(a, b) + OVERLAP x min(a, b)  (the matrix products and attention run as kernels of their own)
 
 The distinct experts a layer's routed experts see for ``n`` tokens: ``E (1 - (1 - k/E)^n)`` (``k`` at one token,
 all ``E`` for many). Fixed costs (launches, routing, MLA kernels, TP all-reduces) and the MFU, the expert streaming
-share and the batch-1 efficiency are ``engine_speed``'s, fitted on the batch-1 set; the efficiency is scaled per
+share and the batch-1 efficiency are ``engines.speed``'s, fitted on the batch-1 set; the efficiency is scaled per
 memory kind by :data:`MEMORY_KIND_FACTOR` and mixed steps pay :data:`OVERLAP`, both fitted at a load
 (``scripts/calibrate_serving.py``; ``docs/calibration.md``, "At a load").
 """
@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..architecture import Architecture
-from ..engine_speed import (
+from ..engines import Engine, effective_format
+from ..engines.speed import (
     EXPERT_EFFICIENCY,
     PREFILL_MFU,
     _peak,
@@ -31,7 +32,6 @@ from ..engine_speed import (
     family,
     fixed_ms,
 )
-from ..engines import Engine, effective_format
 from ..gpus import GPU
 from ..layers import MoE
 from ..memo import model_memo, remembered
@@ -45,7 +45,7 @@ from ..units import GB, GIB
 # their bandwidth and compute time (overlap 0.47); a step pays 37 us per running request and 0.089 us per routed
 # (token, expert) pick and MoE layer (1.8x that on Ampere), its matrix work at 1.02x the batch-1 prefill MFU (1.3x
 # that on Ampere); a pipeline hop between machines costs 1.5 ms a step
-#: vLLM/SGLang batched steps stream at engine_speed's batch-1 efficiency times this, per memory kind
+#: vLLM/SGLang batched steps stream at engines.speed's batch-1 efficiency times this, per memory kind
 MEMORY_KIND_FACTOR = {"HBM2": 1.073, "HBM2e": 1.524, "HBM3": 1.398, "HBM3e": 1.63, "GDDR6": 0.6315, "GDDR6X": 0.7491,
                       "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a kernel (the matrix products, attention) does not hide under
@@ -56,7 +56,7 @@ SEQ_US = 36.82
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
 #: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
 EXPERT_US = 0.0
-#: a step's matrix work at a load (decode batch and prompt chunks) runs at engine_speed's prefill MFU times this
+#: a step's matrix work at a load (decode batch and prompt chunks) runs at engines.speed's prefill MFU times this
 MFU_FACTOR = 1.015
 #: and times this on a GPU generation whose tensor cores the engines' kernels bring nearer to (or further from)
 #: their peak than the batch-1 MFU says: Ampere's dense peak is reached with plain MMA tiles, Hopper's needs
@@ -71,7 +71,7 @@ ROUTE_US = 0.08875
 #: than Hopper, no TMA for the gathers)
 ROUTE_GENERATION = {"Ampere": 1.823}
 #: per pipeline hop between machines and step (vLLM's pipeline stages on two machines over Ray: the activations'
-#: send and each remote stage's own step dispatch); hops inside one machine cost what engine_speed's HOP_MS says
+#: send and each remote stage's own step dispatch); hops inside one machine cost what engines.speed's HOP_MS says
 NODE_HOP_MS = 1.534
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
@@ -153,7 +153,7 @@ class StepModel:
         self.bandwidth = (gpu.bandwidth_gbs or 0.0) * GB * eff  # bytes/s one GPU streams
         self.server = self.family == "server"
         self.route_us = ROUTE_US * ROUTE_GENERATION.get(gpu.generation, 1.0)  # per routed pick and MoE layer
-        #: the at-load MFU over engine_speed's prefill MFU (vLLM/SGLang; the others as at batch 1)
+        #: the at-load MFU over engines.speed's prefill MFU (vLLM/SGLang; the others as at batch 1)
         self.mfu_factor = MFU_FACTOR * MFU_GENERATION.get(gpu.generation, 1.0) if self.server else 1.0
         flops = _peak(gpu, effective_format(arch, fmt), native, engine)
         self.flops = flops * PREFILL_MFU[self.family] * self.mfu_factor if flops else None

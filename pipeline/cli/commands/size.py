@@ -46,14 +46,14 @@ def cmd_size(args: argparse.Namespace) -> int:
     from pipeline.cli.models import context_of, load_ref
     from pipeline.cli.resolve import resolve_model
     from sizing_core import size_model
+    from sizing_core.memory_report import DEFAULT_CONTEXTS
     from sizing_core.parameters import checkpoint_facts
-    from sizing_core.report import DEFAULT_CONTEXTS
 
     quant = read_json(args.quant_config, "quant config") if args.quant_config else None
     ref = resolve_model(args.model, data_dir_of(args))
     arch = load_ref(ref, quant_config=quant)
     if args.tensor_parallel > 1:
-        from sizing_core.placement import valid_tensor_parallel
+        from sizing_core.placement.search import valid_tensor_parallel
 
         if not valid_tensor_parallel(arch, args.tensor_parallel):
             raise CliError(f"--tensor-parallel {args.tensor_parallel}: {arch.model} cannot be split that way (its "

@@ -1,7 +1,7 @@
 """Every ``model_type`` we know, in one table (``FAMILIES``): the builder of its layers, what differs from the
 generic decoder.
-``docs/sizing.md`` lists the same rows. A data table: the builders live in ``hf_families.py`` and
-``hf_families_classic.py``; config-class defaults are ``data/family_defaults.json``.
+``docs/sizing.md`` lists the same rows. A data table: the builders live in ``sizing_core/config/families.py`` and
+``sizing_core/config/families_classic.py``; config-class defaults are ``data/family_defaults.json``.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .hf_defaults import family_data
-from .hf_families import (
+from .defaults import family_data
+from .families import (
     decilm_layers,
     deepseek_layers,
     deepseek_v4_layers,
@@ -26,7 +26,7 @@ from .hf_families import (
     nemotron_h_layers,
     qwen_hybrid_layers,
 )
-from .hf_families_classic import (
+from .families_classic import (
     cogvlm_layers,
     dbrx_layers,
     deepseek_vl2_layers,
@@ -34,8 +34,8 @@ from .hf_families_classic import (
     family_decoder,
     hunyuan_layers,
 )
-from .hf_fields import Fields, Layers, generic_layers, standard
-from .hf_recurrent import (
+from .fields import Fields, Layers, generic_layers, standard
+from .recurrent import (
     jamba_layers,
     mamba2_layers,
     mamba_layers,
@@ -49,7 +49,7 @@ from .hf_recurrent import (
 class Family:
     """One row of the family table: how to build the layers and what differs from the generic decoder. The
     defaults of the family's config class (what its ``config.json`` may leave out) are data:
-    ``data/family_defaults.json``, read by ``hf_defaults.normalise`` before any builder runs."""
+    ``data/family_defaults.json``, read by ``config.defaults.normalise`` before any builder runs."""
 
     build: Callable[[Fields], Layers]
     rule: str

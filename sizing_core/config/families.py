@@ -1,5 +1,5 @@
 """The family table: one builder per architecture family whose modelling code differs from the standard decoder,
-the table itself is ``hf_family_table.py``. For an unknown ``model_type``, ``structural_builder`` picks the builder
+the table itself is ``sizing_core/config/family_table.py``. For an unknown ``model_type``, ``structural_builder`` picks the builder
 its fields call for.
 """
 
@@ -8,25 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from .errors import ConfigError
-from .hf_fields import (
-    EXPERT_COUNT_KEYS,
-    LATENT_KEYS,
-    Fields,
-    Layers,
-    attention_kinds,
-    attention_mixer,
-    generic_layers,
-    gqa_kwargs,
-    is_moe_layer,
-    mlp_for_layer,
-    read_mtp_count,
-    read_num_experts,
-    read_num_layers,
-    read_shared_width,
-    read_top_k,
-)
-from .layers import (
+from ..errors import ConfigError
+from ..layers import (
     MLP,
     ChunkedLocalAttention,
     CompressedSparseAttention,
@@ -44,7 +27,24 @@ from .layers import (
     ShortConv,
     SlidingWindowAttention,
 )
-from .units import DTYPE_BYTES
+from ..units import DTYPE_BYTES
+from .fields import (
+    EXPERT_COUNT_KEYS,
+    LATENT_KEYS,
+    Fields,
+    Layers,
+    attention_kinds,
+    attention_mixer,
+    generic_layers,
+    gqa_kwargs,
+    is_moe_layer,
+    mlp_for_layer,
+    read_mtp_count,
+    read_num_experts,
+    read_num_layers,
+    read_shared_width,
+    read_top_k,
+)
 
 
 def structural_builder(c: Fields) -> tuple[Callable[[Fields], Layers], str]:

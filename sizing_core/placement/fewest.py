@@ -2,7 +2,7 @@
 
 The planner tries GPU counts from a lower bound up and, per count, the (TP, PP) pairs the engine could run, largest
 TP first; a pair fits when the model's stage count at that TP is at most PP
-(``sizing_core.stages``). :func:`fewest_layout` is that search written once as a batch rule
+(``sizing_core.placement.stages``). :func:`fewest_layout` is that search written once as a batch rule
 (``sizing_core.batch``): the planner calls it with numbers, the sizing grid with one column per stage count and gets
 the planner's count and TP on every cell.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .batch import SCALAR, Ops
+from ..batch import SCALAR, Ops
 
 #: the tensor-parallel sizes an engine may use
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .batch import SCALAR, Ops
+from ..batch import SCALAR, Ops
 
 
 def stage_loads(layer_bytes: Sequence[float], first: float, last: float) -> list[float]:

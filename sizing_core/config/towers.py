@@ -21,8 +21,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .hf_fields import Fields
-from .tensors import Role, Tensor
+from ..tensors import Role, Tensor
+from .fields import Fields
 
 #: Shapes of towers that configs name instead of describing (from the named checkpoints' public configs).
 NAMED_TOWERS: dict[str, dict[str, Any]] = {

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .architecture import Architecture
-from .batch import SCALAR, Ops
-from .engines import Engine, effective_format
-from .gpus import GPU
-from .layers import CompressedSparseAttention, MLAAttention, MoE
-from .memo import model_memo
-from .record import CamelRecord, record
-from .roofline import (
+from ..architecture import Architecture
+from ..batch import SCALAR, Ops
+from ..gpus import GPU
+from ..layers import CompressedSparseAttention, MLAAttention, MoE
+from ..memo import model_memo
+from ..record import CamelRecord, record
+from ..roofline import (
     _active_params,
     _attention_flops_per_token,
     _cache_bytes_per_request,
@@ -36,7 +35,8 @@ from .roofline import (
     _step_bytes,
     peak_flops,
 )
-from .units import GB
+from ..units import GB
+from .base import Engine, effective_format
 
 # --- fitted on the calibration set (scripts/calibrate.py --fit; docs/calibration.md) --------------------------
 #: share of peak memory bandwidth a decode step reaches: HBM per engine family, GDDR and unified memory for all

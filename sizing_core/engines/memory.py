@@ -32,12 +32,12 @@ from __future__ import annotations
 import math
 import re
 
-from .architecture import Architecture
-from .gpus import GPU
-from .layers import MoE
-from .memo import model_memo
-from .record import CamelRecord, alias, record
-from .units import GIB
+from ..architecture import Architecture
+from ..gpus import GPU
+from ..layers import MoE
+from ..memo import model_memo
+from ..record import CamelRecord, alias, record
+from ..units import GIB
 
 CURRENT_VLLM = (0, 28)  # the newest vLLM the calibration set covers; the default version
 CURRENT_SGLANG = (0, 5)

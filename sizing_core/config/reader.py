@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .architecture import Architecture, DeclaredParameters, QuantScheme
-from .errors import ConfigError
-from .hf_defaults import (
+from ..architecture import Architecture, DeclaredParameters, QuantScheme
+from ..errors import ConfigError
+from ..quantization import native_scheme
+from ..record import InvalidField
+from ..units import DTYPE_BYTES
+from .defaults import (
     embedding_dim,
     extra_tensors,
     family_data,
@@ -22,20 +25,17 @@ from .hf_defaults import (
     normalise,
     states_a_shape,
 )
-from .hf_encoder_decoder import encoder_decoder, is_encoder_decoder
-from .hf_families import gemma3n_extra_parameters, structural_builder
-from .hf_family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
-from .hf_fields import (
+from .encoder_decoder import encoder_decoder, is_encoder_decoder
+from .families import gemma3n_extra_parameters, structural_builder
+from .family_table import FAMILIES, Family  # noqa: F401 (FAMILIES is read through this module too)
+from .fields import (
     COUNT_CEILINGS,
     Fields,
     checked_context,
     generic_layers,
     read_num_experts,
 )
-from .hf_towers import image_tokens, tower_tensors
-from .quantization import native_scheme
-from .record import InvalidField
-from .units import DTYPE_BYTES
+from .towers import image_tokens, tower_tensors
 
 
 # ------------------------------------------------------------------------------------------ entry points

@@ -1,7 +1,7 @@
 """Encoder-decoder configs (Whisper, M2M-100 / NLLB, BART-style, SeamlessM4T's text model): both stacks' weights,
 the decoder's KV cache per token and the cross-attention cache of the encoder's tokens per request.
 
-Read from the ``encoder_*`` / ``decoder_*`` fields (``d_model`` arrives as ``hidden_size``, ``hf_defaults.normalise``).
+Read from the ``encoder_*`` / ``decoder_*`` fields (``d_model`` arrives as ``hidden_size``, ``config.defaults.normalise``).
 What differs between families (the encoder's front end, which position tables are stored, Whisper's bias-free
 ``k_proj``, how many encoder tokens a request holds) is the ``encoder_decoder`` entry of the family's row in
 ``data/family_defaults.json``; a model_type without one is read with M2M-100's layout, and a note says so.
@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
-from .hf_defaults import class_fields, family_data
-from .hf_fields import Fields, read_num_experts
-from .layers import (
+from ..errors import ConfigError
+from ..layers import (
     DecoderLayer,
     DenseMLP,
     EncoderCrossAttention,
@@ -23,8 +21,10 @@ from .layers import (
     FullAttention,
     SelfAndCrossAttention,
 )
-from .tensors import Role, Tensor, vector
-from .units import DTYPE_BYTES
+from ..tensors import Role, Tensor, vector
+from ..units import DTYPE_BYTES
+from .defaults import class_fields, family_data
+from .fields import Fields, read_num_experts
 
 #: The layout of a model_type whose row does not describe one: M2M-100's (token front end, positions not stored).
 _DEFAULT_LAYOUT: dict[str, Any] = {"front_end": "tokens", "k_bias": True, "encoder_tokens": "max_position_embeddings",

@@ -1,6 +1,6 @@
 """One block of a Hugging Face ``config.json`` as fields, and the standard decoder built from them.
 
-Shared by the generic reader (``hf_config.py``) and the family builders (``hf_families.py``): head dims, attention
+Shared by the generic reader (``sizing_core/config/reader.py``) and the family builders (``sizing_core/config/families.py``): head dims, attention
 kinds from whichever encoding the config uses, experts, MLP widths, the layer count. A missing field raises
 :class:`ConfigError` naming the model and the field.
 """
@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .errors import ConfigError
-from .layers import (
+from ..errors import ConfigError
+from ..layers import (
     MLP,
     ChunkedLocalAttention,
     DecoderLayer,
@@ -23,7 +23,7 @@ from .layers import (
     MoE,
     SlidingWindowAttention,
 )
-from .units import DTYPE_BYTES
+from ..units import DTYPE_BYTES
 
 #: Upper bounds on the counts a config states: the largest real model with a wide margin, so a hostile or broken
 #: config (10^9 layers, a context of 10^18) is refused with one line instead of sizing or allocating absurdly.

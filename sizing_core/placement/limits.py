@@ -14,9 +14,9 @@ fewer requests than asked. The term that binds:
 
 from __future__ import annotations
 
-from .engine_memory import EngineStartup
-from .placement import Plan
-from .record import CamelRecord, record
+from ..engines.memory import EngineStartup
+from ..record import CamelRecord, record
+from .search import Plan
 
 #: the kinds of :class:`Binding`, in the order the module doc explains them
 KINDS = ("weights", "activation_peak", "kv_cache", "engine_reserve")

@@ -2,15 +2,16 @@
 heads and norms from ``new_decoder_architecture`` / ``multi_query`` / ``parallel_attn``), DBRX (attention and
 experts in nested ``attn_config`` / ``ffn_config``), Hunyuan (cross-layer KV sharing), OPT (an embedding narrower
 than the decoder). Every other family is the standard decoder with the switches of ``data/family_defaults.json``
-(``hf_defaults.decoder_switches``). Config blocks arrive normalised (``hf_defaults.normalise``)."""
+(``config.defaults.decoder_switches``). Config blocks arrive normalised (``config.defaults.normalise``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .hf_defaults import decoder_switches
-from .hf_families import deepseek_layers
-from .hf_fields import (
+from ..layers import DecoderLayer, DenseMLP, FullAttention, MoE
+from .defaults import decoder_switches
+from .families import deepseek_layers
+from .fields import (
     Fields,
     Layers,
     attention_kinds,
@@ -20,7 +21,6 @@ from .hf_fields import (
     mlp_for_layer,
     read_num_layers,
 )
-from .layers import DecoderLayer, DenseMLP, FullAttention, MoE
 
 
 def family_decoder(model_type: str, **fixed: object) -> Callable[[Fields], Layers]:

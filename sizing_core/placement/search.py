@@ -15,14 +15,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .architecture import Architecture
-from .engines import Engine, Support, effective_format
-from .errors import SizingError
-from .fewest import fewest_layout, lower_bound
-from .formats import tensor_bits
-from .gpus import GPU
-from .kv_cache import cache_bytes
-from .layers import (
+from ..architecture import Architecture
+from ..engines import Engine, Support, effective_format
+from ..errors import SizingError
+from ..formats import tensor_bits
+from ..gpus import GPU
+from ..kv_cache import cache_bytes
+from ..layers import (
     MLSTM,
     CompressedSparseAttention,
     CrossAttention,
@@ -38,64 +37,13 @@ from .layers import (
     SelfAndCrossAttention,
     ShortConv,
 )
-from .memo import model_memo
-from .record import CamelRecord, record
+from ..memo import model_memo
+from ..plan import ContextTooLongError, Placement, Plan, StageMemory
+from ..units import GIB
+from .fewest import fewest_layout, lower_bound
 from .stages import stage_count, stage_loads
-from .units import GIB
 
 MAX_GPUS = 128
-
-
-class ContextTooLongError(SizingError):
-    pass
-
-
-@record
-class StageMemory(CamelRecord):
-    """One pipeline stage on one of its GPUs (GiB)."""
-
-    stage: int
-    layers: tuple[int, int]  # first and last decoder layer, inclusive
-    weights: float
-    kv_cache: float
-    recurrent_state: float
-    activations: float
-    engine_overhead: float
-    total: float
-
-
-@record
-class Plan(CamelRecord):
-    gpus: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    nodes: int
-    gpus_per_node: int
-    layers_per_stage: tuple[int, ...]
-    stages: tuple[StageMemory, ...]
-    usable_gib: float  # per GPU, after the engine's share
-    headroom_gib: float  # usable minus the largest stage
-
-    @property
-    def largest_stage(self) -> StageMemory:
-        return max(self.stages, key=lambda s: s.total)
-
-
-@record
-class Placement(CamelRecord):
-    gpu: str
-    engine: str
-    format: str  # as asked
-    weight_format: str  # what is stored (native resolved)
-    context: int
-    concurrency: int
-    kv_cache_dtype: str
-    fits: bool
-    gpus: int | None
-    native_support: bool
-    support_note: str
-    plan: Plan | None
-    reason: str | None = None
 
 
 @dataclass(frozen=True)

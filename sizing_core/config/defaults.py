@@ -25,11 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .hf_fields import Fields
-from .tensors import Role, Tensor, vector
+from ..tensors import Role, Tensor, vector
+from .fields import Fields
 
-_DATA = Path(__file__).parent / "data" / "family_defaults.json"
-_CLASS_FIELDS = Path(__file__).parent / "data" / "config_fields.json"
+_DATA = Path(__file__).parents[1] / "data" / "family_defaults.json"
+_CLASS_FIELDS = Path(__file__).parents[1] / "data" / "config_fields.json"
 
 #: Other names for the standard fields that any config may use (GPT-2 / Falcon / ChatGLM / MPT style), read for
 #: every model_type after its own aliases.
@@ -228,7 +228,7 @@ def _switch(c: Fields, value: Any) -> bool | None:  # noqa: ANN401 - a table val
 
 
 def decoder_switches(c: Fields, model_type: str) -> dict[str, Any]:
-    """What the table fixes for the standard decoder of ``model_type`` (hf_fields._decoder's keyword switches)."""
+    """What the table fixes for the standard decoder of ``model_type`` (config.fields._decoder's keyword switches)."""
     entry = family_data(model_type)
     out: dict[str, Any] = {}
     mlp, attention = entry.get("mlp") or {}, entry.get("attention") or {}

@@ -1,19 +1,20 @@
 """One deployment as an engine would run it: the plan for exactly N GPUs (the engine's default layout) or the
-fewest, the engine's start-up figures (``engine_memory``), and its speed with error bands (``engine_speed``)."""
+fewest, the engine's start-up figures (``engines.memory``), and its speed with error bands (``engines.speed``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from .architecture import Architecture
-from .batch import SCALAR, Ops
-from .engine_memory import EngineStartup
-from .engines import Engine, Support, effective_format
-from .gpus import GPU
+from ..architecture import Architecture
+from ..batch import SCALAR, Ops
+from ..engines import Engine, Support, effective_format
+from ..engines.memory import EngineStartup
+from ..gpus import GPU
+from ..memo import model_memo
+from ..record import Record, record
 from .limits import Binding, binding
-from .memo import model_memo
-from .placement import (
+from .search import (
     MAX_GPUS,
     Placement,
     PlanSearch,
@@ -22,7 +23,6 @@ from .placement import (
     stage_weights,
     valid_tensor_parallel,
 )
-from .record import Record, record
 
 #: the TP sizes an engine's default layout tries (largest first)
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .schema import CamelModel
+from ..schema import CamelModel
 
 #: Bytes per element of the safetensors dtypes (``F4``-style sub-byte types are stored packed in U8 in practice).
 DTYPE_BYTES: dict[str, float] = {

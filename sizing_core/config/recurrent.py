@@ -1,12 +1,15 @@
 """Builders for models without attention (RWKV 4-7, Mamba, Mamba-2, xLSTM), Jamba's attention / Mamba hybrid and
-Mllama's cross-attention text model. Config blocks arrive normalised (``hf_defaults.normalise``)."""
+Mllama's cross-attention text model. Config blocks arrive normalised (``config.defaults.normalise``)."""
 
 from __future__ import annotations
 
 import math
 
-from .errors import ConfigError
-from .hf_fields import (
+from ..errors import ConfigError
+from ..layers import MLSTM, CrossAttention, DecoderLayer, DenseMLP, Mamba, Mamba2, MoE, RWKVTimeMix
+from ..layers.rnn import rwkv7_low_rank
+from ..units import DTYPE_BYTES
+from .fields import (
     Fields,
     Layers,
     attention_kinds,
@@ -15,9 +18,6 @@ from .hf_fields import (
     mlp_for_layer,
     read_num_layers,
 )
-from .layers import MLSTM, CrossAttention, DecoderLayer, DenseMLP, Mamba, Mamba2, MoE, RWKVTimeMix
-from .layers.rnn import rwkv7_low_rank
-from .units import DTYPE_BYTES
 
 
 def _dtype_bytes(c: Fields) -> float:
