@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import cached_property
 
-from .layers import DecoderLayer, EncoderLayer, SelfAndCrossAttention
+from .layers import DecoderLayer, EncoderLayer, MoE, SelfAndCrossAttention
 from .record import Record, checked, record
 from .tensors import Role, Tensor, matrix, vector
 
@@ -117,7 +117,12 @@ class Architecture(Record):
     @cached_property
     def is_moe(self) -> bool:
         """Any decoder layer routes over experts (engines' FP8 MoE kernel rules ask this per GPU and format)."""
-        return any(layer.mlp is not None and layer.mlp.kind == "moe" for layer in self.layers)
+        return self.moe_layers > 0
+
+    @cached_property
+    def moe_layers(self) -> int:
+        """Decoder layers whose MLP routes over experts."""
+        return sum(1 for layer in self.layers if isinstance(layer.mlp, MoE))
 
     @property
     def encoder_tokens(self) -> int | None:
@@ -135,6 +140,4 @@ class Architecture(Record):
 
     def attention_layers(self) -> list[int]:
         """Indices of layers whose mixer keeps a per-token cache (llama.cpp's attn_v counter runs over these)."""
-        kinds = {"full_attention", "sliding_attention", "chunked_attention", "mla", "compressed_sparse_attention",
-                 "parallel_hybrid", "self_and_cross_attention"}
-        return [i for i, layer in enumerate(self.layers) if layer.mixer and layer.mixer.kind in kinds]
+        return [i for i, layer in enumerate(self.layers) if layer.mixer and layer.mixer.attends]

@@ -20,6 +20,7 @@ from typing import Any
 from .architecture import Architecture, QuantScheme
 from .batch import SCALAR, Ops
 from .errors import UnknownFormatError, UnsupportedQuantization
+from .layers import MoE
 from .memo import model_memo
 from .tensors import Role, Tensor
 
@@ -111,7 +112,7 @@ def mix_context(arch: Architecture) -> _MixContext:
     attn = arch.attention_layers()
     experts, ratio = 0, 1
     for layer in arch.layers:
-        if layer.mlp is not None and layer.mlp.kind == "moe":
+        if isinstance(layer.mlp, MoE):
             experts = layer.mlp.num_experts
         m = layer.mixer
         if m is not None and hasattr(m, "num_kv_heads"):

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from sizing_core import Architecture
-from sizing_core.engines import ENGINES, effective_format
+from sizing_core.engines import effective_format, engines_on
 from sizing_core.formats import WEIGHT_FORMATS, tensor_bits
 from sizing_core.gpus import GPU
 from sizing_core.kv_cache import kv_bytes_per_request, state_bytes_per_request
@@ -33,16 +33,6 @@ from sizing_core.units import GB, GIB
 GRID_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
 GRID_CONTEXTS = (4096, 8192, 32768, 131072, 1048576)
 TPS = (1, 2, 4, 8)
-
-
-def engines_for(gpu: GPU) -> list[str]:
-    if gpu.kind == "apple":
-        return ["llama.cpp", "mlx"]
-    if gpu.kind == "unified":
-        return ["llama.cpp"] if not gpu.is_nvidia else ["llama.cpp", "vllm"]
-    if gpu.is_nvidia or gpu.is_amd_instinct:
-        return ["vllm", "sglang", "llama.cpp"]
-    return ["vllm"] if gpu.kind == "datacenter" else ["llama.cpp"]
 
 
 def model_figures(model_id: str, revision: str, arch: Architecture) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -86,8 +76,8 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
     """GPU x engine rows: usable memory, machine size, effective bandwidth."""
     rows = []
     for gpu in gpus:
-        for engine_id in engines_for(gpu):
-            engine = ENGINES[engine_id]
+        for engine in engines_on(gpu):
+            engine_id = engine.id
             rows.append({"gpu_id": gpu.id, "engine": engine_id, "gpu_kind": gpu.kind,
                          "usable_bytes": float(engine.usable_bytes(gpu)), "node_size": gpu.node_size,
                          "tensor_parallel": engine.tensor_parallel,
@@ -100,8 +90,8 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
 def support_table(gpus: Iterable[GPU], models: dict[str, Architecture]) -> pl.DataFrame:
     rows = []
     for gpu in gpus:
-        for engine_id in engines_for(gpu):
-            engine = ENGINES[engine_id]
+        for engine in engines_on(gpu):
+            engine_id = engine.id
             for model_id, arch in models.items():
                 activation = engine.activation_bytes(arch, 1, gpu)
                 for fmt in GRID_FORMATS:

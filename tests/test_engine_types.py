@@ -26,6 +26,7 @@ from sizing_core.engines import (
     ServerEngine,
     SGLang,
     UnknownEngineError,
+    engines_on,
     get_engine,
 )
 from sizing_core.gpus import get_gpu
@@ -93,12 +94,25 @@ def test_mlx_launches_llama_server_and_takes_its_rope_flags() -> None:
 
 def test_no_engine_id_switch_outside_the_engines_package() -> None:
     switch = re.compile(r"(engine(_id)?\.id|engine_id|\bp\.engine|\bc\.engine)\s*(==|!=|in \(|not in \()|"
-                        r"\b\w+\.kind\s*(==|!=|in \()\s*\(?\"(full|sliding|mla|state|other)\"")
+                        r"\b\w+\.kind\s*(==|!=|in \()\s*\(?\"(full|sliding|mla|state|other)\"|"
+                        r"\.(mixer|mlp)\.kind\s*(==|!=|in )")
     found = [f"{path.relative_to(ROOT)}: {line.strip()}"
              for folder in ("sizing_core", "pipeline", "scripts") for path in (ROOT / folder).rglob("*.py")
              if "engines" not in path.relative_to(ROOT).parts
              for line in path.read_text().splitlines() if switch.search(line)]
     assert found == []
+
+
+@pytest.mark.parametrize(("gpu_id", "expected"), [
+    ("h100", {"vllm", "sglang", "llama.cpp"}),     # CUDA: every server engine and llama.cpp
+    ("mi300x", {"vllm", "sglang", "llama.cpp"}),   # ROCm builds of all three
+    ("mac-m4-max-128", {"llama.cpp", "mlx"}),      # Metal: llama.cpp and MLX, no CUDA/ROCm server
+    ("dgx-spark", {"vllm", "llama.cpp"}),          # NVIDIA's unified-memory box: vLLM's aarch64 CUDA build
+    ("gaudi3", {"vllm"}),                          # Intel's vLLM fork only (no llama.cpp or SGLang backend)
+    ("rx-7900-xtx", {"llama.cpp"}),                # consumer Radeon: llama.cpp (ROCm/Vulkan)
+])
+def test_each_engine_says_which_gpus_it_runs_on(gpu_id: str, expected: set[str]) -> None:
+    assert {engine.id for engine in engines_on(get_gpu(gpu_id))} == expected
 
 
 # ----------------------------------------------------------------------------------------------- cache specs

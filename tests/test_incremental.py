@@ -16,10 +16,11 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.assets.core import core__gpus
 from pipeline.assets.out import out__cheapest_setups, out__exports, out__sizing
-from pipeline.compute.grid import GRID_CONTEXTS, engines_for
+from pipeline.compute.grid import GRID_CONTEXTS
 from pipeline.compute.grid_bytes import GRID_FORMATS
 from pipeline.resources import VramlabSettings
 from pipeline.sources.huggingface import HubState
+from sizing_core.engines import engines_on
 from sizing_core.gpus import catalog
 
 
@@ -66,7 +67,7 @@ def test_a_new_hub_revision_resizes_that_model_only(world: dict) -> None:
     state.save(state.latest(repo).model_copy(update={"sha": "f" * 40}))  # the Hub moved to a new commit
     before = _query(world["db"], "SELECT count(*) FROM sizing")[0][0]
     md = _metadata(dg.materialize([out__sizing], resources=world["resources"]), "out__sizing")
-    n_cells = len(GRID_FORMATS) * len(GRID_CONTEXTS) * sum(len(engines_for(g)) for g in catalog().values())
+    n_cells = len(GRID_FORMATS) * len(GRID_CONTEXTS) * sum(len(engines_on(g)) for g in catalog().values())
     assert md["models_recomputed"] == 1 and md["gpus_recomputed"] == 0
     assert md["rows_computed"] == n_cells and md["dagster/row_count"] == before
     assert model_id in md["skipped"].split("Re-sized models:")[1]
@@ -109,7 +110,7 @@ def test_a_changed_gpu_row_resizes_that_gpu_only(world: dict, monkeypatch: pytes
     md = _metadata(result, "out__sizing")
     models = _query(world["db"], "SELECT count(DISTINCT model_id) FROM sizing")[0][0]
     assert md["gpus_recomputed"] == 1 and md["models_recomputed"] == 0
-    assert md["rows_computed"] == models * len(GRID_FORMATS) * len(GRID_CONTEXTS) * len(engines_for(h100))
+    assert md["rows_computed"] == models * len(GRID_FORMATS) * len(GRID_CONTEXTS) * len(engines_on(h100))
     after = _query(world["db"], decode_sql)
     assert len(after) == len(before) > 100
     # a decode step is its bandwidth term plus fixed costs (layers, routing, all-reduces): twice the bandwidth

@@ -37,7 +37,7 @@ def offload_answer(arch: Architecture, gpu: GPU, count: int, fmt: str, context: 
     """The least offload (``experts`` or ``layers``) that fits ``count`` x ``gpu`` under llama.cpp."""
     engine = get_engine("llama.cpp")
     support = engine.supports(gpu, fmt, arch)
-    moe_layers = sum(1 for layer in arch.layers if layer.mlp is not None and layer.mlp.kind == "moe")
+    moe_layers = arch.moe_layers
     if mode == "auto":
         mode = "experts" if moe_layers else "layers"
     if mode == "experts" and not moe_layers:

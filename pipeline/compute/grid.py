@@ -54,7 +54,7 @@ from pipeline.compute.grid_bytes import (
 )
 from pipeline.compute.grid_plan import PlanTables, plan_columns, plan_exprs, plan_tables
 from sizing_core import Architecture
-from sizing_core.engines import ENGINES, effective_format
+from sizing_core.engines import ENGINES, effective_format, engines_on
 from sizing_core.engines.speed import (
     ALLREDUCE_US,
     PREFILL_MFU,
@@ -89,16 +89,6 @@ def grid_version() -> str:
 
     code = Path(__file__).read_bytes() + b"".join(m.read_bytes() for m in _MODULES)
     return hashlib.sha256((sizing_version() + hashlib.sha256(code).hexdigest()).encode()).hexdigest()[:16]
-
-
-def engines_for(gpu: GPU) -> list[str]:
-    if gpu.kind == "apple":
-        return ["llama.cpp", "mlx"]
-    if gpu.kind == "unified":
-        return ["llama.cpp"] if not gpu.is_nvidia else ["llama.cpp", "vllm"]
-    if gpu.is_nvidia or gpu.is_amd_instinct:
-        return ["vllm", "sglang", "llama.cpp"]
-    return ["vllm"] if gpu.kind == "datacenter" else ["llama.cpp"]
 
 
 # ------------------------------------------------------------------------------------------------- small tables
@@ -178,9 +168,8 @@ def gpu_table(gpus: Iterable[GPU]) -> pl.DataFrame:
     microseconds; one all-reduce on the link a TP group of 2, 4 or 8 of these GPUs uses)."""
     rows = []
     for gpu in gpus:
-        for engine_id in engines_for(gpu):
-            engine = ENGINES[engine_id]
-            rows.append({"gpu_id": gpu.id, "engine": engine_id, "gpu_kind": gpu.kind,
+        for engine in engines_on(gpu):
+            rows.append({"gpu_id": gpu.id, "engine": engine.id, "gpu_kind": gpu.kind,
                          "usable_bytes": float(engine.usable_bytes(gpu)), "node_size": gpu.node_size,
                          "tensor_parallel": engine.tensor_parallel,
                          "bandwidth": float(gpu.bandwidth_gbs or 0) * GB * bandwidth_efficiency(engine, gpu),

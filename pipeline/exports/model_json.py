@@ -48,37 +48,25 @@ def column_format(engine_id: str, column: str, gpu: GPU) -> str:
 
 
 def architecture_text(arch: Architecture) -> str:
-    """"93 layers · MLA (512 + 64 latent) on 24 · 69 Kimi Delta Attention", as seed 004 writes it."""
+    """"93 layers · MLA (512 + 64 latent) on 24 · 69 Kimi Delta Attention", as seed 004 writes it: each mixer kind
+    states itself (``Kind.describe``), the caches that grow with context first (``Kind.text_rank``), layers without
+    a mixer as MLP-only."""
     counts: dict[str, int] = {}
     first: dict[str, Any] = {}
     for layer in arch.layers:
         kind = layer.mixer.kind if layer.mixer else "none"
         counts[kind] = counts.get(kind, 0) + 1
         first.setdefault(kind, layer.mixer)
+
+    def order(kind: str) -> tuple[bool, int, str]:
+        rank = first[kind].text_rank if first[kind] is not None else None
+        return (rank is None, rank or 0, kind)
+
     parts = [f"{arch.num_layers} layers"]
-    growing = ("mla", "full_attention", "chunked_attention", "sliding_attention", "compressed_sparse_attention")
-    for kind in sorted(counts, key=lambda k: (k not in growing, growing.index(k) if k in growing else 0, k)):
-        parts.append(_describe(kind, first[kind], counts[kind]))
+    for kind in sorted(counts, key=order):
+        mixer = first[kind]
+        parts.append(mixer.describe(counts[kind]) if mixer is not None else f"{counts[kind]} MLP-only")
     return " · ".join(parts)
-
-
-def _describe(kind: str, m: Any, n: int) -> str:  # noqa: ANN401 - any mixer kind
-    if kind == "mla":
-        return f"MLA ({m.kv_lora_rank} + {m.qk_rope_head_dim} latent) on {n}"
-    if kind == "full_attention":
-        return f"full attention ({m.num_heads} heads, {m.num_kv_heads} KV) on {n}"
-    if kind == "sliding_attention":
-        return f"sliding window {m.window} on {n}"
-    if kind == "chunked_attention":
-        return f"chunked attention {m.chunk} on {n}"
-    names = {"compressed_sparse_attention": "compressed sparse attention", "kimi_delta_attention":
-             "Kimi Delta Attention", "gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba2",
-             "linear": "linear replacements", "none": "MLP-only", "rwkv": "RWKV time-mix", "mamba": "Mamba",
-             "mlstm": "mLSTM", "cross_attention": "cross-attention", "short_conv": "short convolution",
-             "linear_attention": "linear attention", "parallel_hybrid": "attention + Mamba2",
-             "self_and_cross_attention": "decoder self- and cross-attention (encoder-decoder)"}
-    return (f"compressed sparse attention on {n}" if kind == "compressed_sparse_attention"
-            else f"{n} {names.get(kind, kind)}")
 
 
 def released_date(listed: str | None, hub_created_at: str | None) -> str | None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 from .base import NATIVE_AS_FORMAT, Engine, EngineId, Scheduler, Support, UnknownEngineError, effective_format
 from .llamacpp import LlamaCpp
 from .mlx import MLX
-from .registry import ALIASES, ENGINES, default_engine, get_engine
+from .registry import ALIASES, ENGINES, default_engine, engines_on, get_engine
 from .server import ServerEngine
 from .sglang import SGLang
 from .vllm import VLLM
 
 __all__ = [
     "ALIASES", "ENGINES", "MLX", "NATIVE_AS_FORMAT", "VLLM", "Engine", "EngineId", "LlamaCpp", "SGLang", "Scheduler",
-    "ServerEngine", "Support", "UnknownEngineError", "default_engine", "effective_format", "get_engine",
+    "ServerEngine", "Support", "UnknownEngineError", "default_engine", "effective_format", "engines_on",
+    "get_engine",
 ]

@@ -112,6 +112,11 @@ class Engine(Record):
         """The version a start-up figure is for: the one asked, else the newest modelled."""
         return self.version or "current"
 
+    def runs_on(self, gpu: GPU) -> bool:
+        """Whether the project models this engine on ``gpu`` at all (the sizing grid's GPU x engine rows; which
+        formats it then runs is ``supports``)."""
+        raise NotImplementedError(f"{type(self).__name__} states the GPUs it runs on")
+
     def scheduler(self, gpu: GPU) -> Scheduler:
         """The batching limits the engine runs with on ``gpu`` (its settings, else its defaults)."""
         return Scheduler(max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens)

@@ -33,6 +33,11 @@ class LlamaCpp(Engine):
     layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba"}
     compact_kv_dtype: ClassVar[str | None] = "q8_0"
 
+    def runs_on(self, gpu: GPU) -> bool:
+        """Every consumer, workstation and unified-memory GPU (CUDA, ROCm, Vulkan, Metal builds) and the NVIDIA and
+        AMD data-centre cards; not the data-centre accelerators without a llama.cpp backend (Gaudi, TPU, ...)."""
+        return gpu.kind != "datacenter" or gpu.is_nvidia or gpu.is_amd_instinct
+
     def scheduler(self, gpu: GPU) -> Scheduler:
         """``n_ubatch`` rows per step (512 unless set); the slots (``--parallel``) are the concurrency asked."""
         return Scheduler(max_num_seqs=self.max_num_seqs,

@@ -22,6 +22,10 @@ class MLX(LlamaCpp):
     layer_kinds: ClassVar[frozenset[str] | None] = None  # not claimed for any architecture yet
     compact_kv_dtype: ClassVar[str | None] = None  # llama.cpp's q8_0 cache is not an MLX setting
 
+    def runs_on(self, gpu: GPU) -> bool:
+        """Apple silicon only (Metal)."""
+        return gpu.kind == "apple"
+
     def supports_format(self, gpu: GPU, fmt: str, arch: Architecture | None) -> Support:
         if gpu.kind != "apple":
             return Support(runs=False, native=False, note="MLX runs on Apple silicon only")

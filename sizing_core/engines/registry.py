@@ -44,6 +44,11 @@ def get_engine(engine_id: str) -> Engine:
         raise UnknownEngineError(f"unknown engine {engine_id!r} (known: {', '.join(ENGINES)}, ollama)") from None
 
 
+def engines_on(gpu: GPU) -> list[Engine]:
+    """The engines the project models on ``gpu`` (each engine says where it runs: ``Engine.runs_on``)."""
+    return [engine for engine in ENGINES.values() if engine.runs_on(gpu)]
+
+
 def default_engine(gpu: GPU) -> Engine:
     """The seed's scenario: vLLM on data-centre GPUs, llama.cpp elsewhere."""
     return ENGINES["vllm"] if gpu.kind == "datacenter" else ENGINES["llama.cpp"]

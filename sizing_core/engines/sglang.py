@@ -35,6 +35,10 @@ class SGLang(ServerEngine):
     def version_text(self) -> str:
         return self.version or ".".join(map(str, CURRENT_SGLANG))
 
+    def runs_on(self, gpu: GPU) -> bool:
+        """Discrete NVIDIA GPUs and AMD Instinct (its CUDA and ROCm builds); no unified-memory machine."""
+        return gpu.kind not in ("apple", "unified") and (gpu.is_nvidia or gpu.is_amd_instinct)
+
     def scheduler(self, gpu: GPU) -> Scheduler:
         """The settings given, else the server's chunked-prefill size by GPU memory (``server_args``); the number
         of running requests is left to the token pool."""

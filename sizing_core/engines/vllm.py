@@ -51,6 +51,15 @@ class VLLM(ServerEngine):
     def version_text(self) -> str:
         return self.version or ".".join(map(str, CURRENT_VLLM))
 
+    def runs_on(self, gpu: GPU) -> bool:
+        """CUDA and ROCm GPUs and the other data-centre accelerators vLLM has a backend for; of the unified-memory
+        machines, NVIDIA's (DGX Spark); not Apple silicon."""
+        if gpu.kind == "apple":
+            return False
+        if gpu.kind == "unified":
+            return gpu.is_nvidia
+        return gpu.is_nvidia or gpu.is_amd_instinct or gpu.kind == "datacenter"
+
     def scheduler(self, gpu: GPU) -> Scheduler:
         """``vllm serve``'s limits: the settings given, else its defaults by version and GPU (chunked prefill)."""
         mnbt, seqs = vllm_defaults(gpu, self.version_tuple())

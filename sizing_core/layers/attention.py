@@ -24,6 +24,8 @@ class FullAttention(Kind):
     """Multi-head / grouped-query attention caching K and V for every token."""
 
     kind: ClassVar[str] = "full_attention"
+    attends: ClassVar[bool] = True
+    text_rank: ClassVar[int | None] = 1
     num_heads: int = checked(kind=int, gt=0)
     num_kv_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
@@ -40,6 +42,9 @@ class FullAttention(Kind):
     qk_norm_full: bool = False  # OLMo 2 / MiniMax-M2: q_norm over all heads (H*d), k_norm over Hkv*d
     #: CogVLM's visual expert: a second set of projections for image tokens (each token uses one; one KV cache)
     expert_copies: int = 1
+
+    def describe(self, layers: int) -> str:
+        return f"full attention ({self.num_heads} heads, {self.num_kv_heads} KV) on {layers}"
 
     @property
     def vdim(self) -> int:
@@ -100,7 +105,11 @@ class SlidingWindowAttention(FullAttention):
     """Attention over the last ``window`` tokens: the cache stops growing at the window."""
 
     kind: ClassVar[str] = "sliding_attention"
+    text_rank: ClassVar[int | None] = 3
     window: int = checked(kind=int, gt=0)
+
+    def describe(self, layers: int) -> str:
+        return f"sliding window {self.window} on {layers}"
 
     def cached_tokens(self, context: int) -> int:
         return min(context, self.window)
@@ -118,7 +127,11 @@ class ChunkedLocalAttention(FullAttention):
     """Llama 4 local layers: attention within chunks of ``chunk`` tokens; at most one chunk is cached."""
 
     kind: ClassVar[str] = "chunked_attention"
+    text_rank: ClassVar[int | None] = 2
     chunk: int = checked(kind=int, gt=0)
+
+    def describe(self, layers: int) -> str:
+        return f"chunked attention {self.chunk} on {layers}"
 
     def cached_tokens(self, context: int) -> int:
         return min(context, self.chunk)
@@ -144,6 +157,8 @@ class MLAAttention(Kind):
     """
 
     kind: ClassVar[str] = "mla"
+    attends: ClassVar[bool] = True
+    text_rank: ClassVar[int | None] = 0
     num_heads: int = checked(kind=int, gt=0)
     q_lora_rank: int | None = None
     kv_lora_rank: int = checked(kind=int, gt=0)
@@ -152,6 +167,9 @@ class MLAAttention(Kind):
     v_head_dim: int = checked(kind=int, gt=0)
     indexer_heads: int = 0
     indexer_head_dim: int = 0
+
+    def describe(self, layers: int) -> str:
+        return f"MLA ({self.kv_lora_rank} + {self.qk_rope_head_dim} latent) on {layers}"
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         p = f"{prefix}.self_attn"
@@ -209,6 +227,8 @@ class CompressedSparseAttention(Kind):
     """
 
     kind: ClassVar[str] = "compressed_sparse_attention"
+    attends: ClassVar[bool] = True
+    text_rank: ClassVar[int | None] = 4
     num_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
     q_lora_rank: int = checked(kind=int, gt=0)
@@ -219,6 +239,9 @@ class CompressedSparseAttention(Kind):
     indexer_heads: int = 0
     indexer_head_dim: int = 0
     indexer_topk: int = 0  # compressed entries the indexer keeps per query (``index_topk``; 0: all of them)
+
+    def describe(self, layers: int) -> str:
+        return f"compressed sparse attention on {layers}"
 
     @property
     def _has_indexer(self) -> bool:

@@ -19,6 +19,14 @@ class Kind(Record):
     """Base of every mixer and MLP kind; ``kind`` names it (a class constant, as the configs' layer kinds)."""
 
     kind: ClassVar[str]
+    title: ClassVar[str | None] = None  # how the architecture line names it ("Gated DeltaNet"); None: ``kind``
+    text_rank: ClassVar[int | None] = None  # place among the caches that grow with context, first in that line
+    attends: ClassVar[bool] = False  # an attention mixer over the request's own tokens (keeps K/V or a latent)
+
+    def describe(self, layers: int) -> str:
+        """How the architecture line states this kind on ``layers`` layers ("69 Kimi Delta Attention"); kinds with
+        shapes worth naming answer for themselves."""
+        return f"{layers} {self.title or self.kind}"
 
     def cache_specs(self, cache_bytes: float, tp: int, context: int, state_f32: bool = False) -> list[CacheSpec]:
         """What this mixer caches on one GPU of a TP group, as cache specs: by default a fixed state per request

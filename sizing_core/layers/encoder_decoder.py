@@ -45,6 +45,8 @@ class SelfAndCrossAttention(Kind):
     attention over the encoder's output (its K and V fixed per request). Caches both."""
 
     kind: ClassVar[str] = "self_and_cross_attention"
+    attends: ClassVar[bool] = True
+    title: ClassVar[str | None] = "decoder self- and cross-attention (encoder-decoder)"
     attention: FullAttention
     cross: EncoderCrossAttention
 

@@ -14,6 +14,7 @@ class LinearReplacement(CachesNothing):
     """DeciLM (Nemotron-NAS) blocks whose attention or FFN was replaced by one hidden x hidden linear layer."""
 
     kind: ClassVar[str] = "linear"
+    title: ClassVar[str | None] = "linear replacements"
 
     def tensors(self, prefix: str, hidden: int, layer: int) -> list[Tensor]:
         return [matrix(prefix, "linear", Role.ATTN_OUTPUT, hidden, hidden, layer)]

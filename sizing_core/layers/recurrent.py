@@ -30,6 +30,7 @@ class GatedDeltaNet(Recurrent):
     plus recurrent ``Hv x dv x dk`` in ``ssm_dtype_bytes`` (vLLM ``mamba_utils.gated_delta_net_state_shape``)."""
 
     kind: ClassVar[str] = "gated_deltanet"
+    title: ClassVar[str | None] = "Gated DeltaNet"
     num_k_heads: int = checked(kind=int, gt=0)
     num_v_heads: int = checked(kind=int, gt=0)
     k_head_dim: int = checked(kind=int, gt=0)
@@ -63,6 +64,7 @@ class KimiDeltaAttention(Recurrent):
     plus recurrent ``H x d x d`` always in float32 (vLLM ``kda_state_dtype``)."""
 
     kind: ClassVar[str] = "kimi_delta_attention"
+    title: ClassVar[str | None] = "Kimi Delta Attention"
     num_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
     conv_kernel: int = checked(kind=int, gt=0)
@@ -98,6 +100,7 @@ class Mamba2(Recurrent):
     """Mamba2 mixer (Nemotron-H). State: conv ``(K-1) x (I + 2*G*N)`` plus SSM ``nheads x head_dim x N``."""
 
     kind: ClassVar[str] = "mamba2"
+    title: ClassVar[str | None] = "Mamba2"
     num_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
     n_groups: int = checked(kind=int, gt=0)
@@ -137,6 +140,8 @@ class ParallelHybrid(Kind):
     the attention's KV per token and the Mamba2 state per request."""
 
     kind: ClassVar[str] = "parallel_hybrid"
+    attends: ClassVar[bool] = True
+    title: ClassVar[str | None] = "attention + Mamba2"
     attention: FullAttention
     ssm: Mamba2
 
@@ -164,6 +169,7 @@ class LinearAttention(Recurrent):
     State: ``heads x head_dim x head_dim`` per request (vLLM ``linear_attention_state_shape``), in the model dtype."""
 
     kind: ClassVar[str] = "linear_attention"
+    title: ClassVar[str | None] = "linear attention"
     num_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
     state_dtype_bytes: float = 2
@@ -187,6 +193,7 @@ class ShortConv(Recurrent):
     ``short_conv_state_shape``), in the model dtype."""
 
     kind: ClassVar[str] = "short_conv"
+    title: ClassVar[str | None] = "short convolution"
     hidden: int = checked(kind=int, gt=0)
     conv_kernel: int = checked(kind=int, gt=0)
     bias: bool = False

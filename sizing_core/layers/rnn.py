@@ -29,6 +29,7 @@ class RWKVTimeMix(Recurrent):
     and one ``heads x head_size x head_size`` matrix; all in float32 (transformers' RWKV state, fla's kernels)."""
 
     kind: ClassVar[str] = "rwkv"
+    title: ClassVar[str | None] = "RWKV time-mix"
     version: int = checked(kind=int, ge=4, le=7)
     hidden: int = checked(kind=int, gt=0)
     attention_hidden: int = checked(kind=int, gt=0)
@@ -94,6 +95,7 @@ class Mamba(Recurrent):
     State per sequence: conv ``(K-1) x I`` and SSM ``I x N`` (vLLM ``mamba1_state_shape``), in ``dtype_bytes``."""
 
     kind: ClassVar[str] = "mamba"
+    title: ClassVar[str | None] = "Mamba"
     intermediate: int = checked(kind=int, gt=0)
     state_size: int = checked(kind=int, gt=0)
     conv_kernel: int = checked(kind=int, gt=0)
@@ -129,6 +131,7 @@ class MLSTM(Recurrent):
     (``inference_state_dtype``)."""
 
     kind: ClassVar[str] = "mlstm"
+    title: ClassVar[str | None] = "mLSTM"
     num_heads: int = checked(kind=int, gt=0)
     qk_dim: int = checked(kind=int, gt=0)
     v_dim: int = checked(kind=int, gt=0)
@@ -161,6 +164,7 @@ class CrossAttention(Recurrent):
     that does not grow with context."""
 
     kind: ClassVar[str] = "cross_attention"
+    title: ClassVar[str | None] = "cross-attention"
     num_heads: int = checked(kind=int, gt=0)
     num_kv_heads: int = checked(kind=int, gt=0)
     head_dim: int = checked(kind=int, gt=0)
