@@ -201,7 +201,9 @@ def timed_graph(data_dir: str, tables: tuple[str, ...] = ("offers_current", "siz
                                                    if isinstance(getattr(v, "value", None), int | float)}
         if mat.asset_key.to_user_string() == "out__exports":
             snapshot = str(mat.metadata["snapshot"].value)
-    con = duckdb.connect(str(Path(data_dir) / "vramlab.duckdb"), read_only=True)
+    from pipeline.data_dir import DataDir
+
+    con = duckdb.connect(str(DataDir(Path(data_dir)).database), read_only=True)
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
     con.close()
     return {"success": result.success, "seconds": seconds, "cpu_seconds": cpu, "spans": spans, "numbers": numbers,

@@ -75,7 +75,9 @@ def imports_dagster(args: list[str], env: dict[str, str]) -> bool:
 
 
 def has_snapshot(data_dir: Path) -> bool:
-    return (data_dir / "exports" / "latest" / "offers_current.parquet").is_file()
+    from pipeline.data_dir import DataDir
+
+    return (DataDir(data_dir).latest / "offers_current.parquet").is_file()
 
 
 def find_data_dir(given: str | None, scratch: Path) -> tuple[Path, str]:
@@ -129,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=7, help="timed runs per command, after one warm-up (default 7)")
     ap.add_argument("--data-dir", default=None, help="a data directory with a published snapshot")
     args = ap.parse_args(argv)
+    from pipeline.data_dir import DataDir
+
     with tempfile.TemporaryDirectory(prefix="vramlab-startup-") as tmp:
         data_dir, origin = find_data_dir(args.data_dir, Path(tmp))
         env = env_for(data_dir)
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = []
             for _ in range(args.runs):
                 if cold:  # the command reads the Parquet file and writes the offers cache
-                    shutil.rmtree(data_dir / "cache" / "cli", ignore_errors=True)
+                    shutil.rmtree(DataDir(data_dir).cli_cache, ignore_errors=True)
                 runs.append(timed(cmd, env))
             dagster = imports_dagster(cli_args, env) if goal is not False else None
             rows.append((label, runs, goal, dagster))

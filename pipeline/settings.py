@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipeline.data_dir import DataDir
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: run from a checkout (the repository's top level is there) or installed from a wheel (site-packages)
 IN_CHECKOUT = (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "sql").is_dir()
@@ -153,21 +155,13 @@ class Settings:
 
 def settings() -> Settings:
     data_dir = Path(variable("VRAMLAB_DATA_DIR").text() or default_data_dir())
-    db = Path(variable("VRAMLAB_DB").text() or data_dir / "vramlab.duckdb")
+    db = Path(variable("VRAMLAB_DB").text() or DataDir(data_dir).database)
     live = variable("VRAMLAB_LIVE").on()
     workers = variable("VRAMLAB_WORKERS").text()
     if workers and not (workers.isdigit() and int(workers) > 0):
         raise ValueError(f"VRAMLAB_WORKERS must be a positive whole number, not {workers!r}")
     return Settings(data_dir=data_dir, db_path=db, replay=not live,
                     workers=int(workers) if workers else min(2, os.cpu_count() or 1))
-
-
-#: the data directory's parts a run writes into; a symlink at one of these (or one level inside) that leads out of
-#: the data directory would have a run write elsewhere without a word. ``exports/`` itself is written (a new
-#: snapshot folder, ``latest``) but its published snapshots are not: an old snapshot linked elsewhere is only read,
-#: and pruning leaves it alone and says so.
-WRITTEN_PARTS = ("raw", "exports/history", "hub", "cache")
-WRITTEN_FOLDERS = ("exports",)
 
 
 class ForeignLink(Exception):
@@ -178,6 +172,7 @@ def foreign_links(data_dir: Path) -> dict[str, str]:
     """Symlinks among the data directory's written parts (and their direct children) that resolve outside it,
     as ``{relative path: where it leads}``."""
     root = data_dir.resolve()
+    layout = DataDir(data_dir)
     found: dict[str, str] = {}
 
     def judge(path: Path) -> None:
@@ -186,10 +181,9 @@ def foreign_links(data_dir: Path) -> dict[str, str]:
             if not target.is_relative_to(root):
                 found[path.relative_to(data_dir).as_posix()] = str(target)
 
-    for part in WRITTEN_FOLDERS:
-        judge(data_dir / part)
-    for part in WRITTEN_PARTS:
-        path = data_dir / part
+    for folder in layout.written_folders:
+        judge(folder)
+    for path in layout.written_parts:
         judge(path)
         if path.is_dir() and not path.is_symlink():
             for child in path.iterdir():

@@ -271,7 +271,7 @@ def core__models(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.Materia
     # every tracked model; discovered ones were missing from it)
     results = [(entry, last_log.get(f"hub:{entry.repo}"), None if entry.spec else state.latest(entry.repo))
                for entry in [*watchlist.models, *discovered_entries(s.data_dir)]]
-    revisions = [HubModel.model_validate_json(p.read_text()) for p in sorted((state.root / "models").glob("*/*.json"))]
+    revisions = [HubModel.model_validate_json(p.read_text()) for p in state.revision_records()]
     with store(duckdb) as con:
         # every Hub attempt in DuckDB's fetch_log too (source hub:<repo>): a failed one is not only in the file
         load_fetch_log(con, [e for e, _ in hub], [n for _, n in hub])

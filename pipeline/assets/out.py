@@ -14,6 +14,7 @@ from pipeline.compute.gc_passes import fewer_gc_passes
 from pipeline.compute.grid import compute_grid, grid_version
 from pipeline.compute.setups_table import StoredSetups, loads_of, write_cheapest_setups
 from pipeline.compute.tracked import tracked_models
+from pipeline.data_dir import DataDir
 from pipeline.exports.build import publish
 from pipeline.exports.snapshot_offers import keep_offers
 from pipeline.resources import VramlabSettings, store
@@ -171,7 +172,7 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
     with fewer_gc_passes(), store(duckdb) as con:
         setups = StoredSetups(con, loads_of(tracked))  # read a chunk of models at a time, not all at once
         stats: dict = {}
-        path = publish(con, s.data_dir / "exports", tracked, setups, as_of=vramlab.as_of(),
+        path = publish(con, DataDir(s.data_dir).exports, tracked, setups, as_of=vramlab.as_of(),
                        mode="live" if vramlab.live else "replay", now=datetime.now(UTC), provenance=provenance,
                        stats=stats, reuse=True, workers=vramlab.settings.workers)
     keep_offers(path)  # the CLI's offers cache (pipeline/exports/snapshot_offers.py): the first `fit`/`gpus` needs no pyarrow
@@ -190,7 +191,7 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                                               "fine-tuning) re-used from an earlier run: "
                                               f"{len(stats['models_reused'])} models. Sized in this run: "
                                               + (", ".join(stats["models_sized"]) or "none") + "."),
-                                          "latest": dg.MetadataValue.path(str(s.data_dir / "exports" / "latest")),
+                                          "latest": dg.MetadataValue.path(str(DataDir(s.data_dir).latest)),
                                           "report": dg.MetadataValue.path(str(path / "report" / "index.html")),
                                           "models": len(tracked), "models_sized": sized,
                                           "dagster/column_schema": parquet_schema(str(path / "cheapest_setups.parquet")),

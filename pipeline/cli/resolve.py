@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cli.errors import CliError
+from pipeline.data_dir import DataDir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WATCHLIST = REPO_ROOT / "pipeline" / "data" / "watchlist.json"
@@ -98,20 +99,9 @@ def model_choices(data_dir: Path | None = None) -> dict[str, str]:
 
 def _hub_record(data_dir: Path | None, repo: str) -> tuple[dict[str, Any], str] | None:
     """The latest ingested revision of ``repo`` under ``<data_dir>/hub`` (as ``HubState`` writes it)."""
-    if data_dir is None:
-        return None
-    state_path = data_dir / "hub" / "state.json"
-    try:
-        sha = (json.loads(state_path.read_text()).get(repo) or {}).get("sha")
-    except (OSError, ValueError):
-        return None
-    record = data_dir / "hub" / "models" / repo.replace("/", "__") / f"{sha}.json"
-    if not sha or not record.is_file():
-        return None
-    try:
-        return json.loads(record.read_text()), sha
-    except ValueError:
-        return None
+    from pipeline.ingest.lookup import hub_record
+
+    return None if data_dir is None else hub_record(DataDir(data_dir), repo)
 
 
 def _bundled_config(key: str) -> Path | None:

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel
 
+from pipeline.data_dir import HISTORY, LATEST
 from pipeline.exports.schema import SCHEMA_VERSION, Manifest
 from pipeline.sources.landing import fsync_path
 
@@ -93,7 +94,7 @@ class SnapshotWriter:
 
 
 def switch_latest(exports_dir: Path, snap_id: str) -> None:
-    link = exports_dir / "latest"
+    link = exports_dir / LATEST
     tmp = exports_dir / f".latest-{snap_id}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
@@ -103,7 +104,7 @@ def switch_latest(exports_dir: Path, snap_id: str) -> None:
 
 
 def latest(exports_dir: Path) -> Path | None:
-    link = exports_dir / "latest"
+    link = exports_dir / LATEST
     return link.resolve() if link.exists() else None
 
 
@@ -115,7 +116,7 @@ def prune(exports_dir: Path, keep: int, skipped: dict[str, str] | None = None) -
     skipped = {} if skipped is None else skipped
     current = latest(exports_dir)
     snaps = sorted(p for p in exports_dir.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
-                   and p.name not in ("latest", "history"))  # history/: shared price partitions, never pruned
+                   and p.name not in (LATEST, HISTORY))  # history/: shared price partitions, never pruned
     removed = []
     for old in snaps[:-keep] if keep > 0 else snaps:
         if old.is_symlink():

@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pipeline.data_dir import DataDir
+
 ON_DEMAND = ("on_demand",)
 SPOT_LIKE = ("spot", "marketplace", "marketplace_median", "bid_statistics")
 #: ``availability_status`` values by which a source's API stated capacity to rent at fetch time (low stock
@@ -34,7 +36,7 @@ class Snapshot:
 
 
 def latest_snapshot(data_dir: Path) -> Snapshot | None:
-    link = data_dir / "exports" / "latest"
+    link = DataDir(data_dir).latest
     return Snapshot(link.resolve()) if link.exists() else None
 
 
@@ -90,7 +92,7 @@ def _offer_columns(snapshot: Snapshot) -> tuple[dict[str, list[Any]], list[str]]
     path = snapshot.path / "offers_current.parquet"
     stat = path.stat()
     stamp = {"format": CACHE_FORMAT, "snapshot": snapshot.id, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    cache_dir = snapshot.path.parent.parent / "cache" / "cli"  # <data dir>/exports/<id> -> <data dir>/cache/cli
+    cache_dir = DataDir(snapshot.path.parent.parent).cli_cache  # the snapshot is <data dir>/exports/<id>
     cache = cache_dir / f"offers-{snapshot.id}.json"
     try:
         kept = json.loads(cache.read_text())

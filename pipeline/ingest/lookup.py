@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pipeline.data_dir import REVISION_SHA, DataDir
 from pipeline.errors import UserError
 
-LOOKUP_DIR = ("cache", "hub-lookups")
 #: ``org/name`` as the Hub spells repo ids (letters, digits, ``-``, ``_``, ``.``)
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 HOW = "pass the path of its config.json (or its folder), or run with VRAMLAB_LIVE=1 to fetch it from the Hub"
@@ -34,31 +34,40 @@ class LookupError_(UserError):  # noqa: N801 - LookupError is a builtin
 
 
 def lookup_root(data_dir: Path) -> Path:
-    return data_dir.joinpath(*LOOKUP_DIR)
+    return DataDir(data_dir).lookups.root
 
 
 def is_repo_id(text: str) -> bool:
     return bool(REPO_ID.match(text)) and not text.endswith(".json")
 
 
-def cached(data_dir: Path, repo: str) -> dict[str, Any] | None:
-    """The cached revision of ``repo`` as stored JSON (``HubModel`` fields), or None; plain JSON reading, no
-    pydantic or httpx (the CLI's quick path)."""
-    hub = lookup_root(data_dir) / "hub"
+def hub_record(layout: DataDir, repo: str) -> tuple[dict[str, Any], str] | None:
+    """The latest kept revision of ``repo`` (its id matched case-insensitively) in a data directory's Hub store, as
+    ``HubState`` writes it: (the stored JSON, its sha), or None. Plain JSON reading, no pydantic or httpx (the
+    CLI's quick path)."""
     try:
-        state = json.loads((hub / "state.json").read_text())
+        state = json.loads(layout.hub_state.read_text())
     except (OSError, ValueError):
         return None
     key = next((k for k in state if k.lower() == repo.lower()), None)
     sha = (state.get(key) or {}).get("sha") if key else None
-    record = hub / "models" / str(key).replace("/", "__") / f"{sha}.json"
-    if not sha or not record.is_file():
+    if not key or not isinstance(sha, str) or not REVISION_SHA.match(sha) or not REPO_ID.match(key):
         return None
+    record = layout.hub_revision(key, sha)
     try:
-        model = json.loads(record.read_text())
-    except ValueError:
+        return json.loads(record.read_text()), sha
+    except (OSError, ValueError):
         return None
-    recorded = recorded_at(data_dir, str(key))
+
+
+def cached(data_dir: Path, repo: str) -> dict[str, Any] | None:
+    """The cached revision of ``repo`` as stored JSON (``HubModel`` fields), or None; plain JSON reading, no
+    pydantic or httpx (the CLI's quick path)."""
+    found = hub_record(DataDir(data_dir).lookups, repo)
+    if found is None:
+        return None
+    model = found[0]
+    recorded = recorded_at(data_dir, repo)
     return model | {"recorded_at": recorded} if recorded else model
 
 
@@ -68,7 +77,7 @@ def recorded_at(data_dir: Path, repo: str) -> str | None:
     landed; None for a live fetch (no such header) or when the log or payload is gone."""
     root = lookup_root(data_dir)
     try:
-        lines = (root / "raw" / "fetch_log.jsonl").read_text().splitlines()
+        lines = DataDir(root).fetch_log.read_text().splitlines()
     except OSError:
         return None
     raw = None

@@ -14,6 +14,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipeline.data_dir import DataDir
 from pipeline.settings import variable
 
 
@@ -46,8 +47,9 @@ def rebuild(data_dir: Path, db_path: Path, *, live: bool = False, instance=None)
 
     from pipeline.resources import VramlabSettings
 
-    if not (data_dir / "raw" / "fetch_log.jsonl").exists():
-        raise FileNotFoundError(f"no raw landing under {data_dir / 'raw'}: nothing to rebuild from")
+    layout = DataDir(data_dir)
+    if not layout.fetch_log.exists():
+        raise FileNotFoundError(f"no raw landing under {layout.raw}: nothing to rebuild from")
     aside = move_aside(db_path)
     resources = {"vramlab": VramlabSettings(data_dir=str(data_dir), db_path=str(db_path), live=live),
                  "duckdb": DuckDBResource(database=str(db_path))}
@@ -68,8 +70,8 @@ def rebuild_main(data_dir: Path | None = None) -> int:
     console = Console()
     s = settings()
     data_dir = data_dir or s.data_dir
-    db_path = s.db_path if variable("VRAMLAB_DB").text() else data_dir / "vramlab.duckdb"
-    console.print(f"vramlab rebuild: re-creating {db_path} from {data_dir / 'raw'} (nothing is fetched)")
+    db_path = s.db_path if variable("VRAMLAB_DB").text() else DataDir(data_dir).database
+    console.print(f"vramlab rebuild: re-creating {db_path} from {DataDir(data_dir).raw} (nothing is fetched)")
     if os.environ.get("DAGSTER_HOME"):
         from pipeline.ops.run import ensure_instance_config
 

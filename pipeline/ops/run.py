@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pipeline.data_dir import DataDir
 from pipeline.errors import UserError, discard_stdout
 from pipeline.ops.liveness import owner_tags, release_dead_runs
 from pipeline.settings import IN_CHECKOUT, REPO_ROOT, project_file, settings
@@ -53,7 +54,7 @@ def default_dagster_home() -> Path:
     directory (never inside the package)."""
     if os.environ.get("DAGSTER_HOME"):
         return Path(os.environ["DAGSTER_HOME"])
-    return (REPO_ROOT if IN_CHECKOUT else settings().data_dir) / ".dagster_home"
+    return REPO_ROOT / ".dagster_home" if IN_CHECKOUT else DataDir(settings().data_dir).dagster_home
 
 
 def dagster_home() -> Path:
@@ -141,7 +142,7 @@ def run_main_job(data_dir: str | None = None, ephemeral: bool = False, quiet: bo
         worker.start()
         _follow(worker, instance, run_id, len(job.asset_layer.selected_asset_keys), console, quiet, stop)
         if stop.is_set():
-            _stop_run(instance, run_id, s.data_dir / "exports")
+            _stop_run(instance, run_id, DataDir(s.data_dir).exports)
         worker.join()
         if "error" in outcome:
             raise outcome["error"]

@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from pipeline.data_dir import DataDir
 from pipeline.sources.base import ParseResult, RawPayload, Source
 
 DROP_FRACTION = 0.5
@@ -92,7 +93,7 @@ def shape_of(raw: RawPayload) -> list[str]:
 
 
 def _path(data_dir: Path, source: str) -> Path:
-    return data_dir / "raw" / source / "baseline.json"
+    return DataDir(data_dir).drift_baseline(source)
 
 
 def load_baseline(data_dir: Path, source: str) -> Baseline | None:

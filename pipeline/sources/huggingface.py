@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field, field_validator
 
+from pipeline.data_dir import REVISION_SHA, DataDir
 from pipeline.sources.base import RawPart, RawPayload
 from pipeline.sources.http import HttpStatusError, ResponseTooLarge, get_part
 from pipeline.sources.landing import FetchLogEntry, LandingBatch, Outcome, append_log, land
@@ -51,8 +52,6 @@ GGUF_QUANT = re.compile(r"(?i)[-._](I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32|MXFP4(?:_M
                         r"(?:-\d{5}-of-\d{5})?\.gguf$")
 
 
-#: a Hub revision: a git commit id, 40 lowercase hex characters (used in file names and URLs: nothing else passes)
-REVISION_SHA = re.compile(r"^[0-9a-f]{40}$")
 #: the Hub's own repo id rules (huggingface_hub's ``validate_repo_id``): ``namespace/name`` of word characters,
 #: ``-`` and ``.``, at most 96 each, starting and ending with a word character; no ``--``, no ``..``, no ``.git``
 _REPO_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
@@ -222,8 +221,9 @@ class HubState:
     """Last seen sha per repo, and the revision history (``data/hub/``)."""
 
     def __init__(self, data_dir: Path):
-        self.root = data_dir / "hub"
-        self.path = self.root / "state.json"
+        self.layout = DataDir(data_dir)
+        self.root = self.layout.hub
+        self.path = self.layout.hub_state
         self.state: dict[str, dict[str, Any]] = json.loads(self.path.read_text()) if self.path.exists() else {}
         self._deferred: int | None = None  # saves not yet in state.json while batched (None: write every save)
         self._every = 1
@@ -254,7 +254,11 @@ class HubState:
     def record_path(self, repo: str, sha: str) -> Path:
         """Where a revision is kept: built only from a checked repo id and a checked 40-hex sha, so no answer from
         the Hub can name a file outside ``data/hub/models/`` (both raise ValueError otherwise)."""
-        return self.root / "models" / check_repo_id(repo).replace("/", "__") / f"{check_revision(sha)}.json"
+        return self.layout.hub_revision(check_repo_id(repo), check_revision(sha))
+
+    def revision_records(self) -> list[Path]:
+        """Every kept revision record, in path order."""
+        return sorted(self.layout.hub_models.glob("*/*.json"))
 
     def latest(self, repo: str) -> HubModel | None:
         sha = self.sha(repo)
@@ -473,7 +477,7 @@ def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: 
     count passes only when the minimum is 0). What each listing gave is written to ``data/hub/discovery.json``
     (one listing failing never stops the other)."""
     known = {m.repo for m in watchlist.models}
-    path = data_dir / "hub" / "discovered.json"
+    path = DataDir(data_dir).discovered
     found = json.loads(path.read_text()) if path.exists() else []
     seen = set(found)  # (a list lookup per listed repo was quadratic in the listing's length)
     stats: dict[str, Any] = {"limit": limit, "min_downloads": min_downloads, "listed": 0, "below_min_downloads": 0,
@@ -509,17 +513,17 @@ def discover(client: httpx.Client, data_dir: Path, watchlist: Watchlist, limit: 
             stats["new"].append(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(found, indent=1))
-    (data_dir / "hub" / "discovery.json").write_text(json.dumps(stats, indent=1))
+    DataDir(data_dir).discovery.write_text(json.dumps(stats, indent=1))
     return found
 
 
 def discovery_stats(data_dir: Path) -> dict[str, Any]:
-    path = data_dir / "hub" / "discovery.json"
+    path = DataDir(data_dir).discovery
     return json.loads(path.read_text()) if path.exists() else {}
 
 
 def discovered_entries(data_dir: Path) -> list[WatchEntry]:
-    path = data_dir / "hub" / "discovered.json"
+    path = DataDir(data_dir).discovered
     repos = [r for r in (json.loads(path.read_text()) if path.exists() else []) if valid_repo_id(r)]
     return [WatchEntry(id=r.split("/")[-1].lower(), repo=r, name=r.split("/")[-1], lab=r.split("/")[0],
                        country="unknown") for r in repos]

@@ -34,6 +34,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from pipeline.data_dir import DataDir
 from pipeline.settings import variable
 from pipeline.sources.base import (
     NotConfigured,
@@ -141,7 +142,7 @@ def land(raw: RawPayload, data_dir: Path, written: list[Path] | None = None) -> 
     timestamp is already taken (replay stamps every fetch with the snapshot time) gets the next free suffix.
     With ``written``, the files are not fsynced here but listed there (:class:`LandingBatch` syncs them)."""
     day, stamp = _stamp(raw.fetched_at)
-    folder = data_dir / "raw" / raw.source / day
+    folder = DataDir(data_dir).source(raw.source) / day
     n = 1
     base_stamp = stamp
     while (folder / f"{stamp}.json").exists():
@@ -172,7 +173,7 @@ def load_landed(meta_path: Path) -> RawPayload:
 
 def landed_payloads(data_dir: Path, source: str) -> list[Path]:
     """Landed metadata files of a source, oldest first (suffixed duplicates of one timestamp after the first)."""
-    return sorted((data_dir / "raw" / source).glob("*/*Z.json"), key=lambda p: (p.parent.name, _stamp_key(p.name)))
+    return sorted(DataDir(data_dir).source(source).glob("*/*Z.json"), key=lambda p: (p.parent.name, _stamp_key(p.name)))
 
 
 def _stamp_key(name: str) -> tuple[str, int]:
@@ -207,7 +208,7 @@ def resolve_raw_path(raw_path: str, data_dir: Path) -> Path:
 
 
 def _log_path(data_dir: Path) -> Path:
-    return data_dir / "raw" / "fetch_log.jsonl"
+    return DataDir(data_dir).fetch_log
 
 
 def append_log(entry: FetchLogEntry, data_dir: Path) -> None:
@@ -372,7 +373,7 @@ def check_clock(data_dir: Path, now: datetime | None = None) -> None:
 
 
 def _validators_path(data_dir: Path, source: str) -> Path:
-    return data_dir / "raw" / source / "validators.json"
+    return DataDir(data_dir).validators(source)
 
 
 def run_source(source: Source, client: SourceClient, data_dir: Path, rates: FxRates | None = None, *,

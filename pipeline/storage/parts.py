@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.data_dir import DataDir
 from pipeline.settings import variable
 
 #: where a part's header lives in the Parquet file's key-value metadata
@@ -38,7 +39,7 @@ TMP_PREFIX = ".tmp-"
 def parts_root(data_dir: Path) -> Path:
     """``$VRAMLAB_PARTS_DIR``, else ``<data_dir>/parts``: on storage every worker and the consolidator share."""
     override = variable("VRAMLAB_PARTS_DIR").text()
-    return Path(override) if override else Path(data_dir) / "parts"
+    return Path(override) if override else DataDir(Path(data_dir)).parts
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pipeline.cli.args import data_dir_flag, data_dir_of, examples
 from pipeline.cli.errors import CliError
+from pipeline.data_dir import DataDir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +25,7 @@ def cmd_export_check(args: argparse.Namespace) -> int:
     from pipeline.cli.text import clean
     from pipeline.exports.publish import check_snapshot, latest
 
-    snapshot = Path(args.snapshot) if args.snapshot else latest(data_dir_of(args) / "exports")
+    snapshot = Path(args.snapshot) if args.snapshot else latest(DataDir(data_dir_of(args)).exports)
     if snapshot is None or not snapshot.is_dir():
         raise CliError("no snapshot to check")
     problems = check_snapshot(snapshot)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from pipeline.cli.args import data_dir_flag, data_dir_of, examples
+from pipeline.data_dir import DataDir
 from pipeline.settings import variable
 
 
@@ -32,7 +33,7 @@ def cmd_replay_backfill(args: argparse.Namespace) -> int:
     from pipeline.ops.replay_backfill import backfill_history
     from pipeline.ops.run import run_main_job
 
-    db = Path(variable("VRAMLAB_DB").text() or data_dir / "vramlab.duckdb")
+    db = Path(variable("VRAMLAB_DB").text() or DataDir(data_dir).database)
     for step in backfill_history(data_dir, db):
         print(f"{step.step} (as of {step.as_of:%Y-%m-%d %H:%M}, {', '.join(step.sources)}): {step.status}")
     return 0 if args.no_run else run_main_job(data_dir=str(data_dir))
