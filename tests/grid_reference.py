@@ -40,7 +40,7 @@ def model_figures(model_id: str, revision: str, arch: Architecture) -> tuple[pl.
     fmt_rows = []
     for fmt in GRID_FORMATS:
         if fmt == "native" and arch.native.unsupported:
-            continue  # unknown checkpoint scheme: no native cells (sizing #11)
+            continue  # unknown checkpoint scheme: no native cells (no native format)
         bits = tensor_bits(arch, fmt)
         per_layer = [0.0] * arch.num_layers
         total = active = 0.0

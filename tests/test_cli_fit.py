@@ -62,7 +62,7 @@ def test_fit_bad_input_is_one_line(args: tuple[str, ...], message: str) -> None:
 
 def test_size_and_fit_agree_above_the_maximum_context() -> None:
     """Above max_position_embeddings both answer the memory such a context takes and both say it is above the
-    maximum (#23: fit used to refuse what size answered with an asterisk)."""
+    maximum (fit used to refuse what size answered with an asterisk)."""
     size = json.loads(vramlab("size", "qwen3-8b", "--contexts", "128k", "--json").stdout)
     fit = vramlab("fit", "qwen3-8b", "--gpu", "h100", "--format", "bf16", "--context", "128k", "--json")
     assert fit.returncode == 0, fit.stderr

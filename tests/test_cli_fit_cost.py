@@ -1,4 +1,4 @@
-"""Issue #12: ``fit`` prices the plan it shows. Runs the real ``vramlab`` console script on a handmade snapshot.
+"""``fit`` prices the plan it shows. Runs the real ``vramlab`` console script on a handmade snapshot.
 
 Before, the cost line priced the cheapest published-style setup of the GPU (re-planned per instance shape with the
 GPU's default engine), which could be another layout than the plan printed above it: ``fit gpt-oss-20b --gpu

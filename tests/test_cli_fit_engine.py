@@ -1,5 +1,5 @@
 """``vramlab fit ... --gpus N --engine E [--gpu-memory-utilization U] [--max-num-batched-tokens T] --json``: the
-contract issue #22 checks an independent measurement set through (engineStartup and the throughput ranges).
+contract an independent measurement set is checked through (engineStartup and the throughput ranges).
 
 Each case is a logged start-up of the calibration set (citation in the test); the expected figure is the log's,
 with the calibration's tolerance, or arithmetic shown in the test."""

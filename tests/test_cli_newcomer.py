@@ -1,4 +1,4 @@
-"""Issue #12: the command line a newcomer expects. Every test runs the real ``vramlab`` console script.
+"""The command line a newcomer expects. Every test runs the real ``vramlab`` console script.
 
 Covers: model/GPU/format resolution with did-you-mean, one-line errors (argparse's own too), contexts like 32k,
 --version, help on every flag, no traceback on a closed pipe, ``size`` totals, ``fit`` for every format with what

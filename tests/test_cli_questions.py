@@ -1,4 +1,4 @@
-"""Issue #23: the seven everyday questions a new user asked after the README's run command, one command each, on a
+"""The seven everyday questions a new user asked after the README's run command, one command each, on a
 replay run's snapshot. Three of the models are not tracked (Qwen/Qwen3-235B-A22B, meta-llama/Llama-3.3-70B-Instruct,
 openai/gpt-oss-120b): they are looked up through the Hub source's client, answered offline by the replay bundle's
 recordings (pipeline/replay/hub/lookups/SOURCES.md). Expected values are derived by hand from the configs and the
@@ -114,7 +114,7 @@ def test_q3_top_setups_are_distinct_and_ranked_by_cost_per_token_too(data: Path)
     assert costs == sorted(costs)
     # the cheapest per token costs less per token than the cheapest per hour
     assert by_token[0]["usd_per_million_tokens_at_load"] < by_price[0]["usd_per_million_tokens_at_load"]
-    # and the published lists hold no two rows that differ only by region (#23 acceptance)
+    # and the published lists hold no two rows that differ only by region
     for path in (snapshot(data) / "models").glob("*.json"):
         model = json.loads(path.read_text())
         lists = [model["cheapestSetups"], model["spotSetups"], *[a[k] for a in model["cheapestSetupsByLoad"]

@@ -1,4 +1,4 @@
-"""Issue #12: ``vramlab run`` talks and records into a persistent Dagster instance, and the UI shows it.
+"""``vramlab run`` talks and records into a persistent Dagster instance, and the UI shows it.
 
 One real ``vramlab run`` (the console script, offline replay) into a temp DAGSTER_HOME, then the real webserver on a
 loopback port answers GraphQL as the UI would: the CLI run is the named job with its tags, the assets carry table
@@ -113,7 +113,7 @@ def test_cli_and_export_agree_on_setups(cli_run: dict) -> None:
 
 
 def test_a_run_leaves_the_cli_offers_cache_so_the_first_query_needs_no_pyarrow(cli_run: dict) -> None:
-    """Issue #12 start-up: the run writes the CLI's offers cache of the snapshot it publishes, so the first
+    """Start-up: the run writes the CLI's offers cache of the snapshot it publishes, so the first
     ``gpus``/``fit`` after it answers without reading Parquet; the cached answer equals the Parquet one."""
     data = Path(cli_run["env"]["VRAMLAB_DATA_DIR"])
     snapshot = (data / "exports" / "latest").resolve()

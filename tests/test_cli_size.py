@@ -121,7 +121,7 @@ def test_malformed_config_exits_non_zero_with_one_line(tmp_path: Path, changes: 
 
 
 def test_unknown_model_type_sizes_with_a_warning(tmp_path: Path) -> None:
-    """Issue #11: a new model_type with the standard fields is sized by the generic rule; the CLI warns (stderr),
+    """A new model_type with the standard fields is sized by the generic rule; the CLI warns (stderr),
     exit status 0, and the JSON says where the architecture came from."""
     out = vramlab("size", str(_config(tmp_path, model_type="not_a_model")), "--json")
     assert out.returncode == 0, out.stderr
@@ -154,7 +154,7 @@ def test_bad_flags() -> None:
 
 
 def test_unknown_native_format_gives_null_totals_not_a_traceback(tmp_path: Path) -> None:
-    """Issue #25: a checkpoint whose quantization we cannot read (here a made-up method) still sizes: the native
+    """A checkpoint whose quantization we cannot read (here a made-up method) still sizes: the native
     weights and the native totals are null, every other format has its total (before: TypeError None + float)."""
     path = _config(tmp_path, quantization_config={"quant_method": "not_a_method", "bits": 4})
     out = vramlab("size", str(path), "--json")

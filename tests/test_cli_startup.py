@@ -1,4 +1,4 @@
-"""Issue #12: the quick commands stay light. ``size``, ``fit`` and ``gpus`` never import Dagster, and size/fit of a
+"""The quick commands stay light. ``size``, ``fit`` and ``gpus`` never import Dagster, and size/fit of a
 tracked model, a spec or a config.json import no pydantic either (sizing_core's types are plain dataclasses);
 JSON answers import no rich; ``gpus`` imports none of them. Timing itself is
 not tested (it depends on the machine): ``benchmarks/startup.py`` measures it.

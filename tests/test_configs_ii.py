@@ -1,4 +1,4 @@
-"""Issue #25: genuine configs of model_types the project had never seen (tests/fixtures/configs_ii, each cited in
+"""Genuine configs of model_types the project had never seen (tests/fixtures/configs_ii, each cited in
 its SOURCES.csv) size; parameters agree with every exact ground truth (a safetensors index's total_size / dtype
 width); KV cache per token derived by hand for a few families; `vramlab size` answers for each config."""
 
@@ -43,7 +43,7 @@ def test_every_fixture_is_cited_and_genuine_or_marked() -> None:
 
 def test_at_least_40_model_types_beyond_the_earlier_test_set_and_95_percent_size() -> None:
     """The acceptance measure: genuine configs from >= 40 model_types the earlier suite did not have; >= 95% of
-    the configs size (all 58 do; before #25, 14 were refused: falcon, phi-msft, gptj, gpt2, bloom, rwkv5, ...)."""
+    the configs size (all 58 do; once 14 were refused: falcon, phi-msft, gptj, gpt2, bloom, rwkv5, ...)."""
     earlier = {json.loads(p.read_text()).get("model_type") for d in (CONFIGS, FIXTURES / "configs")
                for p in d.glob("*.json")}
     types = {SOURCES[p.name]["model_type"].split(" ")[0] for p in FILES}
@@ -67,7 +67,7 @@ INDEX_GROUND_TRUTH = {
 
 @pytest.mark.parametrize(("name", "truth"), INDEX_GROUND_TRUTH.items())
 def test_parameters_match_the_index_ground_truth(name: str, truth: int) -> None:
-    """Within 2% is the acceptance bar; every one of these is exact. Before #25: BLOOM refused (n_embed),
+    """Within 2% is the acceptance bar; every one of these is exact. Once BLOOM was refused (n_embed),
     Qwen-72B +66.8% (intermediate_size counts both MLP matrices), olmOCR +54.5% (vision estimated at 5.2B)."""
     text = (DIR / f"{name}.index_total_size.txt").read_text()
     assert str(truth) in text.replace(",", "") or f"{truth * 2}" in text or f"{truth * 4}" in text
@@ -179,7 +179,7 @@ def test_pixtral_and_internvit() -> None:
 
 
 def test_deepseek_ocr2_counts_its_vision_encoders() -> None:
-    """Before #25, DeepSeek-OCR-2 (deepseek_vl_v2) counted no vision: -13.4%. Its DeepEncoder V2 (SAM ViT-B and a
+    """DeepSeek-OCR-2 (deepseek_vl_v2) once counted no vision: -13.4%. Its DeepEncoder V2 (SAM ViT-B and a
     Qwen2-0.5B stack, named by the config) is now estimated at ~0.45B; the language model is unchanged."""
     report = size_model(_arch("deepseek-ai__DeepSeek-OCR-2"))
     assert 0.40e9 < report.parameter_counts.vision < 0.50e9

@@ -103,7 +103,7 @@ def test_fp8_on_ampere_is_weight_only_and_fp8_moe_impossible() -> None:
 
 
 def test_a_quantized_repo_is_named_only_when_known_to_exist() -> None:
-    """#23: `<repo>-GGUF` was guessed (meta-llama/Llama-3.1-70B-GGUF does not exist); now a command names a quantized
+    """`<repo>-GGUF` was guessed (meta-llama/Llama-3.1-70B-GGUF does not exist); now a command names a quantized
     repo only when one is known, and otherwise says how to make the file."""
     a = arch("meta-llama__Llama-3.1-8B")
     placed = fewest_gpus(a, get_gpu("rtx-4090"), get_engine("llama.cpp"), "q4_k_m")

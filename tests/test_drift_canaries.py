@@ -32,11 +32,11 @@ from pipeline.storage.loaders import (
     source_freshness,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "prices" / "runpod.gpuTypes.issue24.json"
+FIXTURE = Path(__file__).parent / "fixtures" / "prices" / "runpod.gpuTypes.defect_classes.json"
 GOOD = json.loads(FIXTURE.read_text())
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 RUNPOD = PRICE_SOURCES["runpod"]
-HEALTHY_OFFERS = 4 + 3 + (4 * 2 + 4) + 2 * 2 + 4  # 27: counted by hand in tests/test_sources_issue24.py
+HEALTHY_OFFERS = 4 + 3 + (4 * 2 + 4) + 2 * 2 + 4  # 27: counted by hand in tests/test_sources_defect_classes.py
 
 
 @pytest.fixture(autouse=True)

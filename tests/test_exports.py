@@ -161,7 +161,7 @@ def test_cheapest_cli_reads_the_snapshot(published: dict) -> None:
 
 
 def test_checkpoint_bytes_published_for_every_recorded_index(published: dict) -> None:
-    """Issue #25: parameterCounts.checkpointBytes was null in 43 of 43 published models: the export passed only
+    """parameterCounts.checkpointBytes was null in 43 of 43 published models: the export passed only
     safetensors-header facts, and the replay recorded neither headers nor an index for any tracked model. Now the
     index's total_size (recorded for every tracked model with a sourced one) is published with the parameters it
     implies and the config model's difference; models without an index keep nulls."""

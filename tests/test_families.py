@@ -1,4 +1,4 @@
-"""Issue #11: families beyond the watchlist, the generic decoder rule and quantization that never blocks.
+"""Families beyond the watchlist, the generic decoder rule and quantization that never blocks.
 
 Each expected value is derived by hand in the test from the config's numbers (see tests/fixtures/README.md for
 where each config comes from). Published totals are quoted from the model cards, with the tolerance stated.
@@ -257,7 +257,7 @@ def test_watchlist_configs_still_come_from_family_rows() -> None:
 def test_deepseek_sparse_attention_indexer_cache_as_vllm_stores_it() -> None:
     """GLM-5 (DeepSeek sparse attention, like DeepSeek-V3.2): vLLM's indexer cache holds an FP8 key of
     index_head_dim (128 B) plus a float32 scale per 128 values (4 B) = 132 B per token and layer, whatever the
-    main cache dtype. Before #11 we counted the indexer key at the cache dtype: 128 x 2 = 256 B in BF16."""
+    main cache dtype. Once we counted the indexer key at the cache dtype: 128 x 2 = 256 B in BF16."""
     a = arch("zai-org__GLM-5")
     assert a.num_layers == 78
     indexer = 128 + 4

@@ -86,7 +86,7 @@ def test_gpus_table_reports_the_driver_figure(tmp_path) -> None:  # type: ignore
 
 
 def test_datacenter_accelerators_carry_their_driver_reported_memory() -> None:
-    """Issue #10 follow-up: these were sized on marketed memory. The figures are the totals nvidia-smi / rocm-smi /
+    """These were sized on marketed memory. The figures are the totals nvidia-smi / rocm-smi /
     hl-smi print on real machines (public logs named in each row's ``source``); MI300X's "192 GB" was read as
     192 x 10^9 bytes (183,105 MiB) while rocm-smi reports 205,822,885,888 bytes (196,288 MiB)."""
     gpus = catalog()

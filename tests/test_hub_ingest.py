@@ -196,7 +196,7 @@ def test_safetensors_and_config_counts_agree_or_are_explained(tmp_path: Path, re
 
 
 def test_discovery_sizes_what_it_finds_and_says_how(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue #11: discovered repos go through the same path; the summary (the discovery metadata of
+    """Discovered repos go through the same path; the summary (the discovery metadata of
     raw_hub__models) counts how many sized by family/generic rule, how many exactly from headers, and why the
     others failed. The minimum download count is configurable."""
     from pipeline.ingest.models import discovery_summary
@@ -224,7 +224,7 @@ def test_discovery_sizes_what_it_finds_and_says_how(tmp_path: Path, monkeypatch:
 
 
 def test_index_total_size_is_recorded_and_reported(tmp_path: Path) -> None:
-    """Issue #25: a revision's model.safetensors.index.json total_size is recorded with the revision and reported
+    """A revision's model.safetensors.index.json total_size is recorded with the revision and reported
     as parameterCounts.checkpointBytes, with the parameters it implies for a BF16 checkpoint (total_size / 2) and
     the difference from the config model. Qwen3-8B's index says 16,381,470,720 bytes: 8,190,735,360 BF16
     parameters, exactly the config arithmetic."""

@@ -1,4 +1,4 @@
-"""The hourly run does only what changed (perf #14): a model whose Hub revision and a GPU whose catalog row are
+"""The hourly run does only what changed: a model whose Hub revision and a GPU whose catalog row are
 unchanged keep their sizing rows; a changed revision or GPU row is re-sized (and only that); setups follow
 changed offers; and the published exports equal those of a full rebuild."""
 
@@ -183,7 +183,7 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     # per-token lists alone place runpod groups only
     outside = {(k[1], k[2]) for k in new_keys} - runpod_groups
     assert len(outside) <= max(20, setups_md["placements_reused"] // 100)
-    # floors are computed lazily (#28: only when a group's cheapest offer is within the top so far), so the only
+    # floors are computed lazily (only when a group's cheapest offer is within the top so far), so the only
     # floors computed are of GPU kinds a cheaper runpod offer brought within reach for the first time
     new_floors = set(_query(world["db"], floors_sql)) - floors_before
     assert len(new_floors) == setups_md["floors_computed"] < setups_md["placements_reused"] / 100
@@ -247,7 +247,7 @@ def test_a_new_hub_revision_replans_that_model_only(world: dict) -> None:
 def test_a_changed_gpu_row_replans_that_gpu_only(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     dg.materialize([out__cheapest_setups], resources=world["resources"])
     # the lists by price: a GPU's bandwidth moves no placement and no price there. (By cost per token it does: a
-    # GPU twice as fast is half the cost per token and takes others' places in those lists, #23.)
+    # GPU twice as fast is half the cost per token and takes others' places in those lists.)
     by_price = "sort = 'price' AND"
     rate_sql = ("SELECT model_id, list, format, context, concurrency, rank, decode_tokens_per_s FROM cheapest_setups "
                 f"WHERE {by_price} gpu_id = '{{}}' AND decode_tokens_per_s IS NOT NULL ORDER BY ALL")

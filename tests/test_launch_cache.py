@@ -1,4 +1,4 @@
-"""The cheapest setup's launch command is kept with the model's cached price-independent part (perf #14): planned
+"""The cheapest setup's launch command is kept with the model's cached price-independent part: planned
 once per (GPU, instance size, engine, format) and model revision, re-used while that stays the cheapest, planned
 again when another configuration becomes the cheapest, and always what planning it afresh gives."""
 

@@ -1,6 +1,6 @@
 """The offer-quality stage on a real DuckDB file: every rule with a hand-derived expectation.
 
-The rows copy the shapes of the defects issue #10 found in the replay snapshot (a 0.138 $/h V100 on Verda, the
+The rows copy the shapes of the defects found in the replay snapshot (a 0.138 $/h V100 on Verda, the
 aggregator's RunPod L40S rows with spot at 2x on-demand, Mithril's 1.00 $/GPU-h on-demand == spot rows, Lium
 marketplace rows labelled on-demand, Hetzner's monthly servers divided by 730, Oracle as both ``oci`` and
 ``oracle``). Before the stage existed all of them reached the cheapest setups.

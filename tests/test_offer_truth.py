@@ -1,4 +1,4 @@
-"""Acceptance of issue #24 (price truth II) on a fresh replay snapshot (the real asset graph materialized once by
+"""Price truth on a fresh replay snapshot (the real asset graph materialized once by
 the ``published`` fixture), read back as a downstream consumer reads it: one meaning per column, quality in the
 history, offer facts, and the documented example queries. Expected figures come from the GPU catalog, the family
 table or arithmetic shown in the test, never from the code under test."""
@@ -304,7 +304,7 @@ def documented_queries() -> list[str]:
 
 def test_documented_example_queries_run_and_say_what_they_claim(snap, capsys) -> None:  # type: ignore[no-untyped-def]
     """docs/exports.md's example queries, run as written against the replayed snapshot (its path in place of
-    data/exports/latest). Before issue #24 the first returned H100 and H200 at $1.00 (quarantined placeholders)."""
+    data/exports/latest). Before the offer-quality stage the first returned H100 and H200 at $1.00 (quarantined placeholders)."""
     queries = documented_queries()
     assert len(queries) == 5
     results = [rows(snap["con"], q.replace("data/exports/latest", str(snap["latest"])).rstrip(";"))

@@ -1,4 +1,4 @@
-"""Acceptance of issue #10 (price truth) on a fresh replay snapshot: the real asset graph materialized once
+"""Price truth on a fresh replay snapshot: the real asset graph materialized once
 (``published`` fixture) into a real DuckDB file and a published snapshot, read back as a consumer would.
 
 Before the offer-quality stage, 40 of the 43 models' #1 on-demand setups rested on offers named below (a 0.138 $/h
@@ -150,7 +150,7 @@ def test_ties_are_broken_by_a_total_order(snap) -> None:  # type: ignore[no-unty
     rows = q(snap["con"], "SELECT * FROM cheapest_setups ORDER BY model_id, list, format, context, concurrency, "
                           "sort, rank")
     lists: dict[tuple, list] = {}
-    for r in rows:  # a list per load and order since #23: by price (the rank price) or by cost per output token
+    for r in rows:  # a list per load and order: by price (the rank price) or by cost per output token
         s = setup_from_row(r)
         lists.setdefault((r["model_id"], r["list"], r["format"], r["context"], r["concurrency"], r["sort"]),
                          []).append((s.deployment == "llama.cpp-rpc", rank_value(s, r["sort"]), s.rank_key))

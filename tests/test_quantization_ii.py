@@ -1,4 +1,4 @@
-"""Issue #25: the checkpoint's own quantization decides which modules are in which format: bitsandbytes, GPTQ of any
+"""The checkpoint's own quantization decides which modules are in which format: bitsandbytes, GPTQ of any
 width, compressed-tensors groups and ignore lists, MLX, FBGEMM FP8, ModelOpt sidecars; towers keep the checkpoint
 dtype unless the scheme converts them."""
 
@@ -27,7 +27,7 @@ def _bits(arch, name_part: str) -> float:  # noqa: ANN001 - an Architecture
 
 
 def test_bitsandbytes_nf4_matches_the_checkpoint_bytes() -> None:
-    """Molmo-7B-D NF4 (before #25: native unknown and the CLI crashed on None + float): linear weights of the
+    """Molmo-7B-D NF4 (once: native unknown and the CLI crashed on None + float): linear weights of the
     language model at 4 bits + a float32 absmax per 64 = 4.5 bits; embeddings, LM head and the vision backbone
     (llm_int8_skip_modules) in float16. The index's total_size is 6,661,964,712 bytes."""
     arch = parse_config("molmo", _load("reubzdubz__Molmo7B_D_NF4Quant"))
@@ -46,7 +46,7 @@ def test_gptq_3bit_is_not_4bit() -> None:
     assert _bits(arch, "layers.0.self_attn.q_proj") == 3 + 19 / 8192 + 32 / 8192
     assert _bits(arch, "layers.0.mlp.down_proj") == 3 + 19 / 28672 + 32 / 8192
     assert _bits(arch, "embed_tokens") == 16 and _bits(arch, "lm_head") == 16
-    # before #25 every GPTQ checkpoint was AWQ 4-bit: 4 + 20/128 bits
+    # once every GPTQ checkpoint was read as AWQ 4-bit: 4 + 20/128 bits
     assert size_model(arch).weights_gib["native"] < 0.8 * size_model(arch).weights_gib["awq_int4"]
 
 
@@ -103,7 +103,7 @@ def test_fbgemm_fp8_honours_modules_to_not_convert() -> None:
     fp8_linear = 124 * (2 * i * h * (8 + 32 / h) + h * i * (8 + 32 / i)) / 8
     other = 2 * 128256 * h + 126 * 2 * h + h  # embeddings, LM head, norms: BF16
     assert weight_bytes(arch, "native") == pytest.approx(2 * (bf16_linear + other) + fp8_linear)
-    # as if every linear layer were FP8 (what #25 saw before: 0.83 x the engine's logged weights): 0.84 x here
+    # as if every linear layer were FP8 (what the old rule gave: 0.83 x the engine's logged weights): 0.84 x here
     everything = parse_config("405b-all", {**_llama405_fbgemm(), "quantization_config": {
         "quant_method": "fbgemm_fp8", "modules_to_not_convert": ["lm_head"]}})
     assert 0.80 < weight_bytes(everything, "native") / weight_bytes(arch, "native") < 0.86

@@ -45,7 +45,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _where(path: Path, table: str) -> str:
-    """What the board and the charts show: eligible rows (the published verdict, issue #24) of an hourly class."""
+    """What the board and the charts show: eligible rows (the published verdict) of an hourly class."""
     return " AND ".join(["coalesce(eligible, false)", f"({CLASSES}) IS NOT NULL"])
 
 

@@ -1,4 +1,4 @@
-"""Whole-Hub scale (#28 item 4): what lets one process size thousands of models, checked on real runs.
+"""Whole-Hub scale: what lets one process size thousands of models, checked on real runs.
 
 - The replayed Hub listing of ``benchmarks/hub_world.py`` is discovered through the real discovery path and every
   generated repo sizes, each with an architecture of its own.
@@ -98,7 +98,7 @@ def test_a_replayed_hub_listing_of_n_models_is_discovered_and_sized(tmp_path: Pa
 
 
 def test_a_model_shorter_than_the_setups_request_is_answered_at_its_maximum_and_the_run_goes_on(world: dict) -> None:
-    """Before #28: ``ContextTooLongError`` from the first 8K placement failed ``out__cheapest_setups``, and then the
+    """Once ``ContextTooLongError`` from the first 8K placement failed ``out__cheapest_setups``, and then the
     exports, for every model. Since the standard loads such a model is answered at its own maximum only
     (4K x 1, by price and by cost per token); its model file, sized at the published 8K, says why it failed."""
     before = _query(world["db"], SETUP_ROWS)
@@ -168,7 +168,7 @@ def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict,
     """``write_cheapest_setups(workers=2)``: chunks computed by two forked processes, written by the step's own
     process in chunk order. Cold both times: the same table, the same placement-cache and weight-bytes rows, the
     same counters; the step's own process computed no chunk itself (its calls are counted: a worker's count stays
-    in the worker); and after each chunk the per-model memos are empty (#28: a worker given a thousand models
+    in the worker); and after each chunk the per-model memos are empty (a worker given a thousand models
     held hundreds of MiB of them)."""
     from datetime import UTC, datetime
 
@@ -238,7 +238,7 @@ def test_model_files_sized_by_two_worker_processes_equal_those_of_one(world: dic
 
 def _overall_of_every_row(con: duckdb.DuckDBPyConnection, loads: dict) -> dict:
     """The reference: every stored row read back as a Setup and the answers made of them in Python (the read
-    before #28)."""
+    the step made before it aggregated in DuckDB)."""
     cursor = con.execute("SELECT * FROM cheapest_setups ORDER BY model_id, list, context, concurrency, sort, format, "
                          "rank")
     cols = [d[0] for d in cursor.description]

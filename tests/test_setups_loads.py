@@ -143,7 +143,7 @@ def test_one_search_over_formats_equals_the_overall_of_every_format(published: d
 
 
 def test_every_published_setup_serves_its_load_as_the_engine_would(published: dict) -> None:
-    """#22's engine model pages the KV pool with its own working memory: a plan the planner's budget holds may
+    """The engine model pages the KV pool with its own working memory: a plan the planner's budget holds may
     leave the engine room for fewer requests than the load. Setups move up to the GPUs that serve it (as `fit`
     does), so no published row says it holds fewer requests of its context than it was planned for."""
     con = duckdb.connect(str(published["db"]), read_only=True)

@@ -1,6 +1,6 @@
-"""The planner's placement search (perf #14) answers what ``sizing_core.placement.deployment.fewest`` answers for a GPU
+"""The planner's placement search answers what ``sizing_core.placement.deployment.fewest`` answers for a GPU
 shaped to each instance size (the planner's fewest GPUs, moved up while the engine's pool cannot serve the load:
-#22's rule, applied by setups since #23), while sharing between instance sizes whether a (TP, PP) plan fits."""
+the engine model's rule, applied by setups), while sharing between instance sizes whether a (TP, PP) plan fits."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_the_shared_search_equals_fewest_gpus_on_every_instance_size(model: str)
 
 @pytest.mark.parametrize("model", ["llama70", "dsv3", "qwen3-next", "gpt-oss", "gemma4-26b"])
 def test_rates_from_the_layout_equal_the_rates_of_the_full_placement(model: str) -> None:
-    """#28: the setups' decode rates are computed from the layout (TP, PP, nodes) without building the plan again;
+    """The setups' decode rates are computed from the layout (TP, PP, nodes) without building the plan again;
     they must be the rates ``placement_rates`` gives for the full placement (``sizing_core.throughput.estimate``),
     float for float, at the published load and at a batched long one (the aggregate at the load differs there)."""
     from pipeline.compute.setup_costs import placement_rates

@@ -1,4 +1,4 @@
-"""The pruned cheapest-setup search (perf #14) returns exactly what the full search returns, with fewer
+"""The pruned cheapest-setup search returns exactly what the full search returns, with fewer
 placements: groups of offers whose cheapest price is above the current top-5 are never placed."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_pruned_top5_equals_the_full_ranking_and_places_fewer_groups(published: 
                 everything = cheapest_setups(a, fmt, offers, top=10**9, allocations=allocations,
                                              planner=full_planner)  # never prunes: every group is placed
                 assert top5 == everything[:5]
-                pruned_places += len(pruned_planner._placed)  # placements searched (#28: rates need no full plan)
+                pruned_places += len(pruned_planner._placed)  # placements searched (rates need no full plan)
                 full_places += len(full_planner._placed)
                 compared += bool(top5)
     assert compared >= 20

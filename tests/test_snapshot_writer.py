@@ -1,4 +1,4 @@
-"""A snapshot's JSON files are fsynced before its manifest is written and ``latest`` switches to it (perf #14
+"""A snapshot's JSON files are fsynced before its manifest is written and ``latest`` switches to it (
 moved their fsyncs from one per write to one batch in ``SnapshotWriter.finish``), and they are written byte for
 byte as ``json.dump(obj, indent=1)`` plus a newline."""
 

@@ -102,7 +102,7 @@ def test_negative_price_row_is_rejected_not_fatal(tmp_path: Path) -> None:
 
 
 def test_zero_price_row_is_not_offered_not_rejected(tmp_path: Path) -> None:
-    """Issue #24: a price of exactly 0 is a source's "not offered" (RunPod's securePrice 0, SkyPilot's unpriced
+    """A price of exactly 0 is a source's "not offered" (RunPod's securePrice 0, SkyPilot's unpriced
     shapes), in every source: the row is counted as ignored, the fetch stays ok (it was "partial", 1 rejected)."""
     data = json.loads(recorded("lambda"))
     data["data"]["gpu_1x_a10"]["instance_type"]["price_cents_per_hour"] = 0

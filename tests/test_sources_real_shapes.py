@@ -1,7 +1,7 @@
 """Parsers on what providers really send: one test per defect class, on the fixtures of
 ``tests/fixtures/prices/`` (provenance and genuine/constructed status in ``tests/fixtures/README.md``).
 
-Each test failed on the parsers before issue #10 (the reason is named in its docstring) and passes now. Expected
+Each test failed on the parsers before its fix (the reason is named in its docstring) and passes now. Expected
 values are read off the fixture by hand; the arithmetic is in the test.
 """
 

@@ -1,5 +1,5 @@
 """Within one process, ``tracked_models`` hands every step the same parsed Architecture for a model whose inputs did
-not change (perf #14: sizing_core memoises per object, so the exports step re-uses the setups step's work), a
+not change (sizing_core memoises per object, so the exports step re-uses the setups step's work), a
 freshly parsed one when its revision or config changed, and never one object to two watchlist entries."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``pipeline.compute.workers.in_workers``: jobs run by processes forked from the step, results in the jobs' order;
 in this process with one worker or when the process is daemonic (a Celery prefork worker may not start children:
-the Celery refresh failed its exports step that way, #28)."""
+the Celery refresh failed its exports step that way)."""
 
 from __future__ import annotations
 

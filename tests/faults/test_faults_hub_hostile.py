@@ -85,7 +85,7 @@ def test_hostile_hub_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fau
 
 
 def test_a_failed_hub_attempt_is_in_duckdbs_fetch_log_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue #27 (smaller items): a failed attempt was only in raw/fetch_log.jsonl, never in DuckDB's fetch_log
+    """A failed attempt was only in raw/fetch_log.jsonl, never in DuckDB's fetch_log
     (Hub attempts were filtered out). Now every attempt is; Hub rows are not taken for price sources (no
     observations parsed from them, no per-source freshness)."""
     from pipeline.storage.loaders import pending_fetches, source_freshness

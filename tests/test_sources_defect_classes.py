@@ -1,6 +1,6 @@
 """Price truth II: one test per defect class that genuine captures the parsers had never seen found,
 each on a fixture of the same shape (provenance in ``tests/fixtures/README.md``; constructed fixtures say so and
-name the real shape they copy). Every test here failed on the parsers before issue #24 (the failure is named in
+name the real shape they copy). Every test here failed on the parsers before its fix (the failure is named in
 its docstring). Expected values are read off the fixture by hand; the arithmetic is in the test.
 """
 
@@ -37,7 +37,7 @@ def one(offers, instance_type: str, allocation: str = "on_demand"):  # type: ign
     return offer
 
 
-RUNPOD = (FIXTURES / "runpod.gpuTypes.issue24.json").read_bytes()
+RUNPOD = (FIXTURES / "runpod.gpuTypes.defect_classes.json").read_bytes()
 
 
 # --- RunPod -------------------------------------------------------------------------------------------------
