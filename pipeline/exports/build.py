@@ -58,8 +58,8 @@ def fx_status(fx_date: str | None, as_of: datetime) -> dict[str, Any] | None:
 def _table_query(cur: duckdb.DuckDBPyConnection, table: type[PublishedTable], snap: str) -> str:
     if table is Sizing:
         return published.sizing_query(select_sql(Sizing, prefix="s.", snapshot_id=snap,
-                                                 est_gpus_reason=published.sizing_reason(cur)))
-    return published.table_query(select_sql(table, snapshot_id=snap), table.db_table)
+                                                 est_gpus_reason=published.sizing_reason(cur)), Sizing.row_order)
+    return published.table_query(select_sql(table, snapshot_id=snap), table.db_table, table.row_order)
 
 
 def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tracked],

@@ -101,6 +101,7 @@ def json_entries(model: type[BaseModel]) -> list[dict[str, Any]]:
 
 def dictionary() -> dict[str, Any]:
     parquet = {t.file: {"description": t.description, "partition_key": t.partition_key,
+                        "row_order": list(t.row_order) if t.row_order else None,
                         "columns": [c.model_dump(exclude={"sql"}) for c in columns(t)]} for t in TABLES}
     as_json = {name: {"schema": f"schemas/{schema_name}", "keys": json_entries(model)}
                for name, (model, schema_name) in JSON_FILES.items()}
@@ -116,8 +117,10 @@ def markdown() -> str:
     lines = [START, "", f"Schema version {d['schema_version']}. Types are DuckDB types for Parquet (`?` = nullable) and "
              "JSON types for JSON (`?` = may be `null`).", ""]
     for file, table in d["parquet"].items():
-        lines += [f"### `{file}`", "", table["description"], "", "| column | type | unit | meaning |",
-                  "|---|---|---|---|"]
+        order = table["row_order"]
+        lines += [f"### `{file}`", "", table["description"]
+                  + (f" Rows in order of {', '.join(f'`{c}`' for c in order)}." if order else ""), "",
+                  "| column | type | unit | meaning |", "|---|---|---|---|"]
         for c in table["columns"]:
             kind = c["sql_type"] + ("?" if c["nullable"] else "")
             lines.append(f"| `{c['name']}` | {kind} | {_cell(c['unit'])} | {_cell(c['meaning'])} |")

@@ -40,6 +40,9 @@ class PublishedTable(BaseModel):
     description: ClassVar[str]
     unpublished: ClassVar[dict[str, str]] = {}  # DuckDB column -> why it is not published
     partition_key: ClassVar[str | None] = None  # a hive partition column: in the path, not inside the files
+    #: the published columns the rows are written in order of, so a snapshot's files are the same bytes whenever
+    #: their content is (None: the table's own order, which its writer already fixes: the catalog's, the ranks')
+    row_order: ClassVar[tuple[str, ...] | None] = None
 
 
 class ColumnSpec(BaseModel):
@@ -179,6 +182,7 @@ _QUALITY_DOC = {
 class OffersCurrent(PublishedTable):
     file = "offers_current.parquet"
     db_table = "offers_judged"  # offers_current with its quality verdict and `eligible` (sql/020)
+    row_order = ("offer_key",)
     unpublished = {"eligible_when_observed": "the same rule as of the observation's own time (stale and removed do "
                                              "not apply): what price_observations.eligible keeps"}
     description = ("Latest observation of every offer (provider x instance type x region x allocation), with its "
@@ -256,6 +260,7 @@ class OffersCurrent(PublishedTable):
 class GpuPriceReference(PublishedTable):
     file = "gpu_price_reference.parquet"
     db_table = "gpu_price_reference"
+    row_order = ("gpu_id",)
     description = "Per GPU, the cross-provider on-demand reference price the offer-quality band is drawn around."
 
     gpu_id: str = col("canonical GPU id")
@@ -343,6 +348,7 @@ class PriceObservations(PublishedTable):
 class Sizing(PublishedTable):
     file = "sizing.parquet"
     db_table = "sizing"
+    row_order = ("model_id", "format", "context", "gpu_id", "engine")
     description = ("The sizing grid: model x format x context x GPU x engine. est_gpus is the planner's count on "
                    "every cell (the planner's own rule, computed on columns by the grid; gpus_rule names the cells "
                    "the model JSON shows).")

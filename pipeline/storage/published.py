@@ -22,16 +22,20 @@ def select_list(columns: Sequence[tuple[str, str, str]]) -> str:
     return "SELECT " + ", ".join(f'CAST({expr} AS {sql_type}) AS "{name}"' for expr, sql_type, name in columns)
 
 
-def table_query(select: str, db_table: str) -> str:
-    """``select`` (a :func:`select_list`) over one DuckDB table or view."""
-    return f"{select} FROM {db_table}"
+def _ordered(row_order: tuple[str, ...] | None) -> str:
+    return f" ORDER BY {', '.join(row_order)}" if row_order else ""
 
 
-def sizing_query(select: str) -> str:
+def table_query(select: str, db_table: str, row_order: tuple[str, ...] | None = None) -> str:
+    """``select`` (a :func:`select_list`) over one DuckDB table or view, in ``row_order`` (published columns)."""
+    return f"{select} FROM {db_table}{_ordered(row_order)}"
+
+
+def sizing_query(select: str, row_order: tuple[str, ...] | None = None) -> str:
     """``select`` over ``sizing`` (as ``s``) with the exact planner's cells of this run (the registered view
-    ``exact_cells``, as ``x``) joined on the cell."""
+    ``exact_cells``, as ``x``) joined on the cell, in ``row_order`` (published columns)."""
     return (f"{select} FROM sizing s LEFT JOIN exact_cells x ON x.model_id = s.model_id AND x.format = s.format "
-            "AND x.context = s.context AND x.gpu_id = s.gpu_id AND x.engine = s.engine")
+            f"AND x.context = s.context AND x.gpu_id = s.gpu_id AND x.engine = s.engine{_ordered(row_order)}")
 
 
 def sizing_reason(cur: duckdb.DuckDBPyConnection) -> str:
