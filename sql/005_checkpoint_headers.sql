@@ -1,4 +1,4 @@
--- Safetensors shard headers per Hub revision (issue #11): read by HTTP range requests, never the weights.
+-- Safetensors shard headers per Hub revision: read by HTTP range requests, never the weights.
 -- One row per shard, and one summary per revision comparing the headers with config arithmetic.
 
 CREATE TABLE IF NOT EXISTS checkpoint_shards (

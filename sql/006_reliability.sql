@@ -1,4 +1,4 @@
--- Reliability (issue #16). Applied once by pipeline/storage/db.py, recorded in schema_version.
+-- Reliability. Applied once by pipeline/storage/db.py, recorded in schema_version.
 
 -- Prices that cannot be true (<= 0, or above the per-GPU-kind ceiling of pipeline/assets/core.py) are kept here
 -- instead of in price_observations: nothing observed is lost (the raw landing keeps the payload too), and one

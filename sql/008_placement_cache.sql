@@ -1,4 +1,4 @@
--- Placement cache (perf #14): what the cheapest-setups planner learnt about one model on one GPU kind, kept across
+-- Placement cache: what the cheapest-setups planner learnt about one model on one GPU kind, kept across
 -- runs so an hourly run in which only prices moved does not re-plan. Derived data: safe to empty at any time (the
 -- next run recomputes it); pipeline/compute/placement_cache.py reads and rewrites it, keeping only rows whose model
 -- revision, GPU catalog row hash and sizing code version are still current.

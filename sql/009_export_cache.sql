@@ -1,4 +1,4 @@
--- Export cache (perf #14): the price-independent part of each published model file (sizing report figures,
+-- Export cache: the price-independent part of each published model file (sizing report figures,
 -- gpusNeeded, throughput, fine-tuning, the exact planner's cells), kept across runs so a run in which only prices
 -- moved re-assembles the model files instead of re-sizing every model. Derived data: safe to empty at any time.
 -- pipeline/exports/static_cache.py reads and rewrites it; a row is used only while its key (a hash of the model's

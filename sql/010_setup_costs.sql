@@ -1,4 +1,4 @@
--- Cost per setup (issue #12): decode speed of the plan and $/1M output tokens, single stream and at the
+-- Cost per setup: decode speed of the plan and $/1M output tokens, single stream and at the
 -- concurrency the plan allows (sizing_core.throughput + sizing_core.cost). NULL when the GPU has no bandwidth figure.
 ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS decode_tokens_per_s DOUBLE;
 ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS max_concurrent_requests INTEGER;

@@ -1,4 +1,4 @@
--- The sizing grid without its PRIMARY KEY (perf #14): the key's index cost about half of writing the grid (2.1 M
+-- The sizing grid without its PRIMARY KEY: the key's index cost about half of writing the grid (2.1 M
 -- rows of 200 models x 60 GPUs: ~10 s with the index, ~5 s without, plus the index's checkpoint) and nothing reads
 -- through it. Rows stay unique by construction: out__sizing deletes a model's (or a GPU's) rows and inserts the
 -- grid's in the same transaction, and the grid holds one row per (model_id, format, context, gpu_id, engine)

@@ -1,4 +1,4 @@
--- Ranges of a setup's speed and cost (issue #22): the calibration's measured / predicted band for the engine, GPU
+-- Ranges of a setup's speed and cost: the calibration's measured / predicted band for the engine, GPU
 -- class and model class (sizing_core.calibration.band) applied to the decode rates; $/1M tokens at the concurrency
 -- the engine serves at the planned context. NULL when the GPU has no bandwidth figure.
 ALTER TABLE cheapest_setups ADD COLUMN IF NOT EXISTS decode_tokens_per_s_low DOUBLE;

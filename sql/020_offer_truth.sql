@@ -1,4 +1,4 @@
--- Price truth II (issue #24): one meaning per column, quality in the history, offer facts, drift canaries.
+-- Price truth II: one meaning per column, quality in the history, offer facts, drift canaries.
 -- Applied once by pipeline/storage/db.py, recorded in schema_version.
 
 -- Offer facts parsed with every observation (pipeline/sources/offer_facts.py): NULL on rows loaded before.
@@ -13,7 +13,7 @@ ALTER TABLE price_observations ADD COLUMN interconnect_source VARCHAR;
 ALTER TABLE price_observations ADD COLUMN availability_status VARCHAR;    -- available, low, unavailable; NULL: unsaid
 ALTER TABLE price_observations ADD COLUMN available_count INTEGER;
 -- The offer-quality verdict of the observation, stamped once when it is first judged (the run that loaded it):
--- NULL = observed before quality was recorded in the history (issue #24), never "fine".
+-- NULL = observed before quality was recorded in the history, never "fine".
 ALTER TABLE price_observations ADD COLUMN quarantined BOOLEAN;
 ALTER TABLE price_observations ADD COLUMN quality_reasons VARCHAR[];
 ALTER TABLE price_observations ADD COLUMN eligible BOOLEAN;

@@ -1,4 +1,4 @@
--- Answers at a load (issue #23): cheapest setups are planned for `concurrency` requests of `context` tokens and
+-- Answers at a load: cheapest setups are planned for `concurrency` requests of `context` tokens and
 -- ranked by price or by cost per output token (`sort`); one row per provider x instance type x price, the regions
 -- offering it listed together (`regions`). A model now has one ranked list per (list, context, concurrency, sort,
 -- format), so the table is re-created with that key. Derived data: out__cheapest_setups rewrites it every run, so
@@ -46,7 +46,7 @@ CREATE TABLE cheapest_setups (
     aggregate_tokens_per_s          DOUBLE,
     usd_per_million_tokens          DOUBLE,
     usd_per_million_tokens_batched  DOUBLE,
-    decode_tokens_per_s_low         DOUBLE,             -- the calibration band's range (sql/014, issue #22)
+    decode_tokens_per_s_low         DOUBLE,             -- the calibration band's range (sql/014)
     decode_tokens_per_s_high        DOUBLE,
     aggregate_tokens_per_s_low      DOUBLE,
     aggregate_tokens_per_s_high     DOUBLE,

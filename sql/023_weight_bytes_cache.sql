@@ -1,4 +1,4 @@
--- Weight bytes per model and format (issue #28): what the cheapest-setups search bounds its pruning with (every
+-- Weight bytes per model and format: what the cheapest-setups search bounds its pruning with (every
 -- weight, and the weights one decode step reads: pipeline/compute/rates.py::weight_bytes). Computing them walks every
 -- tensor of every format, ~40% of an hourly run's setups step in which only prices moved, so they are kept across runs
 -- like the placement cache. Derived data: safe to empty at any time; rows of another revision or sizing code are

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WHERE = ("pipeline", "sizing_core", "docs", "scripts", "benchmarks", "tests")
+WHERE = ("pipeline", "sizing_core", "docs", "scripts", "benchmarks", "tests", "sql")
 #: "issue #16", "issue 37", "(#23)", "perf #14", " #28:" ... but not "owner/repo#123"
 REFERENCE = re.compile(r"\bissues? #?\d+|\bperf #\d+|(?<![\w/.-])#\d{2,3}\b", re.IGNORECASE)
 CITATION = re.compile(r"[\w.-]+/[\w.-]+#\d+")
@@ -27,7 +27,7 @@ def test_the_pattern_finds_references_and_spares_citations() -> None:
 
 def test_no_issue_references_in_code_comments_and_docs() -> None:
     files = [ROOT / "README.md"] + [p for top in WHERE for p in (ROOT / top).rglob("*")
-                                    if p.suffix in (".py", ".md") and "__pycache__" not in p.parts
+                                    if p.suffix in (".py", ".md", ".sql") and "__pycache__" not in p.parts
                                     and p.name != Path(__file__).name]  # this file's own examples
     found = {str(p.relative_to(ROOT)): refs for p in files if (refs := references(p.read_text(errors="replace")))}
     assert found == {}
