@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speed and memory of vramlab, printed as a Markdown report with ratios and the acceptance checks of its goals.
 
-    .venv/bin/python benchmarks/run_benchmarks.py > docs/benchmarks.md      # everything (~5-10 min on 2 cores)
+    .venv/bin/python benchmarks/run_benchmarks.py > /tmp/benchmarks.md     # everything (~5-10 min on 2 cores)
     .venv/bin/python benchmarks/run_benchmarks.py --quick                  # one repetition, no synthetic graph
     .venv/bin/python benchmarks/run_benchmarks.py --grid-only --repeat 5   # the grid cases only, best and median
     .venv/bin/python benchmarks/run_benchmarks.py --only graph --graph-case watchlist --repeat 1   # one graph case
@@ -21,7 +21,9 @@ disturbed). Cases:
 4. start-up of ``vramlab size`` and ``vramlab fit`` (whole command, interpreter start included).
 
 Nothing here is a test: the figures depend on the machine and its load; the acceptance lines say whether the
-goals hold on this run.
+goals hold on this run. Do not redirect the output onto docs/benchmarks.md (it holds hand-written sections too):
+paste it, without its first line and with its headings one level down (``| sed '1d; s/^## /### /'``), between
+that file's ``run_benchmarks.py output`` markers, and update its goals table.
 """
 
 from __future__ import annotations
