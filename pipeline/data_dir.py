@@ -6,6 +6,7 @@ place and no two modules can disagree about where a thing is kept.
 
     <data dir>/
       vramlab.duckdb            the database (``VRAMLAB_DB`` may put it elsewhere)
+      watchlist.json            the data directory's own watchlist, once ``vramlab track`` wrote one
       raw/                      every payload as fetched, per source and UTC day, and the fetch log
         fetch_log.jsonl
         <source>/<day>/<stamp>.json, <source>/validators.json, <source>/baseline.json
@@ -45,6 +46,11 @@ class DataDir:
     @property
     def database(self) -> Path:
         return self.root / "vramlab.duckdb"
+
+    @property
+    def watchlist(self) -> Path:
+        """The data directory's own watchlist (``vramlab track`` writes it from the packaged one on first use)."""
+        return self.root / "watchlist.json"
 
     # ------------------------------------------------------------------------------------------ raw landing
     @property

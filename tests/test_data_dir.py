@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: a path joined from one of the data directory's part or file names
 JOINED = re.compile(r'/ ?"(raw|hub|exports|cache|parts|latest|history|models|fetch_log\.jsonl|state\.json|'
                     r'vramlab\.duckdb|\.dagster_home|discovered\.json|discovery\.json|validators\.json|'
-                    r'baseline\.json|hub-lookups)"')
+                    r'baseline\.json|hub-lookups|watchlist\.json)"')
 
 
 def test_no_module_joins_data_directory_paths_itself() -> None:
@@ -25,7 +25,7 @@ def test_no_module_joins_data_directory_paths_itself() -> None:
              # the bundled replay recordings, the package data and the checkout's own files are the repository's
              # layout, not the data directory's; a snapshot folder's files are the published one (docs/exports.md)
              if JOINED.search(line) and not re.search(
-                 r'REPLAY_ROOT|REPO_ROOT|ROOT / "pipeline"|_PIPELINE|SHARED|resources\.files|snap\.path|out /', line)]
+                 r'REPLAY_ROOT|REPO_ROOT|ROOT / "pipeline"|_PIPELINE|SHARED|__file__|resources\.files|snap\.path|out /', line)]
     assert found == []
 
 
@@ -37,6 +37,7 @@ def test_layout_as_docs_operating_states_it() -> None:
     assert d.drift_baseline("vastai") == Path("/srv/vramlab/raw/vastai/baseline.json")
     sha = "0123456789abcdef0123456789abcdef01234567"
     assert d.hub_revision("Qwen/Qwen3-8B", sha) == Path(f"/srv/vramlab/hub/models/Qwen__Qwen3-8B/{sha}.json")
+    assert d.watchlist == Path("/srv/vramlab/watchlist.json")
     assert d.latest == Path("/srv/vramlab/exports/latest")
     assert d.history == Path("/srv/vramlab/exports/history")
     assert d.cli_cache == Path("/srv/vramlab/cache/cli")

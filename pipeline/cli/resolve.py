@@ -74,7 +74,7 @@ class ModelRef:
 
 def watchlist_entries(data_dir: Path | None = None) -> tuple[dict[str, Any], ...]:
     """The watchlist's entries: the data directory's own copy (``vramlab track``) when it has one."""
-    own = data_dir / "watchlist.json" if data_dir is not None else None
+    own = DataDir(data_dir).watchlist if data_dir is not None else None
     return _watchlist(own if own is not None and own.is_file() else WATCHLIST)
 
 

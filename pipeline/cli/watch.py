@@ -16,6 +16,7 @@ from typing import Any
 
 from pipeline.cli.errors import CliError
 from pipeline.cli.resolve import WATCHLIST, norm, resolve_model, watchlist_entries
+from pipeline.data_dir import DataDir
 
 
 def track_repo(repo: str, data_dir: Path, *, model_id: str | None = None,
@@ -27,7 +28,7 @@ def track_repo(repo: str, data_dir: Path, *, model_id: str | None = None,
         raise CliError(f"{repo!r} is not a Hub repo id; `vramlab track` takes org/name (Qwen/Qwen3-235B-A22B)")
     entries = list(watchlist_entries(data_dir))
     known = next((e for e in entries if norm(e["repo"]) == norm(repo)), None)
-    path = data_dir / "watchlist.json"
+    path = DataDir(data_dir).watchlist
     if known is not None:
         return known, False, path if path.is_file() else WATCHLIST
     ref = resolve_model(repo, data_dir)  # the look-up: one line when the repo cannot be found or sized

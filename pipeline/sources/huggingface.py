@@ -108,9 +108,8 @@ class Watchlist(BaseModel):
 def watchlist_path(data_dir: Path | None = None) -> Path:
     """The watchlist a data directory runs with: its own copy (``<data dir>/watchlist.json``, written by
     ``vramlab track``) when it has one, else the packaged ``pipeline/data/watchlist.json``."""
-    if data_dir is not None and (data_dir / "watchlist.json").is_file():
-        return data_dir / "watchlist.json"
-    return WATCHLIST
+    own = DataDir(data_dir).watchlist if data_dir is not None else None
+    return own if own is not None and own.is_file() else WATCHLIST
 
 
 def load_watchlist(path: Path = WATCHLIST, *, data_dir: Path | None = None) -> Watchlist:
