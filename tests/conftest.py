@@ -54,7 +54,9 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
     resources = {"vramlab": VramlabSettings(data_dir=str(tmp), db_path=str(db)),
                  "duckdb": DuckDBResource(database=str(db))}
     result = dg.materialize(ALL_ASSETS, resources=resources)
-    return {"tmp": tmp, "db": db, "result": result, "resources": resources}
+    # the snapshot this run published, named before any later test publishes another on the same data dir
+    snapshot = (tmp / "exports" / "latest").resolve()
+    return {"tmp": tmp, "db": db, "result": result, "resources": resources, "snapshot": snapshot}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -24,17 +24,19 @@ RECORD = Path(__file__).resolve().parent / "snapshots" / "published_replay.json"
 RUN_KEYS = {"updated", "generated_at", "code_version", "sha256"}
 #: Parquet columns holding the run's own time
 RUN_COLUMNS = ("snapshot_id", "computed_at", "updated_at")
+#: a snapshot id (the folder's name, and a Parquet part's name, which is the id of the snapshot that first wrote it)
+SNAPSHOT_ID = re.compile(r"\d{8}T\d{6,12}Z")
 GENERATED = re.compile(r"generated [A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2}\s[AP]M UTC")
 
 
-def _plain(value: Any, snap: str) -> Any:  # noqa: ANN401 - any JSON value
+def _plain(value: Any) -> Any:  # noqa: ANN401 - any JSON value
     if isinstance(value, dict):
-        return {k.replace(snap, "<snapshot>"): "<run>" if k in RUN_KEYS else
-                sorted(_plain(list(v), snap)) if k == "files" else _plain(v, snap) for k, v in value.items()}
+        return {SNAPSHOT_ID.sub("<snapshot>", k): "<run>" if k in RUN_KEYS else
+                sorted(_plain(list(v))) if k == "files" else _plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v, snap) for v in value]
+        return [_plain(v) for v in value]
     if isinstance(value, str):
-        return value.replace(snap, "<snapshot>")
+        return SNAPSHOT_ID.sub("<snapshot>", value)
     if isinstance(value, float):
         return float(f"{value:.9g}")
     return value
@@ -55,16 +57,15 @@ def _parquet_text(path: Path) -> str:
 
 def digest(snapshot: Path) -> dict[str, str]:
     """{path inside the snapshot: sha256 of its content without the run's own names}."""
-    snap = snapshot.resolve().name
     out = {}
     for path in sorted(p for p in snapshot.rglob("*") if p.is_file()):
-        name = path.relative_to(snapshot).as_posix().replace(snap, "<snapshot>")
+        name = SNAPSHOT_ID.sub("<snapshot>", path.relative_to(snapshot).as_posix())
         if path.suffix == ".parquet":
             text = _parquet_text(path)
         elif path.suffix == ".json":
-            text = json.dumps(_plain(json.loads(path.read_text()), snap), sort_keys=True)
+            text = json.dumps(_plain(json.loads(path.read_text())), sort_keys=True)
         else:
-            text = GENERATED.sub("generated <run>", path.read_text(errors="replace").replace(snap, "<snapshot>"))
+            text = GENERATED.sub("generated <run>", SNAPSHOT_ID.sub("<snapshot>", path.read_text(errors="replace")))
         out[name] = hashlib.sha256(text.encode()).hexdigest()
     return out
 
@@ -87,7 +88,7 @@ def test_the_digest_sees_a_changed_value_and_not_the_run(tmp_path: Path) -> None
 
 
 def test_every_published_file_of_the_replay_run_is_unchanged(published: dict) -> None:
-    current = digest(published["tmp"] / "exports" / "latest")
+    current = digest(published["snapshot"])
     if os.environ.get("VRAMLAB_UPDATE_SNAPSHOT"):
         RECORD.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
     recorded = json.loads(RECORD.read_text())
