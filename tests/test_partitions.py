@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
-from faults.harness import ROOT, assert_same_results, resources_for, vramlab_run
+from faults.harness import ROOT, assert_same_results, resources_for, track_few_models, vramlab_run
 
 from pipeline.assets.core import core__models
 from pipeline.assets.partitioned import parts__models, parts__prices
@@ -34,12 +34,12 @@ def _env(data: Path, home: Path) -> dict[str, str]:
 
 def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp_path: Path) -> None:
     local, parts = tmp_path / "local", tmp_path / "parts"
+    watchlist = track_few_models(local / "data", parts / "data")
     vramlab_run(local / "data", local / "home")
     out = subprocess.run([str(VRAMLAB), "parts", "run", "--json", "--concurrency", "2"], cwd=ROOT,
                          env=_env(parts / "data", parts / "home"), capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     outcome = json.loads(out.stdout.strip().splitlines()[-1])
-    watchlist = [m["id"] for m in json.loads(WATCHLIST.read_text())["models"]]
     assert outcome["sources"] == dict.fromkeys(SOURCES, True)  # every source partition ran, ecb among them
     assert sorted(outcome["models"]) == sorted(watchlist) and all(outcome["models"].values())
     assert outcome["prepare"] and outcome["offers"] and outcome["publish"]

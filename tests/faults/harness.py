@@ -389,6 +389,29 @@ FILLED_BY_ONE_RUN = ("fetch_log", "price_observations", "offers_current", "offer
 RUN_TIMES = frozenset({"finished_at", "fetched_at", "cache_key", "applied_at", "fetch_seq"}) | VOLATILE
 
 
+#: the models the whole-refresh equality tests track: one of each kind the steps treat apart (dense with GGUF
+#: variants, a pre-quantized MoE with its base model, MLA, hybrid linear attention, a spec-only model sharded over
+#: many GPUs). Both sides of a comparison run them (a data directory's own ``watchlist.json``), so each partitioned
+#: run has 5 model partitions, not the packaged watchlist's every model.
+SMALL_WATCHLIST = ("qwen3-8b", "qwen3-30b-a3b-fp8", "deepseek-v2-lite-chat", "qwen3-next-80b-a3b-thinking",
+                   "kimi-k3.1-pro")
+
+
+def track_few_models(*data_dirs: Path) -> list[str]:
+    """Give each data directory its own watchlist of the :data:`SMALL_WATCHLIST` entries of the packaged one
+    (what ``vramlab track`` writes); returns their ids."""
+    from pipeline.data_dir import DataDir
+    from pipeline.sources.huggingface import WATCHLIST
+
+    packaged = json.loads(WATCHLIST.read_text())
+    few = {**packaged, "models": [m for m in packaged["models"] if m["id"] in SMALL_WATCHLIST]}
+    assert len(few["models"]) == len(SMALL_WATCHLIST), "a small-watchlist model left the packaged watchlist"
+    for data in data_dirs:
+        DataDir(data).watchlist.parent.mkdir(parents=True, exist_ok=True)
+        DataDir(data).watchlist.write_text(json.dumps(few, indent=1))
+    return [m["id"] for m in few["models"]]
+
+
 def vramlab_run(data: Path, home: Path) -> None:
     """``vramlab run`` of the replayed recordings into ``data``, in its own process (the reference run)."""
     import os

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import assert_same_results, vramlab_run
+from harness import assert_same_results, track_few_models, vramlab_run
 
 from pipeline.ops.cluster import LocalCluster
 
 
 def test_refresh_on_two_celery_workers_equals_the_in_process_run(tmp_path: Path) -> None:
     local = tmp_path / "local"
+    track_few_models(local / "data", tmp_path / "cluster" / "data")
     vramlab_run(local / "data", local / "home")
     with LocalCluster(root=tmp_path / "cluster", data_dir=tmp_path / "cluster" / "data", workers=2) as cluster:
         result = cluster.run_refresh()

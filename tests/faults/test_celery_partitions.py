@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from harness import ROOT, assert_same_results, vramlab_run
+from harness import ROOT, assert_same_results, track_few_models, vramlab_run
 
 from pipeline.assets.partitions import SOURCES
 from pipeline.ops.cluster import LocalCluster
@@ -23,6 +23,7 @@ VRAMLAB = Path(sys.executable).parent / "vramlab"
 def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     local = tmp_path / "local"
+    models = track_few_models(local / "data", tmp_path / "cluster" / "data")
     vramlab_run(local / "data", local / "home")
     with LocalCluster(root=tmp_path / "cluster", data_dir=tmp_path / "cluster" / "data", workers=2) as cluster:
         out = subprocess.run([str(VRAMLAB), "parts", "run", "--celery", "--json"], cwd=ROOT, env=cluster.env(),
@@ -38,7 +39,8 @@ def test_partitioned_refresh_on_two_celery_workers_equals_the_in_process_run(tmp
                 for run in runs:
                     hosts |= {r.dagster_event.pid for r in instance.all_logs(run.run_id)
                               if r.dagster_event and r.dagster_event.event_type_value == "STEP_START"}
-    assert outcome["sources"] == dict.fromkeys(SOURCES, True) and all(outcome["models"].values())
+    assert outcome["sources"] == dict.fromkeys(SOURCES, True)
+    assert sorted(outcome["models"]) == sorted(models) and all(outcome["models"].values())
     assert outcome["offers"] and outcome["publish"]
     assert len(hosts) == 2  # every partition step ran in one of the two (single-process) workers, both used
     # the placement and weight-bytes caches are the one-process run's memos, which the model steps do not keep

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from celery import Celery
+from harness import track_few_models
 
 from pipeline.ops.cluster import LocalCluster
 
@@ -34,6 +35,7 @@ def worker_running_a_pooled_step(app: Celery, deadline: float) -> str:
 
 
 def test_a_worker_killed_mid_step_fails_the_run_and_frees_its_slot(tmp_path: Path) -> None:
+    track_few_models(tmp_path / "cluster" / "data")
     with LocalCluster(root=tmp_path / "cluster", data_dir=tmp_path / "cluster" / "data", workers=2) as cluster:
         first: dict = {}
         refresh = threading.Thread(target=lambda: first.update(cluster.run_refresh(timeout=900)))
