@@ -153,6 +153,27 @@ def test_sglang_prefill_batches_pause_decodes() -> None:
     assert itl["sglang"] > itl["vllm"]
 
 
+def test_multi_step_scheduling_makes_an_arriving_prompt_wait_for_the_window() -> None:
+    """vLLM V0's ``--num-scheduler-steps N`` decides once per N steps: at a rate, the only change is the rest of
+    the window a prompt arrives in, N steps instead of one, while the engine is busy: TTFT grows by
+    ``busy x (N - 1) x T / 2`` with T the step (ITL) and busy = min(1, the mean batch); the steps do not change.
+    One client never finds the engine busy, so its TTFT does not move."""
+    arch, gpu, engine, start = _setup()
+    multi = engine.with_settings(num_scheduler_steps=10)
+    assert scheduler_for(multi, gpu, start).window_steps() == 10
+    assert scheduler_for(engine, gpu, start).window_steps() == 1
+    load = Workload(input_tokens=224, output_tokens=189, rate=4.0)
+    one, ten = (serve(arch, gpu, e, "bf16", 1, 1, load, start) for e in (engine, multi))
+    assert ten.itl_ms == pytest.approx(one.itl_ms) and ten.mean_batch == pytest.approx(one.mean_batch)
+    busy = min(1.0, one.mean_batch)
+    assert busy > 0.5  # 4 req/s of ~190 output tokens keeps an 8B model on an H100 busy
+    assert ten.ttft_ms - one.ttft_ms == pytest.approx(busy * 9 * one.itl_ms / 2, rel=1e-6)
+    assert ten.e2e_ms - one.e2e_ms == pytest.approx(ten.ttft_ms - one.ttft_ms, rel=1e-6)
+    alone = Workload(input_tokens=224, output_tokens=189, concurrency=1)
+    a, b = (serve(arch, gpu, e, "bf16", 1, 1, alone, start) for e in (engine, multi))
+    assert b.ttft_ms == pytest.approx(a.ttft_ms)
+
+
 @pytest.mark.parametrize("kwargs", [dict(rate=1.0, concurrency=2), dict(), dict(rate=-1.0), dict(concurrency=0)])
 def test_a_load_is_a_rate_or_a_concurrency(kwargs: dict) -> None:
     with pytest.raises(ValueError):

@@ -19,6 +19,7 @@ from ..architecture import Architecture
 from ..gpus import GPU
 from ..kv_layout import Pool, layer_specs, vllm_pool
 from ..plan import Placement
+from ..record import record
 from ..units import GIB
 from .base import Scheduler
 from .commands import VLLM_KV, Launch
@@ -37,6 +38,7 @@ from .memory import (
 from .server import SERVED_LAYER_KINDS, ServerEngine
 
 
+@record
 class VLLM(ServerEngine):
     """vLLM: ``gpu_memory_utilization`` of what CUDA reports, a profiled activation peak, paged cache groups."""
 
@@ -44,6 +46,10 @@ class VLLM(ServerEngine):
     layer_kinds: ClassVar[frozenset[str] | None] = SERVED_LAYER_KINDS | {"mamba", "self_and_cross_attention"}
     #: 0.95 leaves 5% of what CUDA reports for CUDA graphs (``engines.memory.CUDA_GRAPH_GIB``) and fragmentation
     highest_memory_fraction: ClassVar[float | None] = 0.95
+
+    #: ``--num-scheduler-steps`` (V0's multi-step scheduling, vLLM 0.6-0.9): the engine runs that many decode steps
+    #: per scheduling decision, so a prompt that arrives waits for the window under way (None: one, as V1 does)
+    num_scheduler_steps: int | None = None
 
     def version_tuple(self) -> tuple[int, int]:
         return parse_version(self.version) or CURRENT_VLLM

@@ -148,8 +148,9 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
             backlog, itl, batch = solver.overloaded_run(rate, n)
             state = replace(state, batch=batch)
         busy = min(1.0, state.batch + state.throughput * state.prefill_ms / 1000)
-        ttft = solver.floor + busy * state.step_ms / 2 + state.wait_ms + state.prefill_ms + backlog
-        ttft90 = solver.floor + busy * 0.9 * state.step_ms + state.wait_p90_ms + state.prefill_ms + 1.8 * backlog
+        window = solver.window * state.step_ms  # the scheduling window a prompt arrives in
+        ttft = solver.floor + busy * window / 2 + state.wait_ms + state.prefill_ms + backlog
+        ttft90 = solver.floor + busy * 0.9 * window + state.wait_p90_ms + state.prefill_ms + 1.8 * backlog
         requests = state.throughput
         mean_batch = state.batch + requests * state.prefill_ms / 1000
         e2e = ttft + decodes * itl

@@ -115,6 +115,8 @@ def predict(row: dict[str, str]) -> tuple[Serving, int, object] | str:
         version=row.get("engine_version") or None, max_num_seqs=_int(row.get("max_num_seqs")),
         max_num_batched_tokens=_int(row.get("max_num_batched_tokens")),
         memory_fraction=_float(row.get("gpu_memory_utilization")))
+    if steps := _int(row.get("num_scheduler_steps")):
+        engine = engine.with_settings(num_scheduler_steps=steps)
     tp, pp, dp = _int(row["tp"]) or 1, _int(row["pp"]) or 1, _int(row.get("dp")) or 1
     # dp inside the TP group (GPUs = tp x pp): DP attention, one engine serving the whole load; else replicas
     attention_dp = dp if dp > 1 and (_int(row.get("gpu_count")) or tp * pp * dp) == tp * pp else 1

@@ -4,7 +4,8 @@ MLX serves through llama-server and gets the llama.cpp server's).
 
 - vLLM V1: continuous batching with chunked prefill always on; a step carries every running request's decode token
   and up to ``max_num_batched_tokens`` - decodes of prompt tokens; at most ``max_num_seqs`` running; requests
-  preempted when the paged KV pool is full (``vllm/v1/core/sched/scheduler.py``).
+  preempted when the paged KV pool is full (``vllm/v1/core/sched/scheduler.py``). V0's multi-step scheduling
+  (``--num-scheduler-steps N``) decides once per ``N`` steps (``vllm/engine/llm_engine.py``'s multi-step path).
 - SGLang: prefill batches of up to ``chunked_prefill_size`` tokens run apart from decode batches (mixed chunks are
   off by default), so decodes wait while a prefill batch runs; the token pool bounds the running requests
   (``managers/scheduler.py``, ``schedule_policy.py``).
@@ -54,6 +55,10 @@ class Scheduler:
         memory leaves), so one; llama.cpp's server gives each slot its own ``n_ctx / slots`` cells."""
         return 1
 
+    def window_steps(self) -> int:
+        """Steps the engine runs per scheduling decision: a waiting prompt is admitted at the next decision."""
+        return 1
+
     def kv_tokens(self) -> float:
         if self.start is None or self.start.kv_cache_tokens <= 0:
             return float("inf")
@@ -87,6 +92,10 @@ class VllmV1(Scheduler):
     engine_type = VLLM
     launch_states_running = True
     mixed = True
+
+    def window_steps(self) -> int:
+        assert isinstance(self.engine, VLLM)
+        return max(1, self.engine.num_scheduler_steps or 1)
 
     def limits(self, workload: Workload) -> Limits:
         from ..engines.memory import CURRENT_VLLM, parse_version, vllm_defaults

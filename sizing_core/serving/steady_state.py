@@ -9,8 +9,8 @@ its smallest root. No root below the scheduler's limits
 is above what the setup sustains: ``saturated``, and :func:`max_rate` is the largest rate with a root.
 
 - ITL = ``T`` (decode and the prompt chunks interleaved with it);
-- TTFT = request handling (``engines.speed.TTFT_FLOOR_MS``) + the rest of the step under way when it arrives
-  (``T / 2`` while the engine is busy) + the wait for prefill capacity + its own prefill (chunks of what the step
+- TTFT = request handling (``engines.speed.TTFT_FLOOR_MS``) + the rest of the scheduling window under way when
+  it arrives (``N T / 2`` while the engine is busy: one step, or vLLM V0's ``--num-scheduler-steps N``) + the wait for prefill capacity + its own prefill (chunks of what the step
   budget leaves beside the decodes, or SGLang's prefill batches). The wait is M/G/1 (Pollaczek-Khinchine with
   Kingman's arrival term): ``W = Q x rho / (1 - rho) x S x (c_a^2 + c_s^2) / 2``, ``rho`` the share of the prefill
   capacity in use, ``S`` one prompt's prefill; its 90th percentile from the exponential tail,
@@ -69,6 +69,7 @@ class Solver:
             self.limits = replace(self.limits, kv_tokens=self.limits.kv_tokens * model.dp_attention)
         self.floor = TTFT_FLOOR_MS[model.family] * FLOOR_FACTOR.get(model.engine.id, FLOOR_FACTOR["*"])
         self.held = workload.held_tokens
+        self.window = scheduler.window_steps()  # steps per scheduling decision
         self.decodes = max(workload.output_tokens - 1, 0)
 
     def step(self, batch: float, prefill: float) -> float:
@@ -196,7 +197,7 @@ class Solver:
         x = 0.0
         service = wait = wait90 = rho = 0.0
         batch = prefill = 0.0
-        busy = min(1.0, inside - 1)  # another request's step is under way when one arrives (none for one client)
+        busy = min(1.0, inside - 1)  # another request's window is under way when one arrives (none for one client)
         queued = 0.0  # prompts waiting for or in prefill (Schweitzer's approximate mean value analysis)
         for _ in range(200):
             service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, self.limits)
@@ -204,7 +205,8 @@ class Solver:
             wait = work * queued * (inside - 1) / inside  # the others' prompts ahead of this one
             rho = min(x * work / 1000, RHO_CAP)
             wait90 = 1.8 * wait
-            engine = busy * t / 2 + service + wait + self.decodes * t  # in the engine, from arrival to the last token
+            # in the engine, from arrival to the last token
+            engine = busy * self.window * t / 2 + service + wait + self.decodes * t
             x = min(clients / (self.floor + engine), inside / engine) * 1000  # requests/s
             batch, prefill = x * self.decodes * t / 1000, x * self.w.input_tokens * t / 1000
             queued = x * (service + wait) / 1000
@@ -215,7 +217,7 @@ class Solver:
                 break
             t = 0.5 * t + 0.5 * new
         e2e = clients / x * 1000
-        outside = max(0.0, e2e - (self.floor + busy * t / 2 + service + wait + self.decodes * t))
+        outside = max(0.0, e2e - (self.floor + busy * self.window * t / 2 + service + wait + self.decodes * t))
         return State(step_ms=t, batch=batch, prefill_tokens=prefill, prefill_ms=service, wait_ms=wait,
                      wait_p90_ms=wait90, rho=rho, throughput=x, outside_wait_ms=outside)
 
