@@ -21,6 +21,8 @@ class CheckpointFacts(CamelRecord):
     #: exact served parameters from the shards' headers (packed values unpacked, scales, MTP and tied copies
     #: left out): comparable with config arithmetic, unlike the Hub's stored-element count
     header_parameters: int | None = None
+    #: bytes per stored dtype from the shards' headers (None: headers not read)
+    header_bytes_by_dtype: dict[str, int] | None = None
 
 
 def checkpoint_facts(data: dict[str, Any], source: str) -> CheckpointFacts:
@@ -74,19 +76,51 @@ class ParameterCounts(CamelRecord):
     #: active parameters as model cards count them: the embedding lookup (token and position tables) is not
     #: compute, so it is left out; an LM head is counted (tied: the shared matrix counts once, as the head)
     active_model_card: int = 0
-    #: how checkpoint_parameters was found: "safetensors headers" (exact) or "index total_size / <n> bytes"
-    #: (an unquantized single-dtype checkpoint's bytes divided by the dtype width; not used for total)
+    #: how checkpoint_parameters was found: "safetensors headers" or the Hub's counts of an unquantized
+    #: checkpoint (both exact), or "index total_size / <n> bytes" (an unquantized single-dtype checkpoint's bytes
+    #: divided by the dtype width: an estimate, not used for total)
     checkpoint_parameters_source: str | None = None
     config_native_bytes: int | None = None  # the native weights by config arithmetic, to compare with the file
     checkpoint_bytes_difference_pct: float | None = None  # (config_native_bytes - checkpoint_bytes) / checkpoint_bytes
+    #: ``total`` is counted from the checkpoint's own tensor shapes (its shards' headers, or the Hub's per-dtype
+    #: counts of an unquantized checkpoint); False: config arithmetic or a spec, an estimate
+    exact: bool = False
+    #: bytes the checkpoint stores per dtype (headers; or the Hub's per-dtype counts x the dtype's width)
+    checkpoint_bytes_by_dtype: dict[str, int] | None = None
 
-#: Config arithmetic and checkpoint headers may differ by this much before the headers' count is used.
+#: Config arithmetic further than this from the checkpoint's count is named as missing tensors in the reason.
 AGREEMENT_PCT = 1.0
+#: bytes per element of the float dtypes the Hub counts (an unquantized checkpoint's stored elements are its
+#: parameters; packed integer dtypes such as U8 hold several values per element and are not counted this way)
+_FLOAT_WIDTH = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8}
+
+
+def _exact_count(checkpoint: CheckpointFacts, mtp: int) -> tuple[int, str] | None:
+    """(served parameters, where from) counted from the checkpoint's tensor shapes: its shards' headers, else the
+    Hub's per-dtype counts when every stored dtype is a float one (an unquantized checkpoint: each element is a
+    parameter; the multi-token-prediction heads it ships are not served). None: no exact count."""
+    if checkpoint.header_parameters:
+        return checkpoint.header_parameters, "safetensors headers"
+    by_dtype = checkpoint.parameters_by_dtype
+    if by_dtype and all(d.upper() in _FLOAT_WIDTH for d in by_dtype) and sum(by_dtype.values()) > mtp:
+        return sum(by_dtype.values()) - mtp, "Hub safetensors counts (unquantized: stored elements less MTP heads)"
+    return None
+
+
+def _bytes_by_dtype(checkpoint: CheckpointFacts) -> dict[str, int] | None:
+    if checkpoint.header_bytes_by_dtype:
+        return dict(checkpoint.header_bytes_by_dtype)
+    by_dtype = checkpoint.parameters_by_dtype
+    if by_dtype and all(d.upper() in _FLOAT_WIDTH for d in by_dtype):
+        return {d: n * _FLOAT_WIDTH[d.upper()] for d, n in sorted(by_dtype.items())}
+    return None
 
 
 def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = None) -> ParameterCounts:
-    """Config arithmetic always; a spec's declared counts replace it for ``total``/``active``. Safetensors
-    counts are reported beside it, not used: they include tensors that are not served (see the fields)."""
+    """Config arithmetic always; a spec's declared counts replace it for ``total``/``active``; else the
+    checkpoint's exact count (its tensor shapes, :func:`_exact_count`) replaces it, the arithmetic then kept
+    beside as an estimate with its difference. The Hub's stored-element count of a quantized checkpoint is
+    reported beside, never used (packed values, scales)."""
     total = sum(t.numel for t in arch.tensors)
     inactive = sum(layer.inactive_params(arch.hidden_size) for layer in arch.layers)
     embedding = sum(t.numel for t in arch.tensors if t.role in (Role.TOKEN_EMBD, Role.OUTPUT, Role.POSITION))
@@ -108,22 +142,26 @@ def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = No
             active_model_card=max(1, active - (counts.active - counts.active_model_card))))
     if checkpoint is not None:
         counts = counts.model_copy(update=dict(safetensors_total=checkpoint.parameter_total,
-                                               checkpoint_bytes=checkpoint.total_bytes))
-        exact = checkpoint.header_parameters
-        if exact:
+                                               checkpoint_bytes=checkpoint.total_bytes,
+                                               checkpoint_bytes_by_dtype=_bytes_by_dtype(checkpoint)))
+        found = _exact_count(checkpoint, mtp)
+        if found:
+            exact, where = found
             diff = (total - exact) / exact * 100
             update: dict[str, Any] = dict(checkpoint_parameters=exact, difference_pct=round(diff, 3),
-                                          checkpoint_parameters_source="safetensors headers")
-            if abs(diff) > AGREEMENT_PCT and arch.declared is None:
+                                          checkpoint_parameters_source=where)
+            if arch.declared is None:
+                missing = (f"; more than {AGREEMENT_PCT}% apart: tensors the {arch.architecture_source} rule does "
+                           "not model" if abs(diff) > AGREEMENT_PCT else "")
                 update |= dict(total=exact, active=max(1, counts.active - (total - exact)),
                                active_model_card=max(1, counts.active_model_card - (total - exact)),
-                               non_embedding=exact - embedding, used="safetensors", declared_source=checkpoint.source,
-                               used_reason=f"config arithmetic ({total:,}) differs from the checkpoint headers "
-                                           f"({exact:,}) by {diff:+.2f}% > {AGREEMENT_PCT}%: the headers are the "
-                                           f"fact (tensors the {arch.architecture_source} rule does not model)")
+                               non_embedding=exact - embedding, used="safetensors", exact=True,
+                               declared_source=checkpoint.source,
+                               used_reason=f"counted from the checkpoint's {where}: {exact:,}; config arithmetic "
+                                           f"({total:,}) is an estimate, {diff:+.3f}% off{missing}")
             else:
-                update |= dict(used_reason=f"config arithmetic agrees with the checkpoint headers within "
-                                           f"{AGREEMENT_PCT}% ({diff:+.3f}%)")
+                update |= dict(used_reason=f"the {counts.used} count is used; the checkpoint's {where} count "
+                                           f"{exact:,} ({diff:+.3f}% from config arithmetic)")
             counts = counts.model_copy(update=update)
         elif checkpoint.total_bytes and arch.native.weight_format in _WIDTH and not arch.native.unsupported:
             width = _WIDTH[arch.native.weight_format]

@@ -225,9 +225,8 @@ def test_discovery_sizes_what_it_finds_and_says_how(tmp_path: Path, monkeypatch:
 
 def test_index_total_size_is_recorded_and_reported(tmp_path: Path) -> None:
     """A revision's model.safetensors.index.json total_size is recorded with the revision and reported
-    as parameterCounts.checkpointBytes, with the parameters it implies for a BF16 checkpoint (total_size / 2) and
-    the difference from the config model. Qwen3-8B's index says 16,381,470,720 bytes: 8,190,735,360 BF16
-    parameters, exactly the config arithmetic."""
+    as parameterCounts.checkpointBytes beside the Hub's exact count of the checkpoint's tensors. Qwen3-8B's index
+    says 16,381,470,720 bytes: 8,190,735,360 BF16 parameters, the Hub's count and exactly the config arithmetic."""
     http, _ = client()
     log, model = ingest_model(entry("Qwen/Qwen3-8B"), http, tmp_path, HubState(tmp_path))
     assert log.outcome == "ok" and model is not None
@@ -235,7 +234,10 @@ def test_index_total_size_is_recorded_and_reported(tmp_path: Path) -> None:
     assert model.checkpoint_headers is None  # the recorded index has no weight_map: no shard headers are read
     counts = size_entry(entry("Qwen/Qwen3-8B"), model).parameter_counts
     assert counts.checkpoint_bytes == 16_381_470_720
-    assert counts.checkpoint_parameters == 16_381_470_720 // 2 == counts.config_total
-    assert counts.checkpoint_parameters_source == "index total_size / 2 bytes" and counts.difference_pct == 0.0
+    # the Hub counts the BF16 checkpoint's tensors (8,190,735,360: its API answer), exactly half the index's bytes:
+    # that exact count is the total, and the config arithmetic, equal to it, is the estimate beside
+    assert counts.checkpoint_parameters == 8_190_735_360 == 16_381_470_720 // 2 == counts.config_total
+    assert counts.checkpoint_parameters_source.startswith("Hub safetensors counts") and counts.difference_pct == 0.0
     assert counts.checkpoint_bytes_difference_pct == 0.0 and counts.config_native_bytes == 16_381_470_720
-    assert counts.used == "config"  # an index-derived count never replaces the arithmetic
+    assert counts.used == "safetensors" and counts.exact and counts.total == 8_190_735_360
+    assert counts.checkpoint_bytes_by_dtype == {"BF16": 16_381_470_720}

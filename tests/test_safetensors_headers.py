@@ -129,8 +129,13 @@ def test_headers_are_read_by_range_requests_through_the_replay(tmp_path) -> None
     counts = report.parameter_counts
     assert report.architecture_source == "generic"  # "bert" is no decoder family: sized by the generic rule
     assert counts.checkpoint_parameters == 22_713_216
-    assert counts.used == "safetensors" and "headers are the fact" in (counts.used_reason or "")
+    assert counts.used == "safetensors" and counts.exact
+    off = (counts.config_total - 22_713_216) / 22_713_216 * 100
+    assert f"config arithmetic ({counts.config_total:,}) is an estimate, {off:+.3f}% off" in (counts.used_reason or "")
     assert counts.total == 22_713_216 and abs(counts.difference_pct or 0) > 1
+    # the header's bytes per dtype: 22,713,216 float32 parameters x 4 bytes, and the int64 position_ids buffer
+    # (512 positions x 8 bytes) the checkpoint stores beside them
+    assert counts.checkpoint_bytes_by_dtype == {"F32": 22_713_216 * 4, "I64": 512 * 8}
     assert report.weights_gib["native"] == round(90_868_376 / 2**30, 2)  # the checkpoint's own bytes
 
     con = connect(tmp_path / "db.duckdb")
@@ -157,3 +162,30 @@ def test_header_failure_never_fails_the_model(tmp_path) -> None:  # type: ignore
     log, model = ingest_model(watch, client, tmp_path, HubState(tmp_path))
     assert log.outcome == "ok" and model is not None
     assert model.checkpoint_headers.summary is None and "HTTP 403" in model.checkpoint_headers.error
+
+
+def test_the_hubs_count_of_an_unquantized_checkpoint_is_exact_less_its_mtp_heads() -> None:
+    """The Hub counts a checkpoint's stored elements per dtype from its headers. All float dtypes: every element
+    is a parameter, so that count less the multi-token-prediction heads it ships (served by no default launch)
+    is the exact total and config arithmetic becomes the estimate beside it; a packed dtype (U8 holding 4-bit
+    values) makes the count no parameter count, and config arithmetic stays the total. MiMo-7B-Base's genuine
+    config ships one MTP layer."""
+    from sizing_core.config.reader import parse_config
+    from sizing_core.parameters import CheckpointFacts, count_parameters
+
+    config = json.loads((Path(__file__).resolve().parent.parent / "pipeline" / "replay" / "hub" / "configs"
+                         / "XiaomiMiMo__MiMo-7B-Base.json").read_text())
+    arch = parse_config("XiaomiMiMo/MiMo-7B-Base", config)
+    plain = count_parameters(arch)
+    assert plain.mtp > 0 and not plain.exact and plain.used == "config"
+    stored = plain.config_total + plain.mtp + 4096  # 4,096 elements the config rule does not model
+    hub = count_parameters(arch, CheckpointFacts(parameters_by_dtype={"BF16": stored}, parameter_total=stored,
+                                                 source="hub XiaomiMiMo/MiMo-7B-Base@test"))
+    assert hub.exact and hub.used == "safetensors" and hub.total == plain.config_total + 4096
+    assert hub.checkpoint_parameters == plain.config_total + 4096
+    assert hub.difference_pct == round(-4096 / (plain.config_total + 4096) * 100, 3)
+    assert "is an estimate" in (hub.used_reason or "") and hub.checkpoint_bytes_by_dtype == {"BF16": 2 * stored}
+    packed = count_parameters(arch, CheckpointFacts(parameters_by_dtype={"BF16": 10**9, "U8": 3 * 10**9},
+                                                    parameter_total=4 * 10**9, source="hub packed@test"))
+    assert not packed.exact and packed.used == "config" and packed.total == plain.config_total
+    assert packed.checkpoint_bytes_by_dtype is None

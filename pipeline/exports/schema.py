@@ -241,14 +241,20 @@ PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCount
     "checkpoint_parameters": ("served parameters read from the safetensors shard headers (null: not read)",
                               "parameters"),
     "difference_pct": ("(config_total - checkpoint_parameters) / checkpoint_parameters", "percent"),
-    "used_reason": ("why total is config arithmetic or the headers' count (they may differ by at most 1%)", None),
+    "used_reason": ("why total is what it is: the checkpoint's exact count (config arithmetic then an estimate, "
+                    "its difference stated), a spec's, or config arithmetic", None),
     "audio": ("audio encoder and its projector (included in total)", "parameters"),
     "active_model_card": ("active parameters without the embedding lookup (the model-card convention)",
                           "parameters"),
-    "checkpoint_parameters_source": ("safetensors headers (exact), or the index's total_size divided by the "
-                                     "dtype width (unquantized checkpoints; an estimate)", None),
+    "checkpoint_parameters_source": ("safetensors headers (exact), the Hub's safetensors counts of an unquantized "
+                                     "checkpoint (exact: stored elements less MTP heads), or the index's "
+                                     "total_size divided by the dtype width (an estimate)", None),
     "config_native_bytes": ("native weights by config arithmetic (to compare with checkpoint_bytes)", "bytes"),
     "checkpoint_bytes_difference_pct": ("(config_native_bytes - checkpoint_bytes) / checkpoint_bytes", "percent"),
+    "exact": ("true: total is counted from the checkpoint's tensor shapes (shard headers, or the Hub's per-dtype "
+              "counts of an unquantized checkpoint); false: config arithmetic or a spec, an estimate", None),
+    "checkpoint_bytes_by_dtype": ("bytes the checkpoint stores per dtype (shard headers, or the Hub's per-dtype "
+                                  "counts x the dtype's width; null: not known)", "bytes"),
 })
 
 

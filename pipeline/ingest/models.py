@@ -90,6 +90,7 @@ def checkpoint_facts(model: HubModel | None) -> CheckpointFacts | None:
         parameters_by_dtype=model.safetensors_parameters, parameter_total=model.safetensors_total,
         total_bytes=summary.file_bytes if summary else model.checkpoint_bytes,
         header_parameters=summary.parameters if summary else None,
+        header_bytes_by_dtype=summary.bytes_by_dtype if summary else None,
         source=(f"safetensors headers ({summary.files} shards) " if summary else "hub ")
         + f"{model.repo}@{model.sha[:12]}")
 
