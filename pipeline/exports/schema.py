@@ -238,7 +238,8 @@ PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCount
     "declared_source": ("where the declared counts were read", None),
     "safetensors_total": ("parameter count the safetensors metadata stores (packed FP4 counts half)", "parameters"),
     "checkpoint_bytes": ("size of the checkpoint's weight files", "bytes"),
-    "checkpoint_parameters": ("served parameters read from the safetensors shard headers (null: not read)",
+    "checkpoint_parameters": ("served parameters counted from the checkpoint (see checkpoint_parameters_source; "
+                              "null: not known)",
                               "parameters"),
     "difference_pct": ("(config_total - checkpoint_parameters) / checkpoint_parameters", "percent"),
     "used_reason": ("why total is what it is: the checkpoint's exact count (config arithmetic then an estimate, "
