@@ -27,6 +27,14 @@ def _names(model: str, q: dict[str, Any], key: str, where: str = "quantization_c
     return tuple(value)
 
 
+def _substrings(names: tuple[str, ...]) -> tuple[str, ...]:
+    """AWQ's ``modules_to_not_convert`` as the loaders read it: a module stays unquantized when a name is a
+    substring of its path (vLLM's ``is_layer_skipped_awq``: ``any(name in prefix ...)``; transformers and
+    llm-compressor's AWQ converter, ``re:.*<name>.*``), so ``"indexer"`` keeps every layer's indexer and
+    ``"model.layers.0."`` the whole first layer. As patterns of :func:`~sizing_core.formats.is_excluded`."""
+    return tuple(f"re:.*{re.escape(n)}.*" for n in names)
+
+
 def unquantized_scheme(dtype: str | None) -> QuantScheme:
     fmt = _TORCH_DTYPES.get((dtype or "bfloat16").lower(), "bf16")
     return QuantScheme(source="torch_dtype", weight_format=fmt)
@@ -215,7 +223,7 @@ def native_scheme(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
     if method == "awq":
         bits = _bits(model, qc, "bits", (4,))
         return QuantScheme(source="quantization_config", weight_format=f"awq_int{bits}", group_size=_group(qc),
-                           exclude=_names(model, qc, "modules_to_not_convert"))
+                           exclude=_substrings(_names(model, qc, "modules_to_not_convert")))
     if method == "gptq":  # GPTQ 2/3/4/8-bit: packed weights, a scale and zero per group, g_idx per input channel
         bits = _bits(model, qc, "bits", (2, 3, 4, 8))
         return QuantScheme(source="quantization_config", weight_format=f"gptq_int{bits}", group_size=_group(qc),

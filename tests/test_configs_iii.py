@@ -240,3 +240,23 @@ def test_experts_switched_off_are_not_counted() -> None:
     assert expected == 497_808_640 == 497_812_480 - 24 * 2 * hd
     assert arch.mlp_counts() == {"dense": 24}
     assert count_parameters(arch).total == expected
+
+
+def test_awq_modules_to_not_convert_are_substrings_of_module_paths() -> None:
+    """AWQ loaders keep a module unquantized when a ``modules_to_not_convert`` name is a substring of its path
+    (vLLM's ``is_layer_skipped_awq``: ``any(name in prefix ...)``). QuantTrio's DeepSeek-V3.2-Exp-AWQ lists
+    ``"indexer"`` and whole layers (``"model.layers.0."``, ``"model.layers.60."``): every layer's indexer and the
+    three dense layers and the last MoE layer stay BF16, while ``"model.layers.1."`` leaves layer 10 quantized
+    (the dot ends the number). Read as module names or prefixes, none of them matched and all went 4-bit."""
+    from sizing_core.formats import tensor_bits
+
+    arch = parse_config("QuantTrio/DeepSeek-V3.2-Exp-AWQ", _config("QuantTrio__DeepSeek-V3.2-Exp-AWQ"))
+    assert arch.native.weight_format == "awq_int4"
+    bits = dict(zip((t.name for t in arch.tensors), tensor_bits(arch, "native"), strict=True))
+    awq = 4 + (16 + 4) / 128  # 4-bit values, an FP16 scale and a packed 4-bit zero per group of 128
+    for layer in (0, 1, 2, 60):  # named whole: attention, indexer, MLP or experts all BF16
+        assert {b for n, b in bits.items() if n.startswith(f"model.layers.{layer}.")} == {16}
+    for layer in (3, 10, 59):
+        assert all(b == 16 for n, b in bits.items() if n.startswith(f"model.layers.{layer}.self_attn.indexer."))
+        assert bits[f"model.layers.{layer}.self_attn.q_b_proj"] == pytest.approx(awq)
+        assert bits[f"model.layers.{layer}.mlp.experts.down_proj"] == pytest.approx(awq)
