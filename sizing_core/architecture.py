@@ -32,6 +32,9 @@ class QuantScheme(Record):
     #: compressed-tensors config_groups: (targets, format, group size) per group; a target is "Linear" (every linear
     #: layer), a "re:" regular expression or a module name; the first group whose targets match decides
     targeted: tuple[tuple[tuple[str, ...], str, int | None], ...] = ()
+    #: MLX per-module quantization (mlx-lm's ``quant_predicate``: MoE routers at 8 bits, mixed recipes): (module
+    #: path, format, group size) replacing the base format for that module, a router's weight included
+    overrides: tuple[tuple[str, str, int | None], ...] = ()
     unsupported: str | None = None  # why the scheme could not be read: native weights are then unknown (null)
     #: the scheme converts every linear layer, the vision/audio towers' too, unless its exclusions name a tower
     #: (bitsandbytes, compressed-tensors, ModelOpt, FP8); GPTQ/AWQ/MLX quantize the language model only

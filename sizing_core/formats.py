@@ -339,6 +339,10 @@ def _targeted_format(scheme: QuantScheme, name: str) -> tuple[str, int | None] |
 def _scheme_bits(scheme: QuantScheme, t: Tensor, unquantized: float) -> float:
     if t.is_tower and not (scheme.towers and t.cols > 1):
         return unquantized  # towers keep the checkpoint dtype unless the scheme converts every linear layer
+    if scheme.overrides and t.cols > 1:  # MLX: a module the checkpoint names has its own bits
+        hit = _per_module_index(scheme.overrides).get(_module_key(t.name))
+        if hit is not None:
+            return _format_bits(hit[0], hit[1], t, unquantized)
     embedding = scheme.embeddings and t.role in (Role.TOKEN_EMBD, Role.OUTPUT) and t.cols % (scheme.group_size or 1) == 0
     if not (t.is_linear or t.is_tower or embedding) or is_excluded(t.name, scheme.exclude):
         return unquantized

@@ -35,6 +35,22 @@ def _substrings(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"re:.*{re.escape(n)}.*" for n in names)
 
 
+def _mlx_modules(model: str, qc: dict[str, Any]) -> tuple[tuple[tuple[str, str, int], ...], tuple[str, ...]]:
+    """mlx-lm's per-module entries beside ``bits`` and ``group_size`` (what its ``quant_predicate`` decided
+    at conversion): a module path mapped to ``{"bits", "group_size"}`` has those, one mapped to ``false`` stayed
+    unquantized. Returns (overrides, unquantized modules)."""
+    overrides, kept = [], []
+    for key, value in qc.items():
+        if key in ("bits", "group_size", "mode"):
+            continue
+        if value is False:
+            kept.append(key)
+        elif isinstance(value, dict):
+            bits = _bits(model, value, f"{key}.bits", (2, 3, 4, 5, 6, 8))
+            overrides.append((key, f"mlx_int{bits}", _group(value if "group_size" in value else qc) or 64))
+    return tuple(overrides), tuple(kept)
+
+
 def unquantized_scheme(dtype: str | None) -> QuantScheme:
     fmt = _TORCH_DTYPES.get((dtype or "bfloat16").lower(), "bf16")
     return QuantScheme(source="torch_dtype", weight_format=fmt)
@@ -239,6 +255,7 @@ def native_scheme(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
                            exclude=_names(model, qc, "modules_to_not_convert"))
     if not method and isinstance(qc.get("bits"), int) and "group_size" in qc:  # MLX: no quant_method
         bits = _bits(model, qc, "bits", (2, 3, 4, 5, 6, 8))
+        overrides, kept = _mlx_modules(model, qc)
         return QuantScheme(source="quantization_config", weight_format=f"mlx_int{bits}", group_size=_group(qc) or 64,
-                           embeddings=True)
+                           embeddings=True, overrides=overrides, exclude=kept)
     raise ConfigError(model, "quantization_config.quant_method", f"unsupported quantization method {method!r}")

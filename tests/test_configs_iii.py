@@ -260,3 +260,26 @@ def test_awq_modules_to_not_convert_are_substrings_of_module_paths() -> None:
         assert all(b == 16 for n, b in bits.items() if n.startswith(f"model.layers.{layer}.self_attn.indexer."))
         assert bits[f"model.layers.{layer}.self_attn.q_b_proj"] == pytest.approx(awq)
         assert bits[f"model.layers.{layer}.mlp.experts.down_proj"] == pytest.approx(awq)
+
+
+def test_mlx_per_module_bits_are_the_checkpoints() -> None:
+    """mlx-lm writes what its quant_predicate chose per module beside the base ``bits``/``group_size``: Kimi-Linear's
+    4-bit conversion keeps the MoE router of layer 1 at 8 bits in groups of 64 (8 + 2 x 16 / 64 = 8.5 bits a value:
+    an FP16 scale and bias per group), while the experts are 4-bit (4 + 0.5) and an unnamed router stays as it was
+    (16). Read as one base width, the router was 16 bits."""
+    from sizing_core.formats import tensor_bits
+
+    arch = parse_config("mlx-community/Kimi-Linear-48B-A3B-Instruct-4bit",
+                        _config("mlx-community__Kimi-Linear-48B-A3B-Instruct-4bit.trimmed"))
+    assert arch.native.weight_format == "mlx_int4" and arch.native.group_size == 64
+    bits = dict(zip((t.name for t in arch.tensors), tensor_bits(arch, "native"), strict=True))
+    assert bits["model.layers.1.mlp.gate"] == pytest.approx(8 + 2 * 16 / 64)
+    assert bits["model.layers.2.mlp.gate"] == 16
+    assert bits["model.layers.1.mlp.experts.down_proj"] == pytest.approx(4 + 2 * 16 / 64)
+    # a module mapped to false stayed unquantized at conversion (the same genuine config, one entry added)
+    config = _config("mlx-community__Kimi-Linear-48B-A3B-Instruct-4bit.trimmed")
+    config["quantization"] = {**config["quantization"], "model.embed_tokens": False}
+    kept = parse_config("mlx-community/Kimi-Linear-48B-A3B-Instruct-4bit", config)
+    kept_bits = dict(zip((t.name for t in kept.tensors), tensor_bits(kept, "native"), strict=True))
+    assert bits["model.embed_tokens"] == pytest.approx(4.5)  # MLX quantizes the embeddings too
+    assert kept_bits["model.embed_tokens"] == 16 and kept_bits["lm_head"] == pytest.approx(4.5)
