@@ -76,6 +76,9 @@ class ParameterCounts(CamelRecord):
     #: active parameters as model cards count them: the embedding lookup (token and position tables) is not
     #: compute, so it is left out; an LM head is counted (tied: the shared matrix counts once, as the head)
     active_model_card: int = 0
+    #: the text decoder's active parameters as model cards of multimodal models quote them: ``active_model_card``
+    #: without the vision and audio towers (``active`` is the full forward's, towers and lookup included)
+    active_text: int = 0
     #: how checkpoint_parameters was found: "safetensors headers" or the Hub's counts of an unquantized
     #: checkpoint (both exact), or "index total_size / <n> bytes" (an unquantized single-dtype checkpoint's bytes
     #: divided by the dtype width: an estimate, not used for total)
@@ -172,7 +175,7 @@ def count_parameters(arch: Architecture, checkpoint: CheckpointFacts | None = No
                 checkpoint_parameters_source=f"index total_size / {width} bytes",
                 used_reason=f"config arithmetic vs the checkpoint's total_size / {width} bytes: {diff:+.3f}% "
                             "(an estimate of the stored count: a checkpoint may keep some tensors in another dtype)"))
-    return counts
+    return counts.model_copy(update=dict(active_text=max(1, counts.active_model_card - vision - audio)))
 
 
 #: Bytes per parameter of an unquantized checkpoint, to turn an index's total_size into a parameter count.

@@ -283,3 +283,32 @@ def test_mlx_per_module_bits_are_the_checkpoints() -> None:
     kept_bits = dict(zip((t.name for t in kept.tensors), tensor_bits(kept, "native"), strict=True))
     assert bits["model.embed_tokens"] == pytest.approx(4.5)  # MLX quantizes the embeddings too
     assert kept_bits["model.embed_tokens"] == 16 and kept_bits["lm_head"] == pytest.approx(4.5)
+
+
+def test_a_tower_the_config_names_but_does_not_shape_is_said_not_counted() -> None:
+    """Phi-4-multimodal's config (TensorRT-LLM's copy, tests/fixtures/configs_ii) names an image encoder
+    (``embd_layer.image_embd_layer``, built by the model's code) and a Conformer audio encoder
+    (``audio_processor``) without shapes the rules read: both are 0 in the counts and each says so, with the key
+    and the reason. Phi-3.5-vision, whose named CLIP is known, is counted and has no such note."""
+    phi4 = parse_config("microsoft/Phi-4-multimodal-instruct",
+                        json.loads((FIXTURES / "configs_ii" / "microsoft__Phi-4-multimodal-instruct.modified.json").read_text()))
+    counts = count_parameters(phi4)
+    assert counts.vision == 0 and counts.audio == 0
+    assert any(n.startswith("vision tower not counted (embd_layer.image_embd_layer") for n in phi4.notes)
+    assert any(n.startswith("audio tower not counted (audio_processor") for n in phi4.notes)
+    phi35 = parse_config("microsoft/Phi-3.5-vision-instruct",
+                         json.loads((FIXTURES / "configs_ii" / "microsoft__Phi-3.5-vision-instruct.json").read_text()))
+    assert count_parameters(phi35).vision > 0 and not any("not counted" in n for n in phi35.notes)
+
+
+def test_the_text_active_count_leaves_out_the_towers() -> None:
+    """llava-1.5-7b (genuine): the model card's 7B is the Llama-2-7B decoder. Its text_config gives only the
+    vocabulary (32,064), the rest are Llama's defaults: 32 layers of 4 x 4096^2 attention + 3 x 4096 x 11008 MLP and
+    two norms, a final norm, and the LM head 32,064 x 4096 (the lookup is not counted as active). ``active`` is
+    the full forward, the CLIP tower and projector included; ``active_text`` is the decoder alone."""
+    arch = parse_config("llava-hf/llava-1.5-7b-hf",
+                        json.loads((FIXTURES / "configs_ii" / "llava-hf__llava-1.5-7b-hf.json").read_text()))
+    counts = count_parameters(arch)
+    decoder = 32 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 4096 + 32064 * 4096
+    assert counts.active_text == decoder == 6_607_605_760
+    assert counts.vision > 0 and counts.active_model_card == decoder + counts.vision

@@ -225,7 +225,8 @@ LaunchCommand = _published("LaunchCommand", Launch, {
 PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCounts, {
     "total": ("parameters sizing uses (tied embeddings once, vision tower included, MTP heads excluded)",
               "parameters"),
-    "active": ("parameters active per token (MoE: routed share)", "parameters"),
+    "active": ("parameters a token's full forward pass uses (MoE: the routed share; the embedding lookup and any "
+               "vision/audio tower included)", "parameters"),
     "embedding": ("input embeddings + untied LM head", "parameters"),
     "non_embedding": ("total - embedding", "parameters"),
     "vision": ("vision tower", "parameters"),
@@ -252,6 +253,8 @@ PublishedParameterCounts = _published("PublishedParameterCounts", ParameterCount
                                      "total_size divided by the dtype width (an estimate)", None),
     "config_native_bytes": ("native weights by config arithmetic (to compare with checkpoint_bytes)", "bytes"),
     "checkpoint_bytes_difference_pct": ("(config_native_bytes - checkpoint_bytes) / checkpoint_bytes", "percent"),
+    "active_text": ("the text decoder's active parameters as multimodal model cards quote them: active_model_card "
+                    "without the vision and audio towers", "parameters"),
     "exact": ("true: total is counted from the checkpoint's tensor shapes (shard headers, or the Hub's per-dtype "
               "counts of an unquantized checkpoint); false: config arithmetic or a spec, an estimate", None),
     "checkpoint_bytes_by_dtype": ("bytes the checkpoint stores per dtype (shard headers, or the Hub's per-dtype "

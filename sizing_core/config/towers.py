@@ -382,7 +382,7 @@ def tower_tensors(top: Fields, text: Fields, model_type: str) -> tuple[list[Tens
     hidden, inner = _text_dims(text)
     t, notes = _Tower(), []
     holder = cfg.get("thinker_config") if isinstance(cfg.get("thinker_config"), dict) else cfg
-    v = holder.get("vision_config") if isinstance(holder.get("vision_config"), dict) else None
+    v = next((holder[k] for k in ("vision_config", "vision_encoder_config") if isinstance(holder.get(k), dict)), None)
     if outer == "deepseek_vl_v2" and v is not None:
         notes += deepseek_vl2(t, cfg, hidden)
     elif outer == "cogvlm" and v is not None:
@@ -452,7 +452,37 @@ def tower_tensors(top: Fields, text: Fields, model_type: str) -> tuple[list[Tens
         else:
             notes.append("audio tower not counted (no Whisper-style encoder_layers / d_model in audio_config)")
         t.out += audio.out
+    for role, kind, hint in ((Role.VISION, "vision", _vision_hint(cfg, holder)),
+                             (Role.AUDIO, "audio", None if a is not None else _audio_hint(cfg))):
+        if hint and not any(x.role == role for x in t.out):
+            notes.append(f"{kind} tower not counted ({hint})")
     return t.out, notes
+
+
+def _vision_hint(cfg: dict[str, Any], holder: dict[str, Any]) -> str | None:
+    """Why a config that names an image encoder gave no vision tensors (None: it names none)."""
+    embd = _dict(_dict(cfg.get("embd_layer")).get("image_embd_layer"))
+    for key in ("vision_config", "vision_encoder_config"):
+        if isinstance(holder.get(key), dict):
+            return f"{key}: no depth or width the generic estimate can read"
+    if embd:
+        return "embd_layer.image_embd_layer: the image encoder is built by the model's own code, its shapes are " \
+               "not in the config"
+    if isinstance(cfg.get("img_processor"), dict):
+        return f"img_processor.model_name {cfg['img_processor'].get('model_name')!r}: no known shapes for that name"
+    for key in ("mm_vision_tower", "vision_tower"):
+        if isinstance(cfg.get(key), str) and cfg[key]:
+            return f"{key} {cfg[key]!r}: named only, no shapes in the config"
+    return None
+
+
+def _audio_hint(cfg: dict[str, Any]) -> str | None:
+    """Why a config that names an audio encoder gave no audio tensors (None: it names none)."""
+    if isinstance(cfg.get("audio_processor"), dict):
+        return "audio_processor: a Conformer encoder the sizing rules do not model"
+    if _dict(cfg.get("embd_layer")).get("audio_embd_layer"):
+        return "embd_layer.audio_embd_layer: the audio encoder is built by the model's own code"
+    return None
 
 
 def molmo_vision(t: _Tower, text_hidden: int, text_inner: int) -> None:
