@@ -1,10 +1,10 @@
 """Old payload formats stay readable: a parser accepts the shapes its source has served over the years (fields added
 later are optional), so a re-parse of history keeps every offer.
 
-Scaleway: the genuine 2026 capture (tests/fixtures/prices/scaleway.servers.json, cited in the fixtures README) as
-older answers wrote it, without ``gpu_info`` (constructed: the key removed; SkyPilot's Scaleway catalog fetcher
-named RENDER-S and GPU-3070-S's cards itself because the answers it read had no GPU details). Before, the first GPU
-type without ``gpu_info`` stopped the parse: every offer of the answer was lost."""
+Scaleway: a genuine 2023 answer without ``gpu_info`` (scaleway-cli's recording of fr-par-2's products/servers,
+tests/fixtures/prices/scaleway.servers.2023-12-06.json, cited in the fixtures README), and the genuine 2026 capture
+(tests/fixtures/prices/scaleway.servers.json) with the key taken out, which must read as it does with it. Before,
+the first GPU type without ``gpu_info`` stopped the parse: every offer of the answer was lost."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pipeline.sources.fx import FxRates
 from pipeline.sources.scaleway import card_of_type
 
 CAPTURE = Path(__file__).resolve().parent / "fixtures" / "prices" / "scaleway.servers.json"
+CAPTURE_2023 = CAPTURE.with_name("scaleway.servers.2023-12-06.json")
 RATES = FxRates(date="2024-02-27", per_eur={"EUR": 1, "USD": 1.0856})
 URL = "https://api.scaleway.com/instance/v1/zones/fr-par-2/products/servers?per_page=100"
 
@@ -39,6 +40,19 @@ def test_scaleway_answers_without_gpu_info_keep_every_offer() -> None:
     current, historic = _offers(now), _offers(older)
     assert len(current) == 7
     assert historic == current  # the same cards, counts and prices from the type names alone
+
+
+def test_a_genuine_2023_answer_without_gpu_info_keeps_every_gpu_offer() -> None:
+    """The 2023 answer (59 server types over two pages, merged) states each GPU type's card count in a plain
+    ``gpu`` field and no ``gpu_info``: every one of its 4 GPU types is an offer with the count and hourly price the
+    answer states, the H100 types on the PCIe card Scaleway rents."""
+    payload = json.loads(CAPTURE_2023.read_text())
+    assert len(payload["servers"]) == 59 and not any("gpu_info" in s for s in payload["servers"].values())
+    stated = {name: (float(s["gpu"]), s["hourly_price"]) for name, s in payload["servers"].items() if s.get("gpu")}
+    assert sorted(stated) == ["GPU-3070-S", "H100-1-80G", "H100-2-80G", "RENDER-S"]
+    offers = _offers(payload)
+    assert {name: (count, price) for name, (_, count, price) in offers.items()} == stated
+    assert offers["H100-1-80G"][0] == offers["H100-2-80G"][0] == "h100-pcie"
 
 
 def test_commercial_type_names_state_the_card() -> None:
