@@ -133,6 +133,17 @@ def test_a_text_config_naming_only_a_family_takes_its_defaults() -> None:
     assert any("Phi3Config" in n for n in arch.notes)
 
 
+def test_a_genuine_text_config_naming_only_its_family_takes_that_familys_defaults() -> None:
+    """llava-hf/llava-1.5-7b-hf's genuine config (tests/fixtures/configs_ii) gives its ``text_config`` only
+    ``model_type: llama``, the vocabulary (32,064) and the context (4,096): the decoder's shapes are LlamaConfig's
+    defaults (transformers: hidden_size 4096, intermediate_size 11008, 32 layers, 32 heads, KV heads = heads)."""
+    arch = parse_config("llava-hf/llava-1.5-7b-hf",
+                        json.loads((FIXTURES / "configs_ii" / "llava-hf__llava-1.5-7b-hf.json").read_text()))
+    assert (arch.hidden_size, arch.num_layers, arch.vocab_size, arch.max_context) == (4096, 32, 32064, 4096)
+    layer = arch.layers[0]
+    assert (layer.mixer.num_heads, layer.mixer.num_kv_heads, layer.mlp.intermediate) == (32, 32, 11008)
+
+
 # ------------------------------------------------------------------------------------------ the field table
 def test_the_table_records_its_transformers_version_and_generator() -> None:
     table = json.loads((ROOT / "sizing_core" / "data" / "config_fields.json").read_text())
