@@ -197,6 +197,24 @@ def test_fit_json_serving_contract() -> None:
     assert "8 clients in a closed loop: TTFT ~" in text and "saturates at ~" in text and "ITL ~" in text
 
 
+def test_fit_num_scheduler_steps_is_vllms_multi_step_window() -> None:
+    """``--num-scheduler-steps 10`` (vLLM 0.6's multi-step scheduling) adds the rest of a 10-step window to the
+    first token: TTFT grows by min(1, meanBatch) x 9 x ITL / 2 and ITL stays; an engine without the setting says so."""
+    def serving(*extra: str) -> dict:
+        out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "a100-80gb-sxm", "--gpus", "1",
+                      "--engine", "vllm", "--engine-version", "0.6.0", "--format", "bf16", "--context", "4096",
+                      "--rate", "4", "--input-tokens", "224", "--output-tokens", "189", *extra, "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["serving"]
+
+    one, ten = serving(), serving("--num-scheduler-steps", "10")
+    assert ten["itlMs"] == pytest.approx(one["itlMs"])
+    assert ten["ttftMs"] - one["ttftMs"] == pytest.approx(min(1.0, one["meanBatch"]) * 9 * one["itlMs"] / 2, rel=1e-6)
+    out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--engine", "sglang",
+                  "--rate", "2", "--input-tokens", "100", "--output-tokens", "100", "--num-scheduler-steps", "4")
+    assert out.returncode != 0 and "SGLang has no setting num_scheduler_steps" in out.stderr
+
+
 def test_fit_concurrency_without_lengths_keeps_its_meaning() -> None:
     out = vramlab("fit", str(config_path("meta-llama__Llama-3.1-8B")), "--gpu", "h100", "--format", "bf16",
                   "--concurrency", "4", "--json")

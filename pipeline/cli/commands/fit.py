@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "2048); llama.cpp's --ubatch-size (default 512)")
     fit.add_argument("--max-num-seqs", type=POSITIVE, default=None, metavar="S",
                      help="vLLM's --max-num-seqs (default by GPU: 1024 on >= 70 GiB non-A100 GPUs, else 256)")
+    fit.add_argument("--num-scheduler-steps", type=POSITIVE, default=None, metavar="N",
+                     help="vLLM V0's --num-scheduler-steps (multi-step scheduling, vLLM 0.6-0.9): a prompt that "
+                          "arrives waits for the N-step window under way (default 1)")
     fit.add_argument("--engine-version", default=None, metavar="V",
                      help="the engine release to model where behaviour changed (e.g. vLLM 0.11; default: newest)")
     fit.add_argument("--offload", nargs="?", const="auto", default=None, choices=("auto", "experts", "layers"),
@@ -99,7 +102,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     repo = model_repo(ref, arch)
     snapshot = latest_snapshot(data_dir)
     settings = {"memory_fraction": args.gpu_memory_utilization, "max_num_batched_tokens": args.max_num_batched_tokens,
-                "max_num_seqs": args.max_num_seqs, "version": args.engine_version}
+                "max_num_seqs": args.max_num_seqs, "version": args.engine_version,
+                "num_scheduler_steps": args.num_scheduler_steps}
     offers: dict[str, list[dict[str, Any]]] = {}  # the snapshot's offers of this GPU, read once for every format
     limit = context_of(ref, arch, args.rope_scaling)
     planned = planned_arch(arch, args.context)
