@@ -79,6 +79,7 @@ class Models(PublishedTable):
     file = "models.parquet"
     db_table = "models LEFT JOIN hub_dates USING (id)"  # hub_dates: registered by build.py from the Hub state
     description = "Every tracked model (watchlist and discovered) with its latest Hub facts."
+    row_order = ("id",)  # a join's output order is the threads' (it moved on a loaded machine)
 
     id: str = col("model id (models/<id>.json)")
     repo: str = col("Hugging Face repo")
