@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .architecture import Architecture
+from .config.safetensors import DTYPE_BYTES
 from .record import CamelRecord, record
 from .tensors import Role
 
@@ -93,9 +94,13 @@ class ParameterCounts(CamelRecord):
 
 #: Config arithmetic further than this from the checkpoint's count is named as missing tensors in the reason.
 AGREEMENT_PCT = 1.0
-#: bytes per element of the float dtypes the Hub counts (an unquantized checkpoint's stored elements are its
-#: parameters; packed integer dtypes such as U8 hold several values per element and are not counted this way)
-_FLOAT_WIDTH = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8}
+#: the float dtypes of an unquantized checkpoint: each stored element is one parameter (packed integer dtypes
+#: such as U8 hold several values per element and are not counted this way); widths are the headers' DTYPE_BYTES
+_FLOAT_DTYPES = frozenset({"BF16", "F16", "F32", "F64"})
+
+
+def _unquantized(by_dtype: dict[str, int] | None) -> bool:
+    return bool(by_dtype) and all(d.upper() in _FLOAT_DTYPES for d in by_dtype)
 
 
 def _exact_count(checkpoint: CheckpointFacts, mtp: int) -> tuple[int, str] | None:
@@ -105,7 +110,7 @@ def _exact_count(checkpoint: CheckpointFacts, mtp: int) -> tuple[int, str] | Non
     if checkpoint.header_parameters:
         return checkpoint.header_parameters, "safetensors headers"
     by_dtype = checkpoint.parameters_by_dtype
-    if by_dtype and all(d.upper() in _FLOAT_WIDTH for d in by_dtype) and sum(by_dtype.values()) > mtp:
+    if _unquantized(by_dtype) and sum(by_dtype.values()) > mtp:
         return sum(by_dtype.values()) - mtp, "Hub safetensors counts (unquantized: stored elements less MTP heads)"
     return None
 
@@ -114,8 +119,8 @@ def _bytes_by_dtype(checkpoint: CheckpointFacts) -> dict[str, int] | None:
     if checkpoint.header_bytes_by_dtype:
         return dict(checkpoint.header_bytes_by_dtype)
     by_dtype = checkpoint.parameters_by_dtype
-    if by_dtype and all(d.upper() in _FLOAT_WIDTH for d in by_dtype):
-        return {d: n * _FLOAT_WIDTH[d.upper()] for d, n in sorted(by_dtype.items())}
+    if _unquantized(by_dtype):
+        return {d: int(n * DTYPE_BYTES[d.upper()]) for d, n in sorted(by_dtype.items())}
     return None
 
 

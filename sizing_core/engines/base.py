@@ -10,9 +10,8 @@ engine its name to decide: they call the method.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar, Literal
 
 from ..architecture import Architecture
@@ -108,7 +107,7 @@ class Engine(Record):
         """This engine with some start-up settings changed (None values are ignored); a setting this engine does
         not have (vLLM's ``num_scheduler_steps`` asked of llama.cpp) is a :class:`SizingError` naming it."""
         update = {k: v for k, v in settings.items() if v is not None}
-        unknown = sorted(set(update) - {f.name for f in dataclasses.fields(self)})
+        unknown = sorted(set(update) - {f.name for f in fields(self)})
         if unknown:
             raise SizingError(f"{self.name} has no setting {', '.join(unknown)}")
         return self.model_copy(update=update) if update else self
