@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .architecture import Architecture
-from .config.safetensors import DTYPE_BYTES
 from .record import CamelRecord, record
 from .tensors import Role
+from .units import SAFETENSORS_DTYPE_BYTES
 
 
 @record
@@ -95,7 +95,7 @@ class ParameterCounts(CamelRecord):
 #: Config arithmetic further than this from the checkpoint's count is named as missing tensors in the reason.
 AGREEMENT_PCT = 1.0
 #: the float dtypes of an unquantized checkpoint: each stored element is one parameter (packed integer dtypes
-#: such as U8 hold several values per element and are not counted this way); widths are the headers' DTYPE_BYTES
+#: such as U8 hold several values per element and are not counted this way); widths are SAFETENSORS_DTYPE_BYTES
 _FLOAT_DTYPES = frozenset({"BF16", "F16", "F32", "F64"})
 
 
@@ -120,7 +120,7 @@ def _bytes_by_dtype(checkpoint: CheckpointFacts) -> dict[str, int] | None:
         return dict(checkpoint.header_bytes_by_dtype)
     by_dtype = checkpoint.parameters_by_dtype
     if _unquantized(by_dtype):
-        return {d: int(n * DTYPE_BYTES[d.upper()]) for d, n in sorted(by_dtype.items())}
+        return {d: int(n * SAFETENSORS_DTYPE_BYTES[d.upper()]) for d, n in sorted(by_dtype.items())}
     return None
 
 

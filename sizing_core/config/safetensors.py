@@ -27,13 +27,8 @@ from typing import Any
 from pydantic import Field
 
 from ..schema import CamelModel
+from ..units import SAFETENSORS_DTYPE_BYTES
 
-#: Bytes per element of the safetensors dtypes (``F4``-style sub-byte types are stored packed in U8 in practice).
-DTYPE_BYTES: dict[str, float] = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2,
-    "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "E8M0": 1, "F8_E4M3FN": 1, "F4": 0.5,
-    "F6_E2M3": 0.75, "F6_E3M2": 0.75, "C64": 8,
-}
 #: Largest JSON header accepted (the format's own reference implementation caps it at 100 MB).
 MAX_HEADER_BYTES = 100_000_000
 
@@ -105,7 +100,7 @@ def parse_header(prefix: bytes, file: str = "model.safetensors") -> ShardHeader:
         if not isinstance(entry, dict):
             raise HeaderError(f"{file}: tensor {name!r} is not an object")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-        if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPE_BYTES:
             raise HeaderError(f"{file}: tensor {name!r} has unknown dtype {dtype!r}")
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise HeaderError(f"{file}: tensor {name!r} has a bad shape {shape!r}")
@@ -115,8 +110,8 @@ def parse_header(prefix: bytes, file: str = "model.safetensors") -> ShardHeader:
         t = HeaderTensor(name=name, dtype=dtype, shape=shape, data_bytes=offsets[1] - offsets[0])
         if dtype in ("F4", "F6_E2M3", "F6_E3M2"):
             pass  # sub-byte: byte length is the truth, checked loosely
-        elif t.numel * DTYPE_BYTES[dtype] != t.data_bytes:
-            raise HeaderError(f"{file}: tensor {name!r} {dtype}{shape} needs {int(t.numel * DTYPE_BYTES[dtype])} "
+        elif t.numel * SAFETENSORS_DTYPE_BYTES[dtype] != t.data_bytes:
+            raise HeaderError(f"{file}: tensor {name!r} {dtype}{shape} needs {int(t.numel * SAFETENSORS_DTYPE_BYTES[dtype])} "
                               f"bytes, data_offsets span {t.data_bytes}")
         tensors.append(t)
         end = max(end, offsets[1])
