@@ -196,12 +196,14 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     con = duckdb.connect(str(world["db"]))
     con.execute("DELETE FROM sizing")  # a full rebuild: nothing to reuse
     con.execute("DELETE FROM placement_cache")
+    con.execute("DELETE FROM serving_cache")
     con.execute("DELETE FROM export_cache")
     con.close()
     rebuild = dg.materialize(out_assets, resources=world["resources"])
     assert _metadata(rebuild, "out__exports")["model_files_reused"] == 0
     assert _metadata(rebuild, "out__sizing")["models_skipped"] == 0
     assert _metadata(rebuild, "out__cheapest_setups")["placements_reused"] == 0
+    assert _metadata(rebuild, "out__cheapest_setups")["servings_reused"] == 0
     second = _snapshot_tables(Path(_metadata(rebuild, "out__exports")["snapshot"]))
     assert first.keys() == second.keys() and len(first) > 10
     for name in first:
@@ -225,6 +227,7 @@ def test_setups_rerun_reuses_every_placement_and_equals_a_cold_run(world: dict) 
 
     warm = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
     assert warm["placements_computed"] == warm["floors_computed"] == warm["rates_computed"] == 0
+    assert warm["servings_computed"] == 0 and warm["servings_reused"] > 0  # shown in the UI beside the placements
     assert warm["placements_reused"] == cold["placements_computed"] and warm["models_replanned"] == 0
     assert _query(world["db"], SETUP_ROWS) == cold_rows  # the same answer, read back from the cache
 

@@ -163,6 +163,55 @@ def test_setups_written_in_chunks_equal_the_table_written_at_once(world: dict,
     assert _query(world["db"], SETUP_ROWS) == before and len(before) > 1000
 
 
+SERVING_ROWS = "SELECT * FROM serving_cache ORDER BY ALL"
+
+
+def test_a_run_in_which_only_prices_moved_serves_no_layout_it_served_before(world: dict,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cheapest setups meeting the default floor are found by serving candidates; what a layout does at a load
+    is kept in ``serving_cache``. The next run, prices 10% lower (the price order the same, the layouts served the
+    same), calls neither the steady state nor the lower bounds, and writes the table a run without the cache
+    writes. A new revision of one model drops that model's rows only."""
+    import dataclasses
+    from datetime import UTC, datetime
+
+    from pipeline.compute import service_setups
+
+    tracked = [t for t in tracked_models(world["data"]) if t.arch is not None]
+    as_of, now = world["resources"]["vramlab"].as_of(), datetime.now(UTC)
+    con = duckdb.connect(str(world["db"]))
+    try:
+        con.execute("DELETE FROM serving_cache")
+        con.execute("UPDATE offers_current SET price_per_hour_usd = price_per_hour_usd * 0.9, "
+                    "price_per_gpu_hour_usd = price_per_gpu_hour_usd * 0.9")
+        cold = write_cheapest_setups(con, tracked, as_of=as_of, now=now)
+        expected = con.execute(SETUP_ROWS).fetchall()
+        stored = con.execute(SERVING_ROWS).fetchall()
+        assert cold.serving_hits == {"serving": 0, "bound": 0} and cold.serving_misses["serving"] > 100
+        assert cold.serving_written == len(stored) == cold.serving_misses["bound"]  # every layout screened once
+
+        def never(*_a: object, **_k: object) -> None:
+            raise AssertionError("a layout served again")
+
+        monkeypatch.setattr(service_setups, "serve_layout", never)
+        monkeypatch.setattr(service_setups.SetupServer, "bound_shortfall", never)
+        warm = write_cheapest_setups(con, tracked, as_of=as_of, now=now)
+        assert con.execute(SETUP_ROWS).fetchall() == expected
+        assert warm.serving_hits == cold.serving_misses and warm.serving_misses == {"serving": 0, "bound": 0}
+        assert warm.serving_loaded == len(stored) and warm.serving_written == 0 and warm.serving_pruned == 0
+        assert con.execute(SERVING_ROWS).fetchall() == stored
+
+        monkeypatch.undo()
+        changed = tracked[0]
+        mine = sum(r[0] == changed.entry.id for r in stored)
+        moved = [t if t is not changed else dataclasses.replace(t, revision="another-sha") for t in tracked]
+        again = write_cheapest_setups(con, moved, as_of=as_of, now=now)
+        assert again.serving_pruned == mine > 0
+        assert again.serving_misses["serving"] == sum(r[0] == changed.entry.id and r[14] for r in stored)
+    finally:
+        con.close()
+
+
 def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """``write_cheapest_setups(workers=2)``: chunks computed by two forked processes, written by the step's own
@@ -193,15 +242,18 @@ def test_setups_computed_by_two_worker_processes_equal_those_of_one(world: dict,
         for workers in (1, 2):
             con.execute("DELETE FROM placement_cache")
             con.execute("DELETE FROM weight_bytes_cache")
+            con.execute("DELETE FROM serving_cache")
             calls.clear()
             run = write_cheapest_setups(con, tracked, as_of=as_of, now=now, chunk=5, workers=workers)
             results.append((con.execute(SETUP_ROWS).fetchall(), con.execute(cache_sql).fetchall(),
-                            con.execute(weights_sql).fetchall(), run, len(calls)))
+                            con.execute(weights_sql).fetchall(), run, len(calls),
+                            con.execute(SERVING_ROWS).fetchall()))
             assert not any(memo._MEMOS) and len(memo._MEMOS) > 10  # every memo registered, all emptied
     finally:
         con.close()
-    (rows1, cache1, weights1, run1, calls1), (rows2, cache2, weights2, run2, calls2) = results
+    (rows1, cache1, weights1, run1, calls1, served1), (rows2, cache2, weights2, run2, calls2, served2) = results
     assert rows2 == rows1 and len(rows1) > 1000
+    assert served2 == served1 and run2.serving_misses == run1.serving_misses and run1.serving_misses["serving"] > 0
     assert cache2 == cache1 and weights2 == weights1 and len(weights1) == len(SETUP_FORMATS) * len(tracked)
     assert (run2.rows, run2.hits, run2.misses, run2.written, run2.best, run2.skipped) == (
         run1.rows, run1.hits, run1.misses, run1.written, run1.best, run1.skipped)

@@ -117,6 +117,13 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
         "floors_computed": run.misses["floor"], "rates_computed": run.misses["rates"],
         "models_replanned": len(run.computed_models), "gpus_replanned": len(run.computed_gpus),
         "models_without_setups": len(run.skipped),
+        "servings_reused": run.serving_hits["serving"], "servings_computed": run.serving_misses["serving"],
+        "serving_cache": dg.MetadataValue.md(
+            "Layouts at a standard load answered from the cross-run cache / computed: steady states "
+            f"{run.serving_hits['serving']:,} / {run.serving_misses['serving']:,}, lower-bound screens "
+            f"{run.serving_hits['bound']:,} / {run.serving_misses['bound']:,} ({run.serving_loaded:,} valid rows read, "
+            f"{run.serving_pruned:,} no longer valid dropped); "
+            + (f"{run.serving_written:,} rows written." if run.serving_written else "table unchanged.")),
         "placement_cache": dg.MetadataValue.md(
             "Answered from the cross-run cache / computed: "
             + ", ".join(f"{kind}s {run.hits[kind]:,} / {run.misses[kind]:,}" for kind in run.hits)

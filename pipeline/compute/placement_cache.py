@@ -130,10 +130,11 @@ class PlacementCache:
         Arrow table for :meth:`from_table` (a worker process builds the cache from it): only these models'
         rows are read (a run reads the table a chunk of models at a time). Rows of other code, revisions or GPU
         rows are dropped by :meth:`prune`, once per run, before."""
-        from pipeline.storage import placement_cache
+        from pipeline.storage import revision_caches
 
         hashes = {g: gpu_row_hash(gpu) for g, gpu in gpus.items()}
-        return placement_cache.valid_rows(con, (*_KEY_COLUMNS, *_VALUES), sizing_version(), models, hashes)
+        return revision_caches.valid_rows(con, "placement_cache", (*_KEY_COLUMNS, *_VALUES), sizing_version(),
+                                          models, hashes)
 
     @classmethod
     def from_table(cls, table: Any) -> PlacementCache:
@@ -149,9 +150,10 @@ class PlacementCache:
     def prune(con: Any, models: dict[str, str], gpus: dict[str, GPU]) -> int:
         """Drop the rows no longer valid: other sizing code, another revision of a model or no longer tracked,
         another GPU catalog row (inside the caller's transaction); rows dropped."""
-        from pipeline.storage import placement_cache
+        from pipeline.storage import revision_caches
 
-        return placement_cache.prune(con, sizing_version(), models, {g: gpu_row_hash(gpu) for g, gpu in gpus.items()})
+        return revision_caches.prune(con, "placement_cache", sizing_version(), models,
+                                     {g: gpu_row_hash(gpu) for g, gpu in gpus.items()})
 
     def delta(self) -> tuple[Any, Any] | None:
         """The rows to write, as Arrow tables: (keys of re-used rows this run completed, rows added or completed),
@@ -171,12 +173,12 @@ class PlacementCache:
         """Write a :meth:`delta` (inside the caller's transaction); rows written."""
         if delta is None:
             return 0
-        from pipeline.storage import placement_cache
+        from pipeline.storage import revision_caches
         from pipeline.storage.loaders import insert_frame
 
         completed, rows = delta
         if completed.num_rows:
-            placement_cache.delete_keys(con, completed, _KEY_COLUMNS)
+            revision_caches.delete_keys(con, "placement_cache", completed, _KEY_COLUMNS)
         if rows.num_rows:
             insert_frame(con, "placement_cache", rows, columns=tuple(_SCHEMA), by_name=True)
         return rows.num_rows

@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.compute.serving_cache import Key, ServingCache
 from pipeline.compute.setups import Setup, cheapest_setups
 from sizing_core import Architecture
 from sizing_core.engines import get_engine
-from sizing_core.gpus import catalog
+from sizing_core.gpus import GPU, catalog
 from sizing_core.serving import Serving, Workload
 from sizing_core.serving.service_level import (
     DEFAULT_FLOOR,
@@ -91,20 +92,41 @@ class SetupServer:
     machines): the instance size does not enter (TP stays inside an instance, so the all-reduce runs over the
     GPU's own link either way), and the GPU is the catalog's, as ``fit --gpus N`` serves it."""
 
-    def __init__(self, arch: Architecture, load: Workload, context: int, kv_cache_dtype: str = "bf16"):
+    def __init__(self, arch: Architecture, load: Workload, context: int, kv_cache_dtype: str = "bf16", *,
+                 cache: ServingCache | None = None, model: tuple[str, str] | None = None):
+        if cache is not None and (model is None or load.concurrency is None
+                                  or load != standard_workload(context, load.concurrency)):
+            raise ValueError("the serving cache holds a model's (id, revision) layouts at its standard loads only")
         self.arch, self.load, self.context, self.kv = arch, load, context, kv_cache_dtype
+        self.cache, self.model = cache, model
         self._memo: dict[tuple, Serving | None] = {}
         self._bounds: dict[tuple, tuple[str, ...]] = {}
         self.served = 0  # serve() calls made (the memo's misses)
 
+    @staticmethod
+    def _layout(s: Setup) -> tuple:
+        return (s.gpu, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes, s.native_support)
+
+    def _cache_key(self, s: Setup, gpu: GPU) -> Key | None:
+        if self.cache is None or self.model is None:
+            return None
+        return ServingCache.key(self.model, self.context, self.load.concurrency or 0, self.kv, gpu, s.engine,
+                                s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes, s.native_support)
+
     def serving(self, s: Setup) -> Serving | None:
-        key = (s.gpu, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes, s.native_support)
+        key = self._layout(s)
         if key not in self._memo:
             gpu = catalog().get(s.gpu)
-            self.served += 1
-            self._memo[key] = None if gpu is None else serve_layout(
-                self.arch, gpu, get_engine(s.engine), s.format, s.tensor_parallel,
-                s.pipeline_parallel, s.nodes, self.load, self.context, self.kv, s.native_support)
+            stored = None if gpu is None else self._cache_key(s, gpu)
+            known, serving = (False, None) if stored is None or self.cache is None else self.cache.serving(stored)
+            if not known and gpu is not None:
+                self.served += 1
+                serving = serve_layout(self.arch, gpu, get_engine(s.engine), s.format, s.tensor_parallel,
+                                       s.pipeline_parallel, s.nodes, self.load, self.context, self.kv,
+                                       s.native_support)
+                if stored is not None and self.cache is not None:
+                    self.cache.put_serving(stored, serving)
+            self._memo[key] = serving
         return self._memo[key]
 
     def bound_shortfall(self, s: Setup, level: ServiceLevel) -> tuple[str, ...]:
@@ -133,14 +155,27 @@ class SetupServer:
                 out.append(f"TTFT over {prefill:,.0f} ms > {level.ttft_ms_p90:,.0f} ms (the prompt's prefill alone)")
         return tuple(out)
 
+    def _bound(self, s: Setup, level: ServiceLevel) -> tuple[str, ...]:
+        """:meth:`bound_shortfall`, answered from the cache when it holds it (the default floor's only: the
+        cache's rows are kept for the level the pipeline publishes)."""
+        gpu = catalog().get(s.gpu)
+        stored = None if gpu is None or level != DEFAULT_FLOOR else self._cache_key(s, gpu)
+        if stored is None or self.cache is None:
+            return self.bound_shortfall(s, level)
+        known = self.cache.bound(stored)
+        if known is None:
+            known = self.bound_shortfall(s, level)
+            self.cache.put_bound(stored, known)
+        return known
+
     def judge(self, s: Setup, level: ServiceLevel | None, screen: bool = False) -> Served:
         """``s`` at the load against ``level``; ``screen``: a setup surely missing it (:meth:`bound_shortfall`)
         is not served (its ``serving`` is None, its shortfall the bound's)."""
         if screen and level is not None:
-            key = (s.gpu, s.engine, s.format, s.tensor_parallel, s.pipeline_parallel, s.nodes, s.native_support)
+            key = self._layout(s)
             if key not in self._memo:
                 if key not in self._bounds:
-                    self._bounds[key] = self.bound_shortfall(s, level)
+                    self._bounds[key] = self._bound(s, level)
                 if self._bounds[key]:
                     return Served(s, None, self._bounds[key])
         serving = self.serving(s)
@@ -195,14 +230,17 @@ FLOOR_SEARCH_LIMIT = 320
 
 def floor_setups(arch: Architecture, grouped: Any, context: int, concurrency: int,  # noqa: ANN401 - OfferGroups
                  planners: dict[str, Any], *, as_of: Any = None, top: int = 5,  # noqa: ANN401
-                 limit: int = FLOOR_SEARCH_LIMIT) -> list[Setup]:
+                 limit: int = FLOOR_SEARCH_LIMIT, cache: ServingCache | None = None,
+                 model: tuple[str, str] | None = None) -> list[Setup]:
     """The ``top`` cheapest setups (most faithful format per rented configuration, by price, RPC chains last)
     meeting :data:`DEFAULT_FLOOR` at the standard workload of ``concurrency`` requests of ``context`` tokens,
     among the ``limit`` cheapest; ``planners``: one per format of :data:`~pipeline.compute.answers.FIDELITY` at
-    least (shared with the load's other lists)."""
+    least (shared with the load's other lists); ``cache`` and ``model`` (id, revision): what earlier runs served
+    of this model's layouts at this load (:mod:`pipeline.compute.serving_cache`)."""
     from pipeline.compute.answers import FIDELITY, overall
 
-    server = SetupServer(arch, standard_workload(context, concurrency), context)
+    server = SetupServer(arch, standard_workload(context, concurrency), context, cache=cache,
+                         model=model if cache is not None else None)
 
     def candidates(k: int) -> list[Setup]:
         found = practical_setups(arch, FIDELITY, grouped, context=context, concurrency=concurrency, top=k,

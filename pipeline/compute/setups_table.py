@@ -29,6 +29,7 @@ from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eli
 from pipeline.compute.placement_cache import PlacementCache, sizing_version
 from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
 from pipeline.compute.service_setups import floor_setups, practical_setups
+from pipeline.compute.serving_cache import ServingCache
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
@@ -62,6 +63,12 @@ class SetupsRun:
     pruned: int = 0  # cache rows dropped (other code, revisions, GPU rows, untracked models)
     computed_models: set[str] = field(default_factory=set)
     computed_gpus: set[str] = field(default_factory=set)
+    #: the serving cache's (``serving_cache.py``) lookups answered from the table / computed, per kind, and its rows
+    serving_hits: dict[str, int] = field(default_factory=lambda: {"serving": 0, "bound": 0})
+    serving_misses: dict[str, int] = field(default_factory=lambda: {"serving": 0, "bound": 0})
+    serving_loaded: int = 0
+    serving_written: int = 0
+    serving_pruned: int = 0
 
     def add(self, cache: PlacementCache, written: int) -> None:
         for kind in self.hits:
@@ -71,6 +78,13 @@ class SetupsRun:
         self.written += written
         self.computed_models |= cache.computed_models
         self.computed_gpus |= cache.computed_gpus
+
+    def add_serving(self, cache: ServingCache, written: int) -> None:
+        for kind in self.serving_hits:
+            self.serving_hits[kind] += cache.hits[kind]
+            self.serving_misses[kind] += cache.misses[kind]
+        self.serving_loaded += cache.read
+        self.serving_written += written
 
 
 #: the columns :func:`model_setup_rows` fills, in its rows' order
@@ -83,11 +97,12 @@ _ARROW_TYPES = {"VARCHAR": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int6
 
 
 def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache | None, *,
-                     as_of: datetime, now: datetime) -> list[tuple[Any, ...]]:
+                     as_of: datetime, now: datetime, served: ServingCache | None = None) -> list[tuple[Any, ...]]:
     """Every ``cheapest_setups`` row of one model (values in :data:`ROW_COLUMNS` order): at each standard load, by
     cost per token (most faithful format per configuration); at the published load (8K x 1) a list per format,
     on-demand and spot, by price; at every other load the overall list by price; at every load the cheapest
-    on-demand setups meeting the default interactive floor (``sort = 'floor'``)."""
+    on-demand setups meeting the default interactive floor (``sort = 'floor'``; ``served``: what earlier runs
+    served of its layouts)."""
     assert t.arch is not None and t.revision is not None
     model = (t.entry.id, t.revision)
     rows = []
@@ -108,7 +123,8 @@ def model_setup_rows(t: Tracked, on_demand: OfferGroups, spot: OfferGroups, cach
                                      sort=sort)  # type: ignore[arg-type]
             rows += [(t.entry.id, list_name, rank + 1, now, sort, *setup_values(s)) for rank, s in enumerate(found)]
         # the cheapest meeting the default interactive floor at the load's standard workload (served lazily)
-        found = floor_setups(t.arch, on_demand, load.context, load.concurrency, planners, as_of=as_of, top=TOP)
+        found = floor_setups(t.arch, on_demand, load.context, load.concurrency, planners, as_of=as_of, top=TOP,
+                             cache=served, model=model)
         rows += [(t.entry.id, "on_demand", rank + 1, now, "floor", *setup_values(s)) for rank, s in enumerate(found)]
     return rows
 
@@ -138,14 +154,16 @@ class Chunk:
     cache: PlacementCache
     delta: tuple[pa.Table, pa.Table] | None
     weights: list[tuple[str, str, float, float]]
+    served: ServingCache | None = None  # its counters; its new rows travel as served_delta
+    served_delta: tuple[pa.Table, pa.Table] | None = None
 
 
 def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups, cache: PlacementCache,
                   seeds: list[tuple[str, str, float, float]], schema: pa.Schema, *, as_of: datetime,
-                  now: datetime) -> Chunk:
-    """Every ``cheapest_setups`` row of ``part`` (no I/O: the caller reads the cache and seeds and writes the
+                  now: datetime, served: ServingCache | None = None) -> Chunk:
+    """Every ``cheapest_setups`` row of ``part`` (no I/O: the caller reads the caches and seeds and writes the
     result), the pruning bounds' weight bytes seeded from ``seeds`` (:func:`_read_weight_bytes`); ``schema``: the
-    table's columns (:func:`_row_schema`)."""
+    table's columns (:func:`_row_schema`); ``served``: the serving cache's rows for ``part``."""
     archs = {t.entry.id: t for t in part}
     seeded = set()
     for model_id, fmt, total, active in seeds:
@@ -160,7 +178,7 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
     skipped: dict[str, str] = {}
     for t in part:
         try:
-            found = model_setup_rows(t, on_demand, spot, cache, as_of=as_of, now=now)
+            found = model_setup_rows(t, on_demand, spot, cache, as_of=as_of, now=now, served=served)
         except ContextTooLongError as exc:
             skipped[t.entry.id] = str(exc)
             continue
@@ -173,7 +191,8 @@ def compute_chunk(part: list[Tracked], on_demand: OfferGroups, spot: OfferGroups
     weights = [(t.entry.id, fmt, *value) for t in part for fmt in SETUP_FORMATS
                if t.arch is not None and (value := known_weight_bytes(t.arch, fmt)) is not None
                and (t.entry.id, fmt) not in seeded]
-    return Chunk(arrow_rows(rows, schema), best, skipped, cache, cache.delta(), weights)
+    return Chunk(arrow_rows(rows, schema), best, skipped, cache, cache.delta(), weights, served,
+                 None if served is None else served.delta())
 
 
 def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, str, float, float]]) -> None:
@@ -184,15 +203,18 @@ def _save_weight_bytes(con: Any, part: list[Tracked], computed: list[tuple[str, 
 
 
 def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, pa.Schema, datetime, datetime],
-               start: int, stop: int, cache: Any, seeds: list[tuple[str, str, float, float]]) -> Chunk:
+               start: int, stop: int, cache: Any, seeds: list[tuple[str, str, float, float]],
+               served: Any) -> Chunk:  # noqa: ANN401 - the caches' rows as Arrow tables
     """:func:`compute_chunk` of models ``start:stop`` (in a worker process: ``shared`` is what it forked with),
     from the cache rows the step read; the cache handed back holds its counters only (its new rows travel as the
     chunk's delta). The chunk's per-model memos are dropped after it: no later chunk asks about its models, and a
     worker given a thousand models would otherwise hold hundreds of MiB of them."""
     tracked, on_demand, spot, schema, as_of, now = shared
     done = compute_chunk(tracked[start:stop], on_demand, spot, PlacementCache.from_table(cache), seeds, schema,
-                         as_of=as_of, now=now)
+                         as_of=as_of, now=now, served=ServingCache.from_table(served))
     done.cache.rows, done.cache.loaded = {}, set()
+    if done.served is not None:
+        done.served.rows, done.served.loaded = {}, set()
     forget_models()
     return done
 
@@ -214,10 +236,13 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
         cheapest_setups.clear(con)
         run.pruned = PlacementCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
         cheapest_setups.prune_weight_bytes(con, sizing_version(), [(t.entry.id, t.revision) for t in tracked])
-        # each chunk's placements, floors, rates and weight bytes of earlier runs, read as its job is handed out
-        jobs = ((start, stop, PlacementCache.read_table(con, {t.entry.id: t.revision for t in tracked[start:stop]},
-                                                        gpus), _read_weight_bytes(con, tracked[start:stop]))
-                for start, stop in bounds)
+        run.serving_pruned = ServingCache.prune(con, {t.entry.id: t.revision for t in tracked}, gpus)
+        # each chunk's placements, floors, rates, weight bytes and servings of earlier runs, read as its job is
+        # handed out
+        jobs = ((start, stop, PlacementCache.read_table(con, revisions, gpus), _read_weight_bytes(con, part),
+                 ServingCache.read_table(con, revisions, gpus))
+                for start, stop in bounds
+                for part in [tracked[start:stop]] for revisions in [{t.entry.id: t.revision for t in part}])
         shared = (tracked, on_demand, spot, schema, as_of, now)
         for (start, stop), done in zip(bounds, in_workers(_chunk_job, jobs, shared, min(workers, len(bounds))),
                                        strict=True):
@@ -228,6 +253,8 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
             run.skipped |= done.skipped
             run.add(done.cache, PlacementCache.write(con, done.delta))
             _save_weight_bytes(con, tracked[start:stop], done.weights)
+            if done.served is not None:
+                run.add_serving(done.served, ServingCache.write(con, done.served_delta))
     return run
 
 
