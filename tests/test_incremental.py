@@ -197,6 +197,7 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     con.execute("DELETE FROM sizing")  # a full rebuild: nothing to reuse
     con.execute("DELETE FROM placement_cache")
     con.execute("DELETE FROM serving_cache")
+    con.execute("DELETE FROM step_inputs")
     con.execute("DELETE FROM export_cache")
     con.close()
     rebuild = dg.materialize(out_assets, resources=world["resources"])
@@ -218,13 +219,24 @@ SETUP_ROWS = ("SELECT * EXCLUDE (computed_at) FROM cheapest_setups ORDER BY mode
 def test_setups_rerun_reuses_every_placement_and_equals_a_cold_run(world: dict) -> None:
     cold_con = duckdb.connect(str(world["db"]))
     cold_con.execute("DELETE FROM placement_cache")  # a cold start: everything planned in this run
+    cold_con.execute("DELETE FROM step_inputs")
     cold_con.close()
     cold = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
     cold_rows = _query(world["db"], SETUP_ROWS)
-    assert cold["placements_reused"] == 0 and cold["placements_computed"] > 1000
+    assert cold["placements_reused"] == 0 and cold["placements_computed"] > 1000 and not cold["inputs_unchanged"]
     cached = _query(world["db"], "SELECT count(*), count(DISTINCT model_id) FROM placement_cache")[0]
     assert cached[0] > cold["placements_computed"] and cached[1] == cold["models"] > 10  # placements + floors
 
+    # the same offers, models, catalog and code again: the table is kept as it is, computed_at included
+    every_column = _query(world["db"], "SELECT * FROM cheapest_setups ORDER BY ALL")
+    kept = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
+    assert kept["inputs_unchanged"] and "is kept" in kept["kept"]
+    assert kept["placements_reused"] == kept["placements_computed"] == kept["servings_reused"] == 0
+    assert kept["dagster/row_count"] == cold["dagster/row_count"] and kept["top_setups"] == cold["top_setups"]
+    assert _query(world["db"], "SELECT * FROM cheapest_setups ORDER BY ALL") == every_column
+
+    with duckdb.connect(str(world["db"])) as con:  # the record gone (as after another writer): planned again
+        con.execute("DELETE FROM step_inputs")
     warm = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
     assert warm["placements_computed"] == warm["floors_computed"] == warm["rates_computed"] == 0
     assert warm["servings_computed"] == 0 and warm["servings_reused"] > 0  # shown in the UI beside the placements

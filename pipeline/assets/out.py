@@ -12,7 +12,7 @@ from pipeline.assets.quality import core__offer_quality
 from pipeline.compute.answers import PUBLISHED
 from pipeline.compute.gc_passes import fewer_gc_passes
 from pipeline.compute.grid import compute_grid, grid_version
-from pipeline.compute.setups_table import StoredSetups, loads_of, write_cheapest_setups
+from pipeline.compute.setups_table import StoredSetups, loads_of, refresh_cheapest_setups
 from pipeline.compute.tracked import tracked_models
 from pipeline.data_dir import DataDir
 from pipeline.exports.build import publish
@@ -108,8 +108,8 @@ def out__sizing(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
 def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg.MaterializeResult:
     tracked = [t for t in tracked_models(vramlab.settings.data_dir) if t.arch is not None]
     with fewer_gc_passes(), store(duckdb) as con:
-        run = write_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC),
-                                    workers=vramlab.settings.workers)
+        run = refresh_cheapest_setups(con, tracked, as_of=vramlab.as_of(), now=datetime.now(UTC),
+                                      workers=vramlab.settings.workers)
         schema = column_schema(con, "cheapest_setups")
     return dg.MaterializeResult(metadata={
         "dagster/row_count": run.rows, "models": len(tracked), "top_setups": top_setups_table(list(run.best.values())),
@@ -117,6 +117,11 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
         "floors_computed": run.misses["floor"], "rates_computed": run.misses["rates"],
         "models_replanned": len(run.computed_models), "gpus_replanned": len(run.computed_gpus),
         "models_without_setups": len(run.skipped),
+        "inputs_unchanged": run.kept_since is not None,
+        **({"kept": dg.MetadataValue.md(
+            f"Offers, models, GPU catalog, code and as-of date are those of the run at {run.kept_since:%Y-%m-%d %H:%M} "
+            "UTC: its table is kept (recorded in `step_inputs`), nothing planned or served.")}
+           if run.kept_since is not None else {}),
         "servings_reused": run.serving_hits["serving"], "servings_computed": run.serving_misses["serving"],
         "serving_cache": dg.MetadataValue.md(
             "Layouts at a standard load answered from the cross-run cache / computed: steady states "

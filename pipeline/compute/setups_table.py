@@ -9,8 +9,12 @@ no longer valid once per run, then read and written chunk by chunk. Every model 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -26,15 +30,16 @@ from pipeline.compute.answers import (
     standard_loads,
 )
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers
-from pipeline.compute.placement_cache import PlacementCache, sizing_version
+from pipeline.compute.placement_cache import PlacementCache, gpu_row_hash, sizing_version
 from pipeline.compute.rates import known_weight_bytes, remember_weight_bytes
 from pipeline.compute.service_setups import floor_setups, practical_setups
 from pipeline.compute.serving_cache import ServingCache
 from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR, Planner, Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
-from pipeline.storage import cheapest_setups
+from pipeline.storage import cheapest_setups, step_inputs
 from pipeline.storage.loaders import arrow_rows, insert_frame, transaction
+from pipeline.storage.tables import row_count
 from sizing_core.formats import WEIGHT_FORMATS
 from sizing_core.gpus import catalog
 from sizing_core.memo import forget_models
@@ -69,6 +74,8 @@ class SetupsRun:
     serving_loaded: int = 0
     serving_written: int = 0
     serving_pruned: int = 0
+    #: when the table kept was computed: this run's inputs were those of that run (:func:`refresh_cheapest_setups`)
+    kept_since: datetime | None = None
 
     def add(self, cache: PlacementCache, written: int) -> None:
         for kind in self.hits:
@@ -220,13 +227,16 @@ def _chunk_job(shared: tuple[list[Tracked], OfferGroups, OfferGroups, pa.Schema,
 
 
 def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
-                          chunk: int = SETUP_CHUNK_MODELS, workers: int = 1) -> SetupsRun:
+                          chunk: int = SETUP_CHUNK_MODELS, workers: int = 1,
+                          offers: list[dict[str, Any]] | None = None, inputs_digest: str | None = None) -> SetupsRun:
     """Replace ``cheapest_setups`` with the setups of ``tracked`` (models with an architecture), ``chunk`` models
     at a time. A model none of whose loads can be planned gets no setups and a reason, instead of failing the
     step. With ``workers`` > 1 and more than one chunk, chunks are computed by that many processes forked from this
     one (:func:`~pipeline.compute.workers.in_workers`); this process reads each chunk's cache rows, writes the
-    results in chunk order and is the only one that touches DuckDB, so the table is the same either way."""
-    offers = eligible_offers(con)
+    results in chunk order and is the only one that touches DuckDB, so the table is the same either way.
+    ``offers``: the eligible offers when the caller has read them; ``inputs_digest``: theirs and the other inputs'
+    (:func:`setups_inputs_digest`), recorded with the table in the same transaction, else the record dropped."""
+    offers = eligible_offers(con) if offers is None else offers
     on_demand, spot = OfferGroups(offers, ON_DEMAND), OfferGroups(offers, SPOT_LIKE)  # once for every model
     gpus = catalog()
     run = SetupsRun()
@@ -255,7 +265,58 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
             _save_weight_bytes(con, tracked[start:stop], done.weights)
             if done.served is not None:
                 run.add_serving(done.served, ServingCache.write(con, done.served_delta))
+        if inputs_digest:  # else the record stays dropped (``clear``): no digest describes these rows
+            summary = json.dumps({"rows": run.rows, "best": run.best, "skipped": run.skipped}, default=str,
+                                 sort_keys=True)
+            step_inputs.record(con, OUTPUT, inputs_digest, summary, now)
     return run
+
+
+#: the table whose inputs ``step_inputs`` records (sql/026)
+OUTPUT = "cheapest_setups"
+
+
+@lru_cache(maxsize=1)
+def setups_code_version() -> str:
+    """The code the table is computed by: the sizing code (:func:`sizing_version`) and every module of this
+    package (the planner, the answers' shape, the service-level search, the offer groups, the fabrics)."""
+    digest = hashlib.sha256(sizing_version().encode())
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def setups_inputs_digest(con: Any, tracked: list[Tracked], offers: list[dict[str, Any]], as_of: datetime) -> str:
+    """A digest of everything the table is computed from: the eligible offers (every column, verification times
+    included), the tracked models at their revisions, the GPU catalog's rows, the code, the table's columns and
+    the as-of date (a price converted with an older ECB rate is flagged by its age in days)."""
+    digest = hashlib.sha256()
+    for part in (setups_code_version(), as_of.date().isoformat(),
+                 sorted((t.entry.id, t.revision or "") for t in tracked if t.arch is not None),
+                 sorted((g, gpu_row_hash(gpu)) for g, gpu in catalog().items()),
+                 sorted(cheapest_setups.column_types(con).items()), offers):
+        digest.update(json.dumps(part, default=str, sort_keys=True).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def refresh_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, now: datetime,
+                            workers: int = 1) -> SetupsRun:
+    """The step ``out__cheapest_setups``: :func:`write_cheapest_setups`, unless the table holds what these very
+    inputs give (:func:`setups_inputs_digest` equal to the one recorded with it, in ``step_inputs``): then the
+    table is kept, with the computed_at of the run that computed it, and that run's report (rows, each model's
+    cheapest published row, models without setups) is returned with ``kept_since``."""
+    offers = eligible_offers(con)
+    digest = setups_inputs_digest(con, tracked, offers, as_of)
+    found = step_inputs.recorded(con, OUTPUT)
+    if found is not None and found[0] == digest:
+        summary = json.loads(found[1])
+        if summary["rows"] == row_count(con, OUTPUT):
+            return SetupsRun(rows=summary["rows"], best=summary["best"], skipped=summary["skipped"],
+                             kept_since=found[2])
+    return write_cheapest_setups(con, tracked, as_of=as_of, now=now, workers=workers, offers=offers,
+                                 inputs_digest=digest)
 
 
 Answers = tuple[list[Setup], list[Setup], list[dict[str, Any]]]

@@ -9,6 +9,8 @@ from typing import Any
 
 import duckdb
 
+from pipeline.storage import step_inputs
+
 
 def column_types(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """column -> DuckDB type of ``cheapest_setups``."""
@@ -17,7 +19,10 @@ def column_types(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 def clear(con: duckdb.DuckDBPyConnection) -> None:
+    """Empty the table, and drop the record of the inputs its rows were computed from (``step_inputs``): only
+    the writer that fills it again from known inputs records them anew."""
     con.execute("DELETE FROM cheapest_setups")
+    step_inputs.forget(con, "cheapest_setups")
 
 
 #: the rows that can be in a model's overall lists (:func:`~pipeline.compute.answers.overall`), found in DuckDB so
