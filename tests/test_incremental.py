@@ -205,6 +205,7 @@ def test_incremental_run_with_changed_prices_publishes_what_a_full_rebuild_publi
     assert _metadata(rebuild, "out__sizing")["models_skipped"] == 0
     assert _metadata(rebuild, "out__cheapest_setups")["placements_reused"] == 0
     assert _metadata(rebuild, "out__cheapest_setups")["servings_reused"] == 0
+    assert _metadata(incremental, "out__exports")["servings_reused"] > 0  # the model files' servings re-used
     second = _snapshot_tables(Path(_metadata(rebuild, "out__exports")["snapshot"]))
     assert first.keys() == second.keys() and len(first) > 10
     for name in first:

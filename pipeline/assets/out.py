@@ -198,6 +198,8 @@ def export_snapshot(context: dg.AssetExecutionContext, vramlab: VramlabSettings,
                                           "prune_skipped": dg.MetadataValue.json(stats["prune_skipped"]),
                                           "model_files_reused": len(stats["models_reused"]),
                                           "model_files_sized": len(stats["models_sized"]),
+                                          "servings_reused": stats["servings_reused"],
+                                          "servings_computed": stats["servings_computed"],
                                           "model_files_cache": dg.MetadataValue.md(
                                               "Price-independent parts (sizing report, gpusNeeded, throughput, "
                                               "fine-tuning) re-used from an earlier run: "

@@ -252,12 +252,14 @@ def floor_setups(arch: Architecture, grouped: Any, context: int, concurrency: in
     return [j.setup for j in kept]
 
 
-def load_answer_serving(arch: Architecture, answer: dict[str, Any]) -> dict[str, Any]:
+def load_answer_serving(arch: Architecture, answer: dict[str, Any], *, cache: ServingCache | None = None,
+                        model: tuple[str, str] | None = None) -> dict[str, Any]:
     """A published load answer (``byPrice``, ``byCostPerToken`` Setups) with its serving at the load's standard
     workload: each setup's ``serving``, the listed setups that meet the default floor cheapest first
-    (``atDefaultFloor``), and ``floorNote`` when none does. Setups become dicts (their published shape)."""
+    (``atDefaultFloor``), and ``floorNote`` when none does. Setups become dicts (their published shape).
+    ``cache`` and ``model`` (id, revision): what earlier runs served of this model's layouts."""
     load = standard_workload(answer["context"], answer["concurrency"])
-    server = SetupServer(arch, load, answer["context"])
+    server = SetupServer(arch, load, answer["context"], cache=cache, model=model if cache is not None else None)
     rows: dict[str, list[dict[str, Any]]] = {}
     meeting: dict[tuple, tuple[tuple, dict[str, Any]]] = {}
     judged = []

@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 from pydantic import ValidationError
 
+from pipeline.compute.serving_cache import ServingCache
 from pipeline.compute.setups import FX_STALE_AFTER_DAYS, fx_age_days
 from pipeline.compute.tracked import Tracked
 from pipeline.compute.workers import in_workers
@@ -29,7 +30,7 @@ from pipeline.report.data import left_out_rows
 from pipeline.settings import variable
 from pipeline.storage import published, sizing, tables
 from pipeline.storage.db import utc_cursor
-from pipeline.storage.loaders import source_freshness
+from pipeline.storage.loaders import source_freshness, transaction
 from sizing_core import SizingError, size_model
 from sizing_core.engines import default_engine
 from sizing_core.gpus import catalog
@@ -84,6 +85,8 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
         index = []
         exact: list[dict[str, Any]] = []  # the exact planner's count of every cell the model files show
         static_cache = StaticCache.load(con) if reuse else StaticCache({})  # re-used from earlier runs
+        served = ServingCache.from_table(ServingCache.read_table(
+            con, {t.entry.id: t.revision or "" for t in tracked if t.arch is not None}, catalog())) if reuse else None
         keys = {t.entry.id: cache_key(t) for t in tracked if t.arch is not None}
         todo = [i for i, t in enumerate(tracked) if t.entry.id in keys and not static_cache.has(t.entry.id,
                                                                                                 keys[t.entry.id])]
@@ -107,7 +110,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     static_cache.put(t.entry.id, key, static)
                 model = assemble_model_export(t, static, on_demand, spot, verified, provenance | static["sized"],
                                               now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}),
-                                              by_load=by_load)
+                                              by_load=by_load, served=served)
             except ValidationError as exc:  # one model breaking the contract must not stop the others' files
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,
                               "parameters": None, "path": None,
@@ -170,10 +173,15 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
     except BaseException:
         writer.abandon()
         raise
-    if reuse:  # after the switch: the snapshot is published whatever happens to the cache
+    if reuse:  # after the switch: the snapshot is published whatever happens to the caches
         static_cache.save(con, {t.entry.id for t in tracked})
+        if served is not None:
+            with transaction(con):
+                ServingCache.write(con, served.delta())
     if stats is not None:
-        stats.update(models_reused=sorted(static_cache.hits), models_sized=sorted(static_cache.new))
+        stats.update(models_reused=sorted(static_cache.hits), models_sized=sorted(static_cache.new),
+                     servings_reused=served.hits["serving"] if served else 0,
+                     servings_computed=served.misses["serving"] if served else 0)
     skipped: dict[str, str] = {}
     prune(exports_dir, keep_snapshots(), skipped)
     if stats is not None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.compute.service_setups import load_answer_serving
+from pipeline.compute.serving_cache import ServingCache
 from pipeline.compute.setups import Setup
 from pipeline.compute.tracked import Tracked
 from pipeline.exports.runs_with import runs_with
@@ -212,8 +213,10 @@ def best_setup_launch(t: Tracked, static: dict[str, Any], best: Setup) -> dict[s
 
 def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Setup], spot: list[Setup],
                           verified: str | None, provenance: dict[str, Any], updated: str,
-                          single_fit: dict[str, set[str]], by_load: list[dict[str, Any]] | None = None) -> ModelExport:
-    """The model file from its :func:`static_export` part and what this run priced."""
+                          single_fit: dict[str, set[str]], by_load: list[dict[str, Any]] | None = None,
+                          served: ServingCache | None = None) -> ModelExport:
+    """The model file from its :func:`static_export` part and what this run priced (``served``: the layouts
+    earlier runs served, :mod:`pipeline.compute.serving_cache`)."""
     arch = t.arch
     assert arch is not None
     entry = t.entry
@@ -232,7 +235,8 @@ def assemble_model_export(t: Tracked, static: dict[str, Any], on_demand: list[Se
         "ggufFiles": hub.gguf_files if hub else None, "verified": verified, "updated": updated,
         "cheapestSetups": [s.model_dump(mode="json") for s in on_demand],
         "spotSetups": [s.model_dump(mode="json") for s in spot], "launch": launch,
-        "cheapestSetupsByLoad": [load_answer_serving(arch, answer) for answer in by_load or []],
+        "cheapestSetupsByLoad": [load_answer_serving(arch, answer, cache=served, model=(entry.id, t.revision or ""))
+                                 for answer in by_load or []],
         "recommendations": recommendations(single_fit, on_demand),
         "derived": {k: v.model_dump() for k, v in hub.derived.items()} if hub else {},
         "provenance": provenance | {"revision": t.revision}})
