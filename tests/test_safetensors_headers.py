@@ -127,12 +127,16 @@ def test_headers_are_read_by_range_requests_through_the_replay(tmp_path) -> None
 
     report = size_entry(watch, model)
     counts = report.parameter_counts
-    assert report.architecture_source == "generic"  # "bert" is no decoder family: sized by the generic rule
-    assert counts.checkpoint_parameters == 22_713_216
-    assert counts.used == "safetensors" and counts.exact
-    off = (counts.config_total - 22_713_216) / 22_713_216 * 100
-    assert f"config arithmetic ({counts.config_total:,}) is an estimate, {off:+.3f}% off" in (counts.used_reason or "")
-    assert counts.total == 22_713_216 and abs(counts.difference_pct or 0) > 1
+    assert report.architecture_source == "family"  # BertModel, the family row
+    assert counts.checkpoint_parameters == 22_713_216 and counts.used == "safetensors" and counts.exact
+    # config arithmetic agrees to the parameter: embeddings 30,522 x 384 words, 512 x 384 positions, 2 x 384 token
+    # types, their LayerNorm 2 x 384; per layer (6) q/k/v/o 4 x (384 x 384 + 384), the MLP 384 x 1,536 + 1,536 +
+    # 1,536 x 384 + 384 and two LayerNorms 4 x 384; the pooler 384 x 384 + 384
+    by_hand = (30_522 * 384 + 512 * 384 + 2 * 384 + 2 * 384
+               + 6 * (4 * (384 * 384 + 384) + 384 * 1_536 + 1_536 + 1_536 * 384 + 384 + 4 * 384) + 384 * 384 + 384)
+    assert counts.config_total == by_hand == counts.total == 22_713_216 and not counts.difference_pct
+    assert counts.embedding == 30_522 * 384 + 512 * 384 + 2 * 384  # token, position and token-type tables
+    assert counts.non_embedding == counts.total - counts.embedding > 0
     # the header's bytes per dtype: 22,713,216 float32 parameters x 4 bytes, and the int64 position_ids buffer
     # (512 positions x 8 bytes) the checkpoint stores beside them
     assert counts.checkpoint_bytes_by_dtype == {"F32": 22_713_216 * 4, "I64": 512 * 8}

@@ -259,20 +259,26 @@ def layer_norm_vectors(model_type: str, norms_per_layer: int) -> int | None:
 def final_norm_vectors(c: Fields, model_type: str) -> int:
     """Hidden-size vectors of the final norm; none where a switch removes it (OPT without do_layer_norm_before)."""
     entry = family_data(model_type)
+    if entry.get("final_norm") is False:  # BERT: every layer ends in its own LayerNorm
+        return 0
     if entry.get("final_norm_key") and not c.bool(entry["final_norm_key"], True):
         return 0
     return _NORM_VECTORS[entry.get("norm") or "rms"]
 
 
 def extra_tensors(c: Fields, model_type: str) -> list[Tensor]:
-    """Model-level tensors the standard decoder does not have: a learned position table, a LayerNorm after the
-    word embeddings (BLOOM), an LM-head bias (GPT-J, Phi)."""
+    """Model-level tensors the standard decoder does not have: a learned position table, token-type embeddings
+    and a pooler (BERT), a LayerNorm after the word embeddings (BLOOM, BERT), an LM-head bias (GPT-J, Phi)."""
     entry = family_data(model_type)
     h = c.int("hidden_size")
     out: list[Tensor] = []
     if entry.get("positions") == "learned":
         rows = c.int("max_position_embeddings") + int(entry.get("position_offset", 0))
         out.append(Tensor("model.embed_positions", Role.POSITION, rows, h))
+    if entry.get("token_types_key") and c.int(entry["token_types_key"], 0, minimum=0):
+        out.append(Tensor("model.embed_token_types", Role.POSITION, c.int(entry["token_types_key"]), h))
+    if entry.get("pooler"):
+        out += [Tensor("model.pooler.dense", Role.ATTN_OTHER, h, h), vector("model.pooler", "bias", h, None)]
     if entry.get("embedding_norm"):
         out.append(vector("model", "word_embeddings_layernorm", 2 * h, None))
     if entry.get("lm_head_bias"):

@@ -143,7 +143,8 @@ FAMILIES: dict[str, Family] = {
     # positions, LM-head bias) and width rules are data (data/family_defaults.json), each row citing its source
     **{t: Family(family_decoder(t), family_data(t)["rule"]) for t in (
         "gpt2", "gpt_bigcode", "gptj", "gpt_neox", "bloom", "phi", "phi-msft", "mixformer-sequential", "opt", "mpt",
-        "stablelm", "stablelm_epoch", "qwen", "baichuan", "chatglm", "internlm", "orion", "molmo", "persimmon")},
+        "stablelm", "stablelm_epoch", "qwen", "baichuan", "chatglm", "internlm", "orion", "molmo", "persimmon",
+        "bert")},
     "cogvlm": Family(cogvlm_layers, family_data("cogvlm")["rule"]),
     "olmo": Family(family_decoder("olmo"), "standard decoder; non-parametric LayerNorm (no weights)"),
     "olmoe": Family(standard(qk_norm=True, qk_norm_full=True), family_data("olmoe")["rule"]),
