@@ -305,11 +305,14 @@ _EXPERT_INDEX = re.compile(r"\.experts\.\d+(?=\.|$)")
 
 
 def _module_key(path: str) -> str:
-    """A ``quantized_layers`` path in our tensor naming: language-model prefixes folded, expert indices dropped."""
+    """A ``quantized_layers`` path in our tensor naming: language-model prefixes folded, expert indices dropped,
+    mlx-lm's names for the routed experts read as ours (its MoE blocks hold them as one ``switch_mlp`` of
+    ``SwitchGLU``, Mixtral's block as ``block_sparse_moe``: mlx_lm/models/switch_layers.py, mixtral.py)."""
     path = _normalise(path)
     if path.startswith("backbone."):
         path = "model." + path[len("backbone."):]
     path = _EXPERT_INDEX.sub(".experts", path)
+    path = path.replace(".block_sparse_moe.", ".mlp.").replace(".switch_mlp.", ".experts.")
     return path.replace(".shared_expert.", ".shared_experts.")
 
 

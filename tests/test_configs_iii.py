@@ -287,6 +287,20 @@ def test_mlx_per_module_bits_are_the_checkpoints() -> None:
     assert bits["model.layers.1.mlp.gate"] == pytest.approx(8 + 2 * 16 / 64)
     assert bits["model.layers.2.mlp.gate"] == 16
     assert bits["model.layers.1.mlp.experts.down_proj"] == pytest.approx(4 + 2 * 16 / 64)
+    # mlx-lm names the routed experts of a MoE block one ``switch_mlp`` (its SwitchGLU; Mixtral's block
+    # ``block_sparse_moe``): a mixed recipe's entry for them (the same genuine config, two entries added) sets the
+    # experts' bits, those of other layers stay at the base
+    mixed = _config("mlx-community__Kimi-Linear-48B-A3B-Instruct-4bit.trimmed")
+    mixed["quantization"] = {**mixed["quantization"],
+                             "model.layers.3.mlp.switch_mlp.down_proj": {"bits": 8, "group_size": 64},
+                             "model.layers.4.block_sparse_moe.switch_mlp.up_proj": {"bits": 6, "group_size": 64}}
+    mixed_bits = dict(zip((t.name for t in arch.tensors),
+                          tensor_bits(parse_config("mlx-community/Kimi-Linear-48B-A3B-Instruct-4bit", mixed), "native"),
+                          strict=True))
+    assert mixed_bits["model.layers.3.mlp.experts.down_proj"] == pytest.approx(8 + 2 * 16 / 64)
+    assert mixed_bits["model.layers.4.mlp.experts.up_proj"] == pytest.approx(6 + 2 * 16 / 64)
+    assert mixed_bits["model.layers.3.mlp.experts.up_proj"] == mixed_bits["model.layers.5.mlp.experts.down_proj"] \
+        == pytest.approx(4 + 2 * 16 / 64)
     # a module mapped to false stayed unquantized at conversion (the same genuine config, one entry added)
     config = _config("mlx-community__Kimi-Linear-48B-A3B-Instruct-4bit.trimmed")
     config["quantization"] = {**config["quantization"], "model.embed_tokens": False}
