@@ -60,7 +60,7 @@ def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp
     # every table but the placement and weight-bytes caches (the one-process run's memos, which the model steps
     # do not keep: docs/decisions.md), and the published snapshot too (the exports read the consolidated tables)
     assert_same_results(local / "data", parts / "data",
-                      skip=("placement_cache", "weight_bytes_cache", "serving_cache"))
+                      skip=("placement_cache", "weight_bytes_cache", "serving_cache", "step_inputs"))
     # consolidation kept the newest part of each partition only
     root = parts_root(parts / "data")
     assert {p.parent.name for p in (root / "sizing").glob("*/*.parquet")} == set(watchlist)

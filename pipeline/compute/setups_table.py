@@ -266,8 +266,9 @@ def write_cheapest_setups(con: Any, tracked: list[Tracked], *, as_of: datetime, 
             if done.served is not None:
                 run.add_serving(done.served, ServingCache.write(con, done.served_delta))
         if inputs_digest:  # else the record stays dropped (``clear``): no digest describes these rows
-            summary = json.dumps({"rows": run.rows, "best": run.best, "skipped": run.skipped}, default=str,
-                                 sort_keys=True)
+            best = {m: {k: v for k, v in row.items() if k != "computed_at"} for m, row in run.best.items()}
+            summary = json.dumps({"rows": run.rows, "best": best, "skipped": run.skipped}, default=str,
+                                 sort_keys=True)  # what the inputs gave, not when: the same inputs, the same text
             step_inputs.record(con, OUTPUT, inputs_digest, summary, now)
     return run
 

@@ -327,7 +327,8 @@ def duckdb_containing(db: Path, needle: str) -> list[str]:
 
 
 VOLATILE = {"computed_at", "generated_at", "snapshot_id", "loaded_at", "snapshot", "created_at", "latest",
-            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version", "updated"}
+            "updated_at", "generatedAt", "snapshotId", "computedAt", "updatedAt", "code_version", "updated",
+            "recorded_at"}
 
 
 def _strip(obj: Any) -> Any:
