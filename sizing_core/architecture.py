@@ -40,9 +40,6 @@ class QuantScheme(Record):
     #: (bitsandbytes, compressed-tensors, ModelOpt, FP8); GPTQ/AWQ/MLX quantize the language model only
     towers: bool = False
     embeddings: bool = False  # token embeddings and LM head quantized too (MLX's nn.quantize)
-    #: MoE routers quantized at the base format too: MLX's ``nn.quantize`` takes every Linear whose input width
-    #: the group divides, the router's included, unless the per-module entries say otherwise
-    routers: bool = False
 
 
 @record

@@ -346,10 +346,8 @@ def _scheme_bits(scheme: QuantScheme, t: Tensor, unquantized: float) -> float:
         hit = _per_module_index(scheme.overrides).get(_module_key(t.name))
         if hit is not None:
             return _format_bits(hit[0], hit[1], t, unquantized)
-    divides = t.cols % (scheme.group_size or 1) == 0
-    embedding = scheme.embeddings and t.role in (Role.TOKEN_EMBD, Role.OUTPUT) and divides
-    router = scheme.routers and t.role is Role.ROUTER and divides
-    if not (t.is_linear or t.is_tower or embedding or router) or is_excluded(t.name, scheme.exclude):
+    embedding = scheme.embeddings and t.role in (Role.TOKEN_EMBD, Role.OUTPUT) and t.cols % (scheme.group_size or 1) == 0
+    if not (t.is_linear or t.is_tower or embedding) or is_excluded(t.name, scheme.exclude):
         return unquantized
     if scheme.per_module:  # MIXED_PRECISION: a listed module has its own format, the rest stays unquantized
         hit = _per_module_format(scheme, t.name)

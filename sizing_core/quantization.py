@@ -257,5 +257,5 @@ def native_scheme(model: str, config: dict[str, Any], hf_quant: dict[str, Any] |
         bits = _bits(model, qc, "bits", (2, 3, 4, 5, 6, 8))
         overrides, kept = _mlx_modules(model, qc)
         return QuantScheme(source="quantization_config", weight_format=f"mlx_int{bits}", group_size=_group(qc) or 64,
-                           embeddings=True, routers=True, overrides=overrides, exclude=kept)
+                           embeddings=True, overrides=overrides, exclude=kept)
     raise ConfigError(model, "quantization_config.quant_method", f"unsupported quantization method {method!r}")

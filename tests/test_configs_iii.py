@@ -276,9 +276,8 @@ def test_awq_modules_to_not_convert_are_substrings_of_module_paths() -> None:
 def test_mlx_per_module_bits_are_the_checkpoints() -> None:
     """mlx-lm writes what its quant_predicate chose per module beside the base ``bits``/``group_size``: Kimi-Linear's
     4-bit conversion keeps the MoE router of layer 1 at 8 bits in groups of 64 (8 + 2 x 16 / 64 = 8.5 bits a value:
-    an FP16 scale and bias per group), while the experts are 4-bit (4 + 0.5). A router the entries do not name
-    takes the base width like every other Linear (``mlx.nn.quantize``: "By default all Linear and Embedding layers
-    will be quantized"; the genuine config names every MoE layer's router, its quoter kept one)."""
+    an FP16 scale and bias per group), while the experts are 4-bit (4 + 0.5) and an unnamed router stays as it was
+    (16). Read as one base width, the router was 16 bits."""
     from sizing_core.formats import tensor_bits
 
     arch = parse_config("mlx-community/Kimi-Linear-48B-A3B-Instruct-4bit",
@@ -286,7 +285,7 @@ def test_mlx_per_module_bits_are_the_checkpoints() -> None:
     assert arch.native.weight_format == "mlx_int4" and arch.native.group_size == 64
     bits = dict(zip((t.name for t in arch.tensors), tensor_bits(arch, "native"), strict=True))
     assert bits["model.layers.1.mlp.gate"] == pytest.approx(8 + 2 * 16 / 64)
-    assert bits["model.layers.2.mlp.gate"] == pytest.approx(4 + 2 * 16 / 64)
+    assert bits["model.layers.2.mlp.gate"] == 16
     assert bits["model.layers.1.mlp.experts.down_proj"] == pytest.approx(4 + 2 * 16 / 64)
     # mlx-lm names the routed experts of a MoE block one ``switch_mlp`` (its SwitchGLU; Mixtral's block
     # ``block_sparse_moe``): a mixed recipe's entry for them (the same genuine config, two entries added) sets the
