@@ -304,21 +304,29 @@ def _format_bits(fmt: str, group: int | None, t: Tensor, unquantized: float) -> 
 _EXPERT_INDEX = re.compile(r"\.experts\.\d+(?=\.|$)")
 
 
-def _module_key(path: str) -> str:
-    """A ``quantized_layers`` path in our tensor naming: language-model prefixes folded, expert indices dropped,
-    mlx-lm's names for the routed experts read as ours (its MoE blocks hold them as one ``switch_mlp`` of
-    ``SwitchGLU``, Mixtral's block as ``block_sparse_moe``: mlx_lm/models/switch_layers.py, mixtral.py)."""
+#: mlx-lm's module names for a MoE block's parts, read as ours: the block (Mixtral's ``block_sparse_moe``), its
+#: routed experts (one ``switch_mlp`` of ``SwitchGLU``: mlx_lm/models/switch_layers.py) and its router where a
+#: model names it ``router`` (gpt-oss ``mlp.router``; GraniteMoE ``router.layer``; others ``router.proj`` or
+#: ``router.gate``), which our tensors call ``mlp.gate``
+_MLX_NAMES = ((re.compile(r"\.block_sparse_moe(?=\.|$)"), ".mlp"), (re.compile(r"\.switch_mlp(?=\.|$)"), ".experts"),
+              (re.compile(r"\.mlp\.router(?:\.(?:layer|proj|gate))?$"), ".mlp.gate"))
+
+
+def module_key(path: str) -> str:
+    """A checkpoint's module path (``quantized_layers``, MLX per-module entries) in our tensor naming:
+    language-model prefixes folded, expert indices dropped, mlx-lm's MoE names read as ours (:data:`_MLX_NAMES`)."""
     path = _normalise(path)
     if path.startswith("backbone."):
         path = "model." + path[len("backbone."):]
     path = _EXPERT_INDEX.sub(".experts", path)
-    path = path.replace(".block_sparse_moe.", ".mlp.").replace(".switch_mlp.", ".experts.")
+    for pattern, ours in _MLX_NAMES:
+        path = pattern.sub(ours, path)
     return path.replace(".shared_expert.", ".shared_experts.")
 
 
 @lru_cache(maxsize=64)
 def _per_module_index(per_module: tuple[tuple[str, str, int | None], ...]) -> dict[str, tuple[str, int | None]]:
-    return {_module_key(path): (fmt, group) for path, fmt, group in per_module}
+    return {module_key(path): (fmt, group) for path, fmt, group in per_module}
 
 
 def _per_module_format(scheme: QuantScheme, name: str) -> tuple[str, int | None] | None:
@@ -343,7 +351,7 @@ def _scheme_bits(scheme: QuantScheme, t: Tensor, unquantized: float) -> float:
     if t.is_tower and not (scheme.towers and t.cols > 1):
         return unquantized  # towers keep the checkpoint dtype unless the scheme converts every linear layer
     if scheme.overrides and t.cols > 1:  # MLX: a module the checkpoint names has its own bits
-        hit = _per_module_index(scheme.overrides).get(_module_key(t.name))
+        hit = _per_module_index(scheme.overrides).get(module_key(t.name))
         if hit is not None:
             return _format_bits(hit[0], hit[1], t, unquantized)
     embedding = scheme.embeddings and t.role in (Role.TOKEN_EMBD, Role.OUTPUT) and t.cols % (scheme.group_size or 1) == 0

@@ -38,13 +38,15 @@ def _substrings(names: tuple[str, ...]) -> tuple[str, ...]:
 def _mlx_modules(model: str, qc: dict[str, Any]) -> tuple[tuple[tuple[str, str, int], ...], tuple[str, ...]]:
     """mlx-lm's per-module entries beside ``bits`` and ``group_size`` (what its ``quant_predicate`` decided
     at conversion): a module path mapped to ``{"bits", "group_size"}`` has those, one mapped to ``false`` stayed
-    unquantized. Returns (overrides, unquantized modules)."""
+    unquantized. Returns (overrides, unquantized modules: in our tensor naming, as the overrides are looked up)."""
+    from .formats import module_key
+
     overrides, kept = [], []
     for key, value in qc.items():
         if key in ("bits", "group_size", "mode"):
             continue
         if value is False:
-            kept.append(key)
+            kept.append(module_key(key))
         elif isinstance(value, dict):
             bits = _bits(model, value, f"{key}.bits", (2, 3, 4, 5, 6, 8))
             overrides.append((key, f"mlx_int{bits}", _group(value if "group_size" in value else qc) or 64))

@@ -276,8 +276,10 @@ def test_awq_modules_to_not_convert_are_substrings_of_module_paths() -> None:
 def test_mlx_per_module_bits_are_the_checkpoints() -> None:
     """mlx-lm writes what its quant_predicate chose per module beside the base ``bits``/``group_size``: Kimi-Linear's
     4-bit conversion keeps the MoE router of layer 1 at 8 bits in groups of 64 (8 + 2 x 16 / 64 = 8.5 bits a value:
-    an FP16 scale and bias per group), while the experts are 4-bit (4 + 0.5) and an unnamed router stays as it was
-    (16). Read as one base width, the router was 16 bits."""
+    an FP16 scale and bias per group), while the experts are 4-bit (4 + 0.5). A router no entry names stays as it
+    was (16): mlx-lm's MoE models whose router is a Linear name it in their quant_predicate (this genuine config
+    names every MoE layer's at 8 bits; its quoter kept one), and DeepSeek-style routers are plain parameters that
+    ``nn.quantize`` skips. Read as one base width, the named router was 16 bits."""
     from sizing_core.formats import tensor_bits
 
     arch = parse_config("mlx-community/Kimi-Linear-48B-A3B-Instruct-4bit",
@@ -288,19 +290,24 @@ def test_mlx_per_module_bits_are_the_checkpoints() -> None:
     assert bits["model.layers.2.mlp.gate"] == 16
     assert bits["model.layers.1.mlp.experts.down_proj"] == pytest.approx(4 + 2 * 16 / 64)
     # mlx-lm names the routed experts of a MoE block one ``switch_mlp`` (its SwitchGLU; Mixtral's block
-    # ``block_sparse_moe``): a mixed recipe's entry for them (the same genuine config, two entries added) sets the
-    # experts' bits, those of other layers stay at the base
+    # ``block_sparse_moe``) and some routers ``router`` (gpt-oss): a mixed recipe's entries for them (the same genuine
+    # config, four entries added) set those modules' bits or keep them unquantized (``false``); the modules of other
+    # layers stay at the base
     mixed = _config("mlx-community__Kimi-Linear-48B-A3B-Instruct-4bit.trimmed")
     mixed["quantization"] = {**mixed["quantization"],
                              "model.layers.3.mlp.switch_mlp.down_proj": {"bits": 8, "group_size": 64},
-                             "model.layers.4.block_sparse_moe.switch_mlp.up_proj": {"bits": 6, "group_size": 64}}
+                             "model.layers.4.block_sparse_moe.switch_mlp.up_proj": {"bits": 6, "group_size": 64},
+                             "model.layers.5.mlp.router": {"bits": 8, "group_size": 64},
+                             "model.layers.6.block_sparse_moe.switch_mlp.gate_proj": False}
     mixed_bits = dict(zip((t.name for t in arch.tensors),
                           tensor_bits(parse_config("mlx-community/Kimi-Linear-48B-A3B-Instruct-4bit", mixed), "native"),
                           strict=True))
     assert mixed_bits["model.layers.3.mlp.experts.down_proj"] == pytest.approx(8 + 2 * 16 / 64)
     assert mixed_bits["model.layers.4.mlp.experts.up_proj"] == pytest.approx(6 + 2 * 16 / 64)
     assert mixed_bits["model.layers.3.mlp.experts.up_proj"] == mixed_bits["model.layers.5.mlp.experts.down_proj"] \
-        == pytest.approx(4 + 2 * 16 / 64)
+        == mixed_bits["model.layers.6.mlp.experts.up_proj"] == pytest.approx(4 + 2 * 16 / 64)
+    assert mixed_bits["model.layers.5.mlp.gate"] == pytest.approx(8 + 2 * 16 / 64)
+    assert mixed_bits["model.layers.6.mlp.experts.gate_proj"] == 16 and mixed_bits["model.layers.6.mlp.gate"] == 16
     # a module mapped to false stayed unquantized at conversion (the same genuine config, one entry added)
     config = _config("mlx-community__Kimi-Linear-48B-A3B-Instruct-4bit.trimmed")
     config["quantization"] = {**config["quantization"], "model.embed_tokens": False}

@@ -57,7 +57,8 @@ def test_partitioned_refresh_in_parallel_processes_equals_the_in_process_run(tmp
         assert len(pids) == 2 * len(watchlist)  # sizing and setups of every model: each step its own process
         assert len(instance.get_runs(dg.RunsFilter(job_name="parts_prices_job"))) == len(SOURCES)
 
-    # every table but the placement and weight-bytes caches (the one-process run's memos, which the model steps
+    # every table but the placement, weight-bytes and serving caches and the setups inputs record (the one-process
+    # run's memos, which the model steps
     # do not keep: docs/decisions.md), and the published snapshot too (the exports read the consolidated tables)
     assert_same_results(local / "data", parts / "data",
                       skip=("placement_cache", "weight_bytes_cache", "serving_cache", "step_inputs"))

@@ -119,7 +119,8 @@ def out__cheapest_setups(vramlab: VramlabSettings, duckdb: DuckDBResource) -> dg
         "models_without_setups": len(run.skipped),
         "inputs_unchanged": run.kept_since is not None,
         **({"kept": dg.MetadataValue.md(
-            f"Offers, models, GPU catalog, code and as-of date are those of the run at {run.kept_since:%Y-%m-%d %H:%M} "
+            f"Offers, models, GPU catalog, code and as-of date are those of the run at "
+            f"{run.kept_since.astimezone(UTC):%Y-%m-%d %H:%M} "
             "UTC: its table is kept (recorded in `step_inputs`), nothing planned or served.")}
            if run.kept_since is not None else {}),
         "servings_reused": run.serving_hits["serving"], "servings_computed": run.serving_misses["serving"],

@@ -40,10 +40,12 @@ _SERVING_FIELDS = tuple(f.name for f in fields(Serving))
 
 @lru_cache(maxsize=1)
 def serving_version() -> str:
-    """The code a row depends on: the sizing code (:func:`~pipeline.compute.placement_cache.sizing_version`) and
-    the screen's lower bounds beside the servings (``service_setups.py``), stored as the row's sizing_version."""
-    screen = (Path(__file__).resolve().parent / "service_setups.py").read_bytes()
-    return hashlib.sha256(sizing_version().encode() + screen).hexdigest()[:16]
+    """The code a row depends on: the sizing code (:func:`~pipeline.compute.placement_cache.sizing_version`), the
+    screen's lower bounds beside the servings (``service_setups.py``) and the rows' own shape (this module),
+    stored as the row's sizing_version."""
+    here = Path(__file__).resolve()
+    code = (here.parent / "service_setups.py").read_bytes() + here.read_bytes()
+    return hashlib.sha256(sizing_version().encode() + code).hexdigest()[:16]
 
 
 def serving_text(serving: Serving | None) -> str | None:

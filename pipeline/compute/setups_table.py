@@ -279,10 +279,13 @@ OUTPUT = "cheapest_setups"
 
 @lru_cache(maxsize=1)
 def setups_code_version() -> str:
-    """The code the table is computed by: the sizing code (:func:`sizing_version`) and every module of this
-    package (the planner, the answers' shape, the service-level search, the offer groups, the fabrics)."""
+    """The code the table is computed by: the sizing code (:func:`sizing_version`), every module of this
+    package (the planner, the answers' shape, the service-level search, the offer groups, the fabrics) and the
+    cluster fabrics' table they read (``fabric.INTERCONNECT_TABLE``)."""
+    from pipeline.compute.fabric import INTERCONNECT_TABLE
+
     digest = hashlib.sha256(sizing_version().encode())
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+    for path in [*sorted(Path(__file__).resolve().parent.glob("*.py")), INTERCONNECT_TABLE]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
