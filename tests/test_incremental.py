@@ -236,6 +236,11 @@ def test_setups_rerun_reuses_every_placement_and_equals_a_cold_run(world: dict) 
     assert kept["dagster/row_count"] == cold["dagster/row_count"] and kept["top_setups"] == cold["top_setups"]
     assert _query(world["db"], "SELECT * FROM cheapest_setups ORDER BY ALL") == every_column
 
+    with duckdb.connect(str(world["db"])) as con:  # rows lost behind the step's back: the record no longer holds
+        con.execute("DELETE FROM cheapest_setups WHERE rank = 1")
+    mended = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")
+    assert not mended["inputs_unchanged"] and _query(world["db"], SETUP_ROWS) == cold_rows
+
     with duckdb.connect(str(world["db"])) as con:  # the record gone (as after another writer): planned again
         con.execute("DELETE FROM step_inputs")
     warm = _metadata(dg.materialize([out__cheapest_setups], resources=world["resources"]), "out__cheapest_setups")

@@ -30,7 +30,10 @@ def con(tmp_path: Path):  # type: ignore[no-untyped-def]
     con.close()
 
 
-def test_the_digest_moves_with_every_input_and_nothing_else(con) -> None:  # type: ignore[no-untyped-def]
+def test_the_digest_moves_with_every_input_and_nothing_else(con, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.compute import setups_table
+    from sizing_core.gpus import catalog
+
     base = setups_inputs_digest(con, tracked(), OFFERS, AS_OF)
     assert setups_inputs_digest(con, tracked(), [dict(o) for o in OFFERS], AS_OF.replace(hour=23)) == base
     cheaper = [OFFERS[0] | {"price_per_hour_usd": 2.4}, OFFERS[1]]
@@ -41,6 +44,18 @@ def test_the_digest_moves_with_every_input_and_nothing_else(con) -> None:  # typ
                "a revision": setups_inputs_digest(con, tracked("sha-2"), OFFERS, AS_OF),
                "the as-of date (ECB rates age in days)": setups_inputs_digest(con, tracked(), OFFERS,
                                                                                AS_OF.replace(day=8))}
+    more = tracked() + [SimpleNamespace(entry=SimpleNamespace(id="qwen3-30b-a3b"), revision="sha-3", arch=object())]
+    changed["a model tracked"] = setups_inputs_digest(con, more, OFFERS, AS_OF)
+    gpus = dict(catalog())
+    gpus["h100"] = gpus["h100"].model_copy(update={"bandwidth_gbs": (gpus["h100"].bandwidth_gbs or 0) + 1})
+    with monkeypatch.context() as m:
+        m.setattr(setups_table, "catalog", lambda: gpus)
+        changed["a GPU catalog row"] = setups_inputs_digest(con, tracked(), OFFERS, AS_OF)
+    with monkeypatch.context() as m:
+        m.setattr(setups_table, "setups_code_version", lambda: "other-code")
+        changed["the code"] = setups_inputs_digest(con, tracked(), OFFERS, AS_OF)
+    con.execute("ALTER TABLE cheapest_setups ADD COLUMN probe INTEGER")
+    changed["the table's columns"] = setups_inputs_digest(con, tracked(), OFFERS, AS_OF)
     assert all(d != base for d in changed.values()), [k for k, d in changed.items() if d == base]
     assert len(set(changed.values())) == len(changed)
 
