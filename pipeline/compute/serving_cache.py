@@ -168,14 +168,6 @@ class ServingCache:
     @staticmethod
     def write(con: Any, delta: tuple[Any, Any] | None) -> int:  # noqa: ANN401 - a connection
         """Write a :meth:`delta` (inside the caller's transaction); rows written."""
-        if delta is None:
-            return 0
         from pipeline.storage import revision_caches
-        from pipeline.storage.loaders import insert_frame
 
-        completed, rows = delta
-        if completed.num_rows:
-            revision_caches.delete_keys(con, "serving_cache", completed, _KEY_COLUMNS)
-        if rows.num_rows:
-            insert_frame(con, "serving_cache", rows, columns=tuple(_SCHEMA), by_name=True)
-        return rows.num_rows
+        return revision_caches.write_delta(con, "serving_cache", delta, _KEY_COLUMNS, tuple(_SCHEMA))

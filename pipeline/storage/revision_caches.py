@@ -66,3 +66,19 @@ def delete_keys(con: duckdb.DuckDBPyConnection, table: CacheTable, keys: Any,  #
     with registered(con, f"{name}_keys", keys):
         con.execute(f"DELETE FROM {name} WHERE ({', '.join(key_columns)}) IN "
                     f"(SELECT {', '.join(key_columns)} FROM {name}_keys)")
+
+
+def write_delta(con: duckdb.DuckDBPyConnection, table: CacheTable, delta: tuple[Any, Any] | None,
+                key_columns: Sequence[str], columns: Sequence[str]) -> int:
+    """Write a cache's delta, (keys of rows a run completed, rows added or completed) as Arrow tables, inside the
+    caller's transaction: the completed rows' old versions deleted, the rows inserted by name; rows written."""
+    from pipeline.storage.loaders import insert_frame
+
+    if delta is None:
+        return 0
+    completed, rows = delta
+    if completed.num_rows:
+        delete_keys(con, table, completed, key_columns)
+    if rows.num_rows:
+        insert_frame(con, _table(table), rows, columns=tuple(columns), by_name=True)
+    return rows.num_rows
