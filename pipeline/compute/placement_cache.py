@@ -20,8 +20,9 @@ from sizing_core.gpus import GPU
 
 #: the code a cached row depends on: the sizing library (its data files are keyed separately: GPU rows by hash,
 #: model specs by revision; the calibration's bands are a generated module; the format rules, the family table and
-#: the config-class fields are data read as code, so every top-level JSON file of ``sizing_core/data`` counts here), the column face of its rules, the planner that shapes GPUs into
-#: instances, the rates it caches and the per-token bounds of its search
+#: the config-class fields are data read as code, so every top-level JSON file of ``sizing_core/data`` counts
+#: here), the column face of its rules, the planner that shapes GPUs into instances, the rates it caches and the
+#: per-token bounds of its search
 _CODE = [Path(__file__).resolve().parents[2] / "sizing_core", Path(__file__).resolve().parent / "setups.py",
          Path(__file__).resolve().parent / "setup_costs.py", Path(__file__).resolve().parent / "rates.py",
          Path(__file__).resolve().parent / "serving.py", Path(__file__).resolve().parent / "columns.py",

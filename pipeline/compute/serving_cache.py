@@ -160,8 +160,10 @@ class ServingCache:
             return None
         completed = [k for k in self.touched if k in self.loaded]
         version = serving_version()
-        rows = [(*k, version, v[_SERVED], serving_text(v[_SERVING]), None if v[_BOUND] is None else list(v[_BOUND]))
-                for k in self.touched if (v := self.rows[k]) is not None]
+        rows = []
+        for k in self.touched:
+            served, serving, bound = self.rows[k]
+            rows.append((*k, version, served, serving_text(serving), None if bound is None else list(bound)))
         self.loaded, self.touched = set(self.rows), set()
         return _arrow(completed, _KEY_COLUMNS), _arrow(rows, (*_KEY_COLUMNS, "sizing_version", *_VALUES))
 

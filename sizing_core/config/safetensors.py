@@ -110,8 +110,8 @@ def parse_header(prefix: bytes, file: str = "model.safetensors") -> ShardHeader:
         t = HeaderTensor(name=name, dtype=dtype, shape=shape, data_bytes=offsets[1] - offsets[0])
         if dtype in ("F4", "F6_E2M3", "F6_E3M2"):
             pass  # sub-byte: byte length is the truth, checked loosely
-        elif t.numel * SAFETENSORS_DTYPE_BYTES[dtype] != t.data_bytes:
-            raise HeaderError(f"{file}: tensor {name!r} {dtype}{shape} needs {int(t.numel * SAFETENSORS_DTYPE_BYTES[dtype])} "
+        elif (needed := t.numel * SAFETENSORS_DTYPE_BYTES[dtype]) != t.data_bytes:
+            raise HeaderError(f"{file}: tensor {name!r} {dtype}{shape} needs {int(needed)} "
                               f"bytes, data_offsets span {t.data_bytes}")
         tensors.append(t)
         end = max(end, offsets[1])
