@@ -186,6 +186,17 @@ def compile_bytecode() -> None:
                     stdout=subprocess.DEVNULL)
 
 
+def _workers(args: list[str]) -> list[str]:
+    """pytest-xdist's flags for the suite: one worker per core, at most four (each heavy test runs processes of its
+    own), whole test files per worker (their module fixtures, a graph run or a cluster, are built once). None when
+    the caller chose (``-n``, ``-p no:xdist``) or asked for one test (``file::name``)."""
+    chosen = any((a.startswith("-n") and not a.startswith("--")) or a.startswith(("--numprocesses", "--dist"))
+                 or a.endswith("no:xdist") for a in args)
+    if chosen or any("::" in a for a in args):
+        return []
+    return ["--numprocesses", str(max(1, min(4, os.cpu_count() or 1))), "--dist", "loadfile"]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "setup"}:
         print(__doc__)
@@ -203,7 +214,7 @@ def main(argv: list[str]) -> int:
     layers = subprocess.call([str(_venv_bin("lint-imports")), "--no-cache"], cwd=ROOT, env=env)
     if "--fast" in rest:  # the tier that runs no graph, subprocess or service (tests/conftest.py: HEAVY)
         rest = [a for a in rest if a != "--fast"] + ["-m", "not heavy"]
-    tests = subprocess.call([str(_venv_bin("python")), "-m", "pytest", *rest], cwd=ROOT, env=env)
+    tests = subprocess.call([str(_venv_bin("python")), "-m", "pytest", *_workers(rest), *rest], cwd=ROOT, env=env)
     return tests or lint or layers
 
 

@@ -59,21 +59,50 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"tmp": tmp, "db": db, "result": result, "resources": resources, "snapshot": snapshot}
 
 
+def _basetemp(session: pytest.Session) -> str | None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    return str(factory.getbasetemp()) if factory is not None else None
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In a pytest-xdist worker, after its session fixtures are torn down: what its tests left behind (its own
+    descendants, processes naming its temporary folder) goes to the controller with the worker's output, so a child a
+    test left is named even when the worker itself is gone by the time the controller looks."""
+    import os
+
+    from processes import wait_until_none_left
+
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput["left_behind"] = wait_until_none_left(os.getpid(), _basetemp(session))
+
+
+_WORKERS_LEFT: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # type: ignore[no-untyped-def]  # pytest-xdist's: a worker ended
+    _WORKERS_LEFT.extend(getattr(node, "workeroutput", {}).get("left_behind", []))
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_sessionfinish")
+def pytest_sessionfinish_no_process_left(session: pytest.Session, exitstatus: int):  # type: ignore[no-untyped-def]
     """A test run leaves no process behind: a child still alive at the end (a run's worker, a webserver, a
-    redis-server) fails the session, named."""
+    redis-server) fails the session, named. Checked after every other finishing step (session fixtures torn down,
+    pytest-xdist's workers shut down), with what the workers reported."""
     import os
     import sys
 
     from processes import wait_until_none_left
 
+    result = yield
     if hasattr(session.config, "workerinput"):
-        return
-    basetemp = session.config._tmp_path_factory.getbasetemp() if hasattr(session.config, "_tmp_path_factory") else None
-    left = wait_until_none_left(os.getpid(), str(basetemp) if basetemp else None)
+        return result
+    left = _WORKERS_LEFT + wait_until_none_left(os.getpid(), _basetemp(session))
     if left:
         print("\nprocesses left behind by the test run:\n  " + "\n  ".join(left), file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return result
 
 
 #: what makes a test module heavy: it runs the graph (in process or as a command), a subprocess or a service
