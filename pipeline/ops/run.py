@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from pipeline.data_dir import DataDir
 from pipeline.errors import UserError, discard_stdout
@@ -77,6 +78,17 @@ def stoppable_by_sigterm() -> None:
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+#: the summary's label column: its longest label, so the summary's parts line up
+_LABEL_WIDTH = len("cheapest GPU-hour")
+
+
+def _summary_table() -> Table:
+    table = Table(title=None, show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", min_width=_LABEL_WIDTH)
+    table.add_column()
+    return table
 
 
 class RunConsole(Console):
@@ -292,11 +304,12 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     damaged = next((d for d in _failure_descriptions(result) if DatabaseDamaged.described(d)), None)
     exports = _metadata(result, "out__exports")
     snapshot = latest_snapshot(s.data_dir)
-    table = Table(title=None, show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    table.add_row("run", f"{run_id} ({'succeeded' if result.success else 'FAILED'}, {seconds:,.0f} s)")
-    table.add_row("snapshot", str(exports.get("snapshot") or (snapshot.path if snapshot else "none published")))
+    head, table = _summary_table(), _summary_table()
+    head.add_row("run", f"{run_id} ({'succeeded' if result.success else 'FAILED'}, {seconds:,.0f} s)")
+    console.print(head)
+    # the snapshot's path on one line whatever the width (a script reads it; a cropped or folded path is no path)
+    published = str(exports.get("snapshot") or (snapshot.path if snapshot else "none published"))
+    console.print(Text.assemble(("snapshot".ljust(_LABEL_WIDTH), "bold"), "  ", published), soft_wrap=True)
     table.add_row("models sized", _models_line(snapshot))
     table.add_row("sources", f"{len(outcomes) - len(failed_sources)} of {len(outcomes)} ok, "
                              f"{sum(int(v.get('offers') or 0) for v in outcomes.values()):,} offers fetched")
