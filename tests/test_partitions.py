@@ -19,6 +19,7 @@ from pipeline.assets.core import core__models
 from pipeline.assets.partitioned import parts__models, parts__prices
 from pipeline.assets.partitions import MODELS, SOURCES
 from pipeline.assets.raw import raw_hub__models
+from pipeline.ops.run import failure_descriptions
 from pipeline.storage.parts import latest_part, parts_of, parts_root, write_part
 
 VRAMLAB = Path(sys.executable).parent / "vramlab"
@@ -97,6 +98,8 @@ def test_a_failing_source_partition_leaves_no_part_stops_no_other_and_a_retry_wr
         assert not failed.success and other.success
         retries = [e for e in failed.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
         assert len(retries) == 2  # PARTITION_RETRY: tried three times, each attempt failing before a part exists
+        # the reason `vramlab parts run` reports for the failed run: the step's own error, naming the blocked path
+        assert any(str(obstacle) in why for why in failure_descriptions(failed)), failure_descriptions(failed)
         assert obstacle.read_text().startswith("a file")  # nothing half-written in its place
         assert latest_part(parts_root(data), "prices", "vastai") is not None
         obstacle.unlink()

@@ -21,7 +21,7 @@ from typing import Any
 from pipeline.compute.workers import die_with_parent
 from pipeline.errors import UserError
 from pipeline.ops.liveness import owner_tags, release_dead_runs
-from pipeline.ops.run import stoppable_by_sigterm
+from pipeline.ops.run import failure_descriptions, stoppable_by_sigterm
 from pipeline.settings import variable
 
 
@@ -31,7 +31,7 @@ def _pool_worker() -> None:
     die_with_parent()
 
 
-def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, str]:  # noqa: ANN401 - InstanceRef
+def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, str, str]:  # noqa: ANN401 - InstanceRef
     """One partition run in a pool process: its own Dagster instance object and logging (Dagster's run set-up
     configures logging per run, which deadlocks between threads of one process), steps in their own processes."""
     import dagster as dg
@@ -42,14 +42,16 @@ def _run_partition(instance_ref: Any, job: str, key: str) -> tuple[str, bool, st
     with dg.DagsterInstance.from_ref(instance_ref) as instance:
         result = dg.execute_job(target, instance=instance, raise_on_error=False,
                                 tags={"dagster/partition": key, **owner_tags("parts")})  # whose process it is
-    return key, result.success, result.run_id
+        why = "" if result.success else "; ".join(failure_descriptions(result))[:500] or "no reason recorded"
+    return key, result.success, result.run_id, why
 
 
 def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # noqa: ANN401 - a DagsterInstance
                     models: Sequence[str] | None = None, concurrency: int = 2, publish: bool = True,
                     celery: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the partitioned graph once into the configured data directory; returns each run's outcome:
-    ``{"prepare": ok, "sources": {key: ok}, "offers": ok, "models": {key: ok}, "publish": ok, "seconds": s}``.
+    ``{"prepare": ok, "sources": {key: ok}, "offers": ok, "models": {key: ok}, "publish": ok, "seconds": s,
+    "failures": {"job[key]": "run <id>: why"}}`` (each failed partition run with its own reasons).
     ``celery``: the partition runs' steps go to the Celery workers (``VRAMLAB_CELERY_BROKER``, docs/operating.md)."""
     from pipeline.assets.partitions import MODELS, SOURCES
     from pipeline.definitions import defs
@@ -65,7 +67,7 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
     started = time.monotonic()
     release_dead_runs(instance, log)  # a killed parts run left its runs STARTED, holding the duckdb slot
     ref = instance.get_ref()  # partition runs record into the same (persistent) instance from their processes
-    out: dict[str, Any] = {"sources": {}, "models": {}}
+    out: dict[str, Any] = {"sources": {}, "models": {}, "failures": {}}
 
     def in_process(job: str) -> bool:
         result = defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False,
@@ -81,9 +83,11 @@ def run_partitioned(instance: Any, *, sources: Sequence[str] | None = None,  # n
                                  initializer=_pool_worker) as pool:
             futures = [pool.submit(_run_partition, ref, job, key) for key in keys]
             for future in as_completed(futures):
-                key, ok, run_id = future.result()
-                log(f"{job}[{key}]: {'ok' if ok else 'FAILED'} (run {run_id[:8]})")
+                key, ok, run_id, why = future.result()
+                log(f"{job}[{key}]: {'ok' if ok else 'FAILED'} (run {run_id[:8]})" + (f": {why}" if why else ""))
                 done[key] = ok
+                if why:
+                    out["failures"][f"{job}[{key}]"] = f"run {run_id}: {why}"
         return {k: done[k] for k in keys}
 
     out["prepare"] = in_process("parts_prepare_job")

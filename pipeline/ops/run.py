@@ -301,7 +301,7 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
         text = f"{e.asset_key.to_user_string()}:{e.check_name}" + (f" ({e.description})" if e.description else "")
         (warned_checks if e.severity == dg.AssetCheckSeverity.WARN else failed_checks).append(text)
     failed_steps = [e.step_key for e in result.all_node_events if e.is_step_failure]
-    damaged = next((d for d in _failure_descriptions(result) if DatabaseDamaged.described(d)), None)
+    damaged = next((d for d in failure_descriptions(result) if DatabaseDamaged.described(d)), None)
     exports = _metadata(result, "out__exports")
     snapshot = latest_snapshot(s.data_dir)
     head, table = _summary_table(), _summary_table()
@@ -355,14 +355,36 @@ def summarize(result: Any, instance: Any, run_id: str, s: Any, console: Console,
     return 0 if result.success else 1
 
 
-def _failure_descriptions(result: Any) -> list[str]:  # noqa: ANN401 - a Dagster execution result
+def _error_text(error: Any) -> str:  # noqa: ANN401 - Dagster's SerializableErrorInfo or None
+    """An error's message and those of its causes (a step out of retries says so; its cause says why)."""
+    texts = []
+    while error is not None and len(texts) < 5:
+        texts.append(str(error.message).strip().rstrip(":"))
+        error = error.cause
+    return " <- ".join(t for t in texts if t)
+
+
+def failure_descriptions(result: Any) -> list[str]:  # noqa: ANN401 - a Dagster execution result
+    """Why a run failed, in its own words: each failed step's description (or error), else the run's failure
+    message and any error an engine event carried (a run can fail with every step succeeded: its executor
+    lost a worker, a run-level error)."""
     out = []
     for event in result.all_node_events:
         if event.is_step_failure:
             failure = event.step_failure_data.user_failure_data
             out.append(failure.description if failure is not None and failure.description else
-                       str(event.step_failure_data.error.message if event.step_failure_data.error else ""))
-    return out
+                       _error_text(event.step_failure_data.error))
+    if out or result.success:
+        return out
+    for event in result.all_events:
+        error = getattr(event.event_specific_data, "error", None)
+        if event.is_engine_event and error is not None:
+            out.append(_error_text(error))
+    try:
+        out.append(str(result.get_run_failure_event().message))
+    except Exception:  # noqa: BLE001 - no failure event recorded: nothing more to say
+        pass
+    return [line for line in out if line]
 
 
 def command_name(name: str = "vramlab") -> str:
