@@ -79,6 +79,9 @@ def test_separators_do_not_matter_for_model_ids() -> None:
     (("size", "qwen3-8c"), ("did you mean:", "qwen3-8b")),
     (("fit", "qwen3-8b", "--gpu", "h10", "--format", "bf16"), ("unknown GPU 'h10'", "did you mean:", "h100")),
     (("fit", "qwen3-8b", "--gpu", "h100", "--format", "q4kz"), ("unknown format 'q4kz'", "did you mean: q4_k_m")),
+    # 9,000 + 200 tokens do not fit the default 8,192-token context: the engine would refuse every request
+    (("fit", "qwen3-8b", "--gpu", "h100", "--format", "bf16", "--rate", "5", "--input-tokens", "9000",
+      "--output-tokens", "200"), ("9,000 + 200 tokens is longer than --context 8,192", "raise --context")),
 ])
 def test_unknown_values_get_one_line_with_the_closest_matches(args: tuple[str, ...], needles: tuple[str, ...]) -> None:
     one_line_error(vramlab(*args), *needles)
@@ -401,3 +404,14 @@ def test_models_lists_ids_repos_and_facts(tmp_path: Path) -> None:
     assert 8.0 < q["parameters"] < 8.4
     table = vramlab("models", "--data-dir", str(tmp_path)).stdout
     assert "qwen3-8b" in table and max(len(line) for line in table.splitlines()) <= 100
+
+
+def test_a_saturated_answer_at_a_load_prints_its_words_not_markup(tmp_path: Path) -> None:
+    """1,000 req/s of 1,000-token prompts on one L40S cannot be served (an 8B model's prefill alone is ~16 GFLOP a
+    token: 16 PFLOP/s against the card's ~0.36 PFLOP/s of BF16), so the answer says "saturated"; piped, the word
+    comes without rich's markup around it."""
+    out = vramlab("fit", "qwen3-8b", "--gpu", "l40s", "--format", "bf16", "--rate", "1000", "--input-tokens", "1000",
+                  "--output-tokens", "200", "--data-dir", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    said = [line for line in out.stdout.splitlines() if line.startswith("saturated")]
+    assert said and "[" not in said[0] and "]" not in said[0], out.stdout

@@ -550,6 +550,10 @@ def test_look_ups_that_help(data: Path) -> None:
     typo = vramlab("size", "meta-lama/Llama-3.1-8B-Instruct", "--data-dir", str(data))
     assert typo.returncode == 2 and len(typo.stderr.strip().splitlines()) == 1
     assert "meta-llama/Llama-3.1-8B-Instruct" in typo.stderr and "VRAMLAB_LIVE" not in typo.stderr
+    # the suggestion followed: a Hub repo the offline bundle lacks (its numbers are no known repo's), so the way is
+    # to fetch it live, not another "did you mean" that calls it a typo of Llama-3.2-3B-Instruct
+    followed = vramlab("size", "meta-llama/Llama-3.1-8B-Instruct", "--data-dir", str(data))
+    assert followed.returncode == 2 and "VRAMLAB_LIVE=1" in followed.stderr, followed.stderr
     bare = vramlab("size", "Llama-3.1-8B-Instruct", "--json", "--data-dir", str(data))
     assert bare.returncode == 0 and "llama-3.1-8b" in bare.stderr
     llama = json.loads(bare.stdout)

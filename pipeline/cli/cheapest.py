@@ -224,11 +224,12 @@ def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.se
         return None
     from sizing_core.serving import Workload
 
-    if args.input_tokens + args.output_tokens > args.context:
-        raise _Error(f"a request of {args.input_tokens:,} + {args.output_tokens:,} tokens is longer than --context "
-                     f"{args.context:,} (the engine's maximum model length): raise --context")
-    return Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=rate,
+    load = Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=rate,
                     concurrency=None if rate is not None else args.concurrency)
+    why = load.too_long_for(args.context)
+    if why:
+        raise _Error(why)
+    return load
 
 
 def level_of(args: argparse.Namespace) -> tuple[Any, str]:  # noqa: ANN401 - a ServiceLevel or None

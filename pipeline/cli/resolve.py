@@ -228,7 +228,9 @@ def _typo(ref: str, data_dir: Path | None, exc: Exception) -> None:
         shown.append(lowered.get(fixed.lower(), fixed))
     else:
         fixed = ref
-        near = [r for r in repos if _edits(norm(r), norm(ref)) <= 2]
+        # two edits apart with the same numbers: a slip (Qwen3-8G); other numbers name another model (Llama-3.1-8B
+        # is not a typo of Llama-3.2-3B) that the Hub may well have
+        near = [r for r in repos if _edits(norm(r), norm(ref)) <= 2 and _numbers(r) == _numbers(ref)]
         if not near:
             hint = did_you_mean(ref, repos)
             if hint:
@@ -243,6 +245,11 @@ def _typo(ref: str, data_dir: Path | None, exc: Exception) -> None:
     shown = list(dict.fromkeys(s for s in shown if s.lower() != ref.lower()))[:3]
     raise ResolveError(f"unknown model {ref!r}: {why} (did you mean: {', '.join(shown)}?); `vramlab models` lists "
                        "the tracked ones") from None
+
+
+def _numbers(ref: str) -> list[str]:
+    """The numbers in a repo id, in order (sizes, versions)."""
+    return re.findall(r"\d+", ref)
 
 
 def _edits(a: str, b: str) -> int:

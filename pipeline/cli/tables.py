@@ -15,7 +15,7 @@ from rich.console import Console as _RichConsole
 from rich.table import Table
 from rich.text import Text
 
-from pipeline.cli.text import clean, styled
+from pipeline.cli.text import clean, counted, styled
 
 WIDTH = 100
 
@@ -208,8 +208,8 @@ def _ms(value: float) -> str:
     return f"{value / 1000:,.1f} s" if value >= 10_000 else f"{value:,.0f} ms" if value >= 10 else f"{value:.1f} ms"
 
 
-def serving_lines(serving: dict[str, Any] | None) -> list[str]:
-    """``fit`` at a load, one line each: TTFT, ITL, E2E and throughput, saturation."""
+def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
+    """``fit`` at a load, one line each: TTFT, ITL, E2E and throughput, saturation (its word in colour)."""
     if serving is None:
         return ["at the load: no answer (no deployment, or no bandwidth figure for this GPU)"]
 
@@ -221,17 +221,17 @@ def serving_lines(serving: dict[str, Any] | None) -> list[str]:
 
     load = (f"{serving['rate']:g} req/s" if serving["rate"] is not None
             else f"{serving['concurrency']} clients in a closed loop")
-    lines = [f"at {load}: TTFT ~{_ms(serving['ttftMs'])} ({span('ttftMsRange')}), p90 ~{_ms(serving['ttftMsP90'])}",
+    lines: list[str | Text] = [f"at {load}: TTFT ~{_ms(serving['ttftMs'])} ({span('ttftMsRange')}), p90 ~{_ms(serving['ttftMsP90'])}",
              f"ITL ~{_ms(serving['itlMs'])} ({span('itlMsRange')}), "
              f"{1000 / serving['itlMs']:,.0f} tok/s per user",
              f"E2E ~{_ms(serving['e2eMs'])} ({span('e2eMsRange')}), p90 ~{_ms(serving['e2eMsP90'])}; "
              f"{serving['outputTokensPerS']:,.0f} output tok/s, {serving['requestsPerS']:,.2f} req/s, mean batch "
              f"{serving['meanBatch']:,.1f}"]
     if serving["saturated"]:
-        lines.append(f"[red]saturated[/red]: the setup sustains ~{serving['maxRate']:,.1f} req/s at most; queues grow "
-                     "(figures for a run of 1,000 prompts)" if serving["rate"] is not None else
-                     f"[yellow]saturated[/yellow]: more clients than the engine runs at once; the rest wait "
-                     f"(saturates at ~{serving['maxRate']:,.1f} req/s)")
+        lines.append(styled(("saturated", "red"), f": the setup sustains ~{serving['maxRate']:,.1f} req/s at most; "
+                            "queues grow (figures for a run of 1,000 prompts)") if serving["rate"] is not None else
+                     styled(("saturated", "yellow"), ": more clients than the engine runs at once; the rest wait "
+                            f"(saturates at ~{serving['maxRate']:,.1f} req/s)"))
     else:
         lines.append(f"saturates at ~{serving['maxRate']:,.1f} req/s")
     return lines
@@ -272,7 +272,7 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
     console = console or Console()
     first = rows[0]
     asked = first.get("gpusAsked")
-    table = _table(f"{model} on {gpu.name}: " + (f"{asked} GPUs per format as asked" if asked else
+    table = _table(f"{model} on {gpu.name}: " + (f"{counted(asked, 'GPU')} per format as asked" if asked else
                                                  "fewest GPUs per format") + f", {first['concurrency']} request(s) of "
                    f"{first['context']:,} tokens, KV {first['kvCacheDtype']}",
                    caption=(f"$/h: cheapest current on-demand offer running the plan shown (snapshot {snapshot}); "
@@ -485,8 +485,8 @@ def print_history(gpu: str, what: str, rows: list[dict[str, Any]], days: list[di
     """One line per day and provider, cheapest first within a day, the day's cheapest starred; then per day its
     providers and what changed; the footer compares the first and last day like for like."""
     console = console or Console()
-    table = _table(f"{gpu}: cheapest {what} $/GPU-hour per day and provider ({len(days)} days, "
-                   f"{len({r['provider'] for r in rows})} providers)",
+    table = _table(f"{gpu}: cheapest {what} $/GPU-hour per day and provider ({counted(len(days), 'day')}, "
+                   f"{counted(len({r['provider'] for r in rows}), 'provider')})",
                    caption=f"snapshot {snapshot}; * = the day's cheapest; observations = prices seen that day; "
                            "quarantined and merged-duplicate offers left out")
     for col, just in (("day", "left"), ("provider", "left"), ("GPU", "left"), ("$/GPU-h", "right"),
@@ -705,7 +705,7 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
                                         ("max $/h", f["maxPrice"]), ("engine", f.get("engine")),
                                         ("fabric", f.get("fabric"))) if v]
     if f.get("maxGpus"):
-        filters.append(f"at most {f['maxGpus']} GPU{'s' if f['maxGpus'] > 1 else ''}")
+        filters.append(f"at most {counted(f['maxGpus'], 'GPU')}")
     if f.get("gpu"):
         filters.append("on " + "/".join(f["gpu"]) + (f" x{f['gpuCount']} per instance" if f.get("gpuCount") else ""))
     if f["singleMachine"]:

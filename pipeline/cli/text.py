@@ -11,7 +11,12 @@ from rich.text import Text
 
 from pipeline.text import clean
 
-__all__ = ["clean", "plain", "styled"]
+__all__ = ["clean", "counted", "plain", "styled"]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and the noun in the number it takes: "1 provider", "2 providers"."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def plain(value: object) -> Text:

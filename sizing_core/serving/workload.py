@@ -37,6 +37,14 @@ class Workload:
         if self.kind not in LOAD_KINDS:
             raise ValueError(f"load kind {self.kind!r} is not one of {', '.join(LOAD_KINDS)}")
 
+    def too_long_for(self, max_model_len: int) -> str | None:
+        """Why a request of this load cannot run under ``max_model_len`` (the engine refuses a prompt whose prompt
+        and output exceed it), or None."""
+        if self.input_tokens + self.output_tokens <= max_model_len:
+            return None
+        return (f"a request of {self.input_tokens:,} + {self.output_tokens:,} tokens is longer than --context "
+                f"{max_model_len:,} (the engine's maximum model length): raise --context")
+
     @property
     def open_loop(self) -> bool:
         return self.rate is not None

@@ -172,8 +172,12 @@ def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.se
         raise CliError("--input-tokens/--output-tokens describe a load: give --rate R or --concurrency K too")
     from sizing_core.serving import Workload
 
-    return Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=args.rate,
+    load = Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=args.rate,
                     concurrency=args.concurrency if args.rate is None else None)
+    why = load.too_long_for(args.context) if getattr(args, "context", None) else None
+    if why:
+        raise CliError(why)
+    return load
 
 
 def question_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a pipeline.cli.on_gpu.Question
