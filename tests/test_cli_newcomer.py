@@ -79,6 +79,9 @@ def test_separators_do_not_matter_for_model_ids() -> None:
     (("size", "qwen3-8c"), ("did you mean:", "qwen3-8b")),
     (("fit", "qwen3-8b", "--gpu", "h10", "--format", "bf16"), ("unknown GPU 'h10'", "did you mean:", "h100")),
     (("fit", "qwen3-8b", "--gpu", "h100", "--format", "q4kz"), ("unknown format 'q4kz'", "did you mean: q4_k_m")),
+    # a family name: the catalog's three A100 cards (40 GB; 80 GB SXM4 and PCIe) differ in memory and form
+    (("fit", "qwen3-8b", "--gpu", "A100", "--format", "bf16"),
+     ("GPU 'A100' names 3 cards", "a100-40gb", "a100-80gb-sxm", "a100-80gb-pcie")),
     # 9,000 + 200 tokens do not fit the default 8,192-token context: the engine would refuse every request
     (("fit", "qwen3-8b", "--gpu", "h100", "--format", "bf16", "--rate", "5", "--input-tokens", "9000",
       "--output-tokens", "200"), ("9,000 + 200 tokens is longer than --context 8,192", "raise --context")),
@@ -415,3 +418,18 @@ def test_a_saturated_answer_at_a_load_prints_its_words_not_markup(tmp_path: Path
     assert out.returncode == 0, out.stderr
     said = [line for line in out.stdout.splitlines() if line.startswith("saturated")]
     assert said and "[" not in said[0] and "]" not in said[0], out.stdout
+
+
+def test_fit_at_a_load_without_a_format_shows_the_load_per_format(tmp_path: Path) -> None:
+    """Every format's row at the load: the title names the rate (not "1 request(s) of 8,192 tokens"), and each row
+    shows its TTFT p90, ITL and saturation rate, the figures of its JSON answer."""
+    args = ("fit", "qwen3-8b", "--gpu", "h100", "--rate", "5", "--input-tokens", "1000", "--output-tokens", "200",
+            "--data-dir", str(tmp_path))
+    table, answer = vramlab(*args), vramlab(*args, "--json")
+    assert table.returncode == 0 and answer.returncode == 0, table.stderr + answer.stderr
+    assert "at 5 req/s, --context 8,192" in table.stdout and "request(s) of" not in table.stdout
+    header = next(line for line in table.stdout.splitlines() if line.strip().startswith("format"))
+    assert "TTFT p90" in header and "ITL" in header and "max r/s" in header
+    bf16 = next(r for r in json.loads(answer.stdout) if r["format"] == "bf16")["serving"]
+    row = next(line.split() for line in table.stdout.splitlines() if line.strip().startswith("bf16"))
+    assert f"{bf16['ttftMsP90']:,.0f}" in row and f"{bf16['maxRate']:,.1f}" in row

@@ -386,6 +386,11 @@ def resolve_gpu(value: str) -> str:
     for gpu_id, _, name in gpus:  # "rtx4090" for "rtx-4090" is covered above; "geforce rtx 4090 24gb" by name
         if key == norm(name):
             return gpu_id
+    family = [g for g, _, _ in gpus if key in {norm("-".join(g.split("-")[:i])) for i in range(1, g.count("-") + 1)}]
+    if len(family) > 1:  # a family name (A100, a100-80gb): the cards differ in memory or form, the answer with them
+        shown = ", ".join(family[:8]) + (f" and {len(family) - 8} more (`vramlab gpus --catalog`)" if len(family) > 8
+                                          else "")
+        raise ResolveError(f"GPU {value!r} names {len(family)} cards: {shown}; `--gpu` one of them")
     choices = {g: g for g, _, _ in gpus} | {a: g for g, aliases, _ in gpus for a in aliases}
     raise ResolveError(f"unknown GPU {value!r}{did_you_mean(value, choices)}; `vramlab gpus --catalog` lists them")
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.cli.text import clean, counted, styled
+from sizing_core.cost import per_million_tokens
 
 WIDTH = 100
 
@@ -272,26 +273,45 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
     console = console or Console()
     first = rows[0]
     asked = first.get("gpusAsked")
+    load = any(r.get("serving") for r in rows)
+    if load:
+        s = next(r["serving"] for r in rows if r.get("serving"))
+        what = "at " + (f"{s['rate']:g} req/s" if s["rate"] is not None else f"{s['concurrency']} clients in a "
+                        "closed loop") + f", --context {first['context']:,}"
+    else:
+        what = f"{first['concurrency']} request(s) of {first['context']:,} tokens"
     table = _table(f"{model} on {gpu.name}: " + (f"{counted(asked, 'GPU')} per format as asked" if asked else
-                                                 "fewest GPUs per format") + f", {first['concurrency']} request(s) of "
-                   f"{first['context']:,} tokens, KV {first['kvCacheDtype']}",
+                                                 "fewest GPUs per format") + f", {what}, KV {first['kvCacheDtype']}",
                    caption=(f"$/h: cheapest current on-demand offer running the plan shown (snapshot {snapshot}); "
+                            + ("$/1M tok: output tokens at the load; TTFT p90, ITL and the rate it saturates at "
+                               "from the serving model; " if load else "") +
                             "limit: what sets the count" if snapshot else "no snapshot yet: no prices"))
+    speed = (("TTFT p90", "right"), ("ITL", "right"), ("max r/s", "right")) if load else (("tok/s", "right"),)
     for col, just in (("format", "left"), ("GPUs", "right"), ("plan", "left"), ("engine", "left"),
-                      ("GiB/GPU", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"),
-                      ("limit", "left")):
+                      ("GiB/GPU", "right"), *speed, ("$/h", "right"), ("$/1M tok", "right"), ("limit", "left")):
         table.add_column(col, justify=just, no_wrap=col != "limit", overflow="fold")
     for r in rows:
         name = r["format"] + (f"->{r['substitute']['format']}" if r.get("substitute") else "")
         if not r["fits"]:
-            table.add_row(name, "-", "-", r["engine"], "-", "-", "-", "-", "not served" if r["limitedBy"]["kind"] ==
-                          "unsupported" else "too large")
+            table.add_row(name, "-", "-", r["engine"], "-", *["-"] * len(speed), "-", "-", "not served"
+                          if r["limitedBy"]["kind"] == "unsupported" else "too large")
             continue
         offer = (r.get("cost") or {}).get("offer") or {}
         limit = r["limitedBy"]["kind"].replace("_", " ")
+        served = r.get("serving")
+        if not load:
+            figures = [_num(r["throughput"]["decodeTokensPerS"])]
+            per_million = offer.get("usdPerMillionTokens")
+        elif served is None:
+            figures, per_million = ["-"] * len(speed), None
+        else:
+            figures = [_ms(served["ttftMsP90"]), _ms(served["itlMs"]),
+                       ("sat. " if served["saturated"] else "") + f"{served['maxRate']:,.1f}"]
+            per_million = per_million_tokens(offer["pricePerHour"], served["outputTokensPerS"]) \
+                if offer.get("pricePerHour") and served["outputTokensPerS"] else None
         table.add_row(name, str(r["gpus"]), _plan_text(r["plan"]).replace("TP ", "").replace(" x PP ", "x"),
-                      r["engine"], _num(r["memoryPerGpuGiB"]["total"]), _num(r["throughput"]["decodeTokensPerS"]),
-                      _money(offer.get("pricePerHour")), _money(offer.get("usdPerMillionTokens")), limit)
+                      r["engine"], _num(r["memoryPerGpuGiB"]["total"]), *figures,
+                      _money(offer.get("pricePerHour")), _money(per_million), limit)
     _show(console, table)
     console.print("plan = TP x PP; limit: what one GPU fewer runs out of: weights, activation peak (the engine's "
                   "working memory), kv cache (context and requests), engine reserve; parallelism (heads / whole "
