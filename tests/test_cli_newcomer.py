@@ -433,3 +433,15 @@ def test_fit_at_a_load_without_a_format_shows_the_load_per_format(tmp_path: Path
     bf16 = next(r for r in json.loads(answer.stdout) if r["format"] == "bf16")["serving"]
     row = next(line.split() for line in table.stdout.splitlines() if line.strip().startswith("bf16"))
     assert f"{bf16['ttftMsP90']:,.0f}" in row and f"{bf16['maxRate']:,.1f}" in row
+
+
+def test_the_data_dir_may_come_before_the_command(tmp_path: Path) -> None:
+    """``vramlab --data-dir D COMMAND`` reads D as ``COMMAND --data-dir D`` does (argparse took D for the command):
+    a model tracked into D's watchlist is listed by both, and not by the same command on another data dir."""
+    added = vramlab("--data-dir", str(tmp_path), "track", "Qwen/Qwen3-235B-A22B", "--id", "only-here", "--json")
+    assert added.returncode == 0, added.stderr
+    listed = [{m["id"] for m in json.loads(out.stdout)} for out in
+              (vramlab("--data-dir", str(tmp_path), "models", "--json"),
+               vramlab("models", "--data-dir", str(tmp_path), "--json"),
+               vramlab("models", "--data-dir", str(tmp_path / "other"), "--json"))]
+    assert "only-here" in listed[0] and listed[0] == listed[1] and "only-here" not in listed[2]

@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "vramlab models --fits rtx-4090",
                                     "vramlab compare qwen3-8b --gpu h100 --gpu l40s --gpu rtx-4090", "vramlab run"))
     parser.add_argument("--version", action=Version)
+    parser.add_argument("--data-dir", dest="global_data_dir", metavar="DIR",
+                        help="the data directory, before the command as after it (`vramlab --data-dir D models`)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.register(sub)
@@ -71,6 +73,8 @@ QUICK_COMMANDS = ("size", "fit", "gpus", "models", "cheapest", "compare")
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.global_data_dir and getattr(args, "data_dir", None) is None:  # the command's own flag wins
+            args.data_dir = args.global_data_dir
         func: Callable[[argparse.Namespace], int] = args.func
         if args.command in QUICK_COMMANDS:
             # vramlab uses no pydantic plugin; skipping their discovery (pydantic reads the entry points of every
