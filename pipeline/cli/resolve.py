@@ -386,7 +386,7 @@ def resolve_gpu(value: str) -> str:
     for gpu_id, _, name in gpus:  # "rtx4090" for "rtx-4090" is covered above; "geforce rtx 4090 24gb" by name
         if key == norm(name):
             return gpu_id
-    family = [g for g, _, _ in gpus if key in {norm("-".join(g.split("-")[:i])) for i in range(1, g.count("-") + 1)}]
+    family = _family_ids(value)
     if len(family) > 1:  # a family name (A100, a100-80gb): the cards differ in memory or form, the answer with them
         shown = ", ".join(family[:8]) + (f" and {len(family) - 8} more (`vramlab gpus --catalog`)" if len(family) > 8
                                           else "")
@@ -416,13 +416,22 @@ def gpu_family(value: str) -> tuple[str, ...]:
     name matches every variant (``H100``: h100 SXM, h100-pcie, h100-nvl; ``A100``: the 40 GB and both 80 GB
     cards), an alias or a variant's own id only itself (``h100-sxm``, ``h100-pcie``). The family of ``x`` is the
     catalog id ``x`` and every id ``x-...``."""
-    raw = re.sub(r"[\s_]+", "-", value.strip().lower())
     ids = [g for g, _, _ in gpu_names()]
     aliases = {norm(a) for _, als, _ in gpu_names() for a in als}
-    if norm(value) in aliases and raw not in ids:
+    if norm(value) in aliases and _family_name(value) not in ids:
         return (resolve_gpu(value),)
-    family = [g for g in ids if g == raw or g.startswith(raw + "-")]
+    family = _family_ids(value)
     return tuple(family) if family else (resolve_gpu(value),)
+
+
+def _family_name(value: str) -> str:
+    return re.sub(r"[\s_]+", "-", value.strip().lower())
+
+
+def _family_ids(value: str) -> list[str]:
+    """The catalog ids of the family ``value`` names: the id itself and every id ``value-...``."""
+    raw = _family_name(value)
+    return [g for g, _, _ in gpu_names() if g == raw or g.startswith(raw + "-")]
 
 
 def family_note(value: str, family: tuple[str, ...]) -> str | None:

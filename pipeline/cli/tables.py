@@ -209,6 +209,12 @@ def _ms(value: float) -> str:
     return f"{value / 1000:,.1f} s" if value >= 10_000 else f"{value:,.0f} ms" if value >= 10 else f"{value:.1f} ms"
 
 
+def _load_label(serving: dict[str, Any]) -> str:
+    """The load a serving answer is for: ``5 req/s`` or ``8 clients in a closed loop``."""
+    return f"{serving['rate']:g} req/s" if serving["rate"] is not None else \
+        f"{serving['concurrency']} clients in a closed loop"
+
+
 def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
     """``fit`` at a load, one line each: TTFT, ITL, E2E and throughput, saturation (its word in colour)."""
     if serving is None:
@@ -220,9 +226,7 @@ def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
             return f"{low / 1000:,.1f}-{high / 1000:,.1f} s"
         return f"{low:,.0f}-{high:,.0f} ms" if low >= 10 else f"{low:.1f}-{high:.1f} ms"
 
-    load = (f"{serving['rate']:g} req/s" if serving["rate"] is not None
-            else f"{serving['concurrency']} clients in a closed loop")
-    lines: list[str | Text] = [f"at {load}: TTFT ~{_ms(serving['ttftMs'])} ({span('ttftMsRange')}), p90 ~{_ms(serving['ttftMsP90'])}",
+    lines: list[str | Text] = [f"at {_load_label(serving)}: TTFT ~{_ms(serving['ttftMs'])} ({span('ttftMsRange')}), p90 ~{_ms(serving['ttftMsP90'])}",
              f"ITL ~{_ms(serving['itlMs'])} ({span('itlMsRange')}), "
              f"{1000 / serving['itlMs']:,.0f} tok/s per user",
              f"E2E ~{_ms(serving['e2eMs'])} ({span('e2eMsRange')}), p90 ~{_ms(serving['e2eMsP90'])}; "
@@ -275,9 +279,7 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
     asked = first.get("gpusAsked")
     load = any(r.get("serving") for r in rows)
     if load:
-        s = next(r["serving"] for r in rows if r.get("serving"))
-        what = "at " + (f"{s['rate']:g} req/s" if s["rate"] is not None else f"{s['concurrency']} clients in a "
-                        "closed loop") + f", --context {first['context']:,}"
+        what = f"at {_load_label(next(r['serving'] for r in rows if r.get('serving')))}, --context {first['context']:,}"
     else:
         what = f"{first['concurrency']} request(s) of {first['context']:,} tokens"
     table = _table(f"{model} on {gpu.name}: " + (f"{counted(asked, 'GPU')} per format as asked" if asked else
