@@ -24,3 +24,15 @@ def clean(value: object, *, lines: bool = False) -> str:
     if not lines:
         text = _BLANK.sub(" ", text)
     return _CONTROL.sub("", text)
+
+
+def iso_utc(value: object) -> object:
+    """A timestamp as every JSON output writes it: ISO 8601 in UTC ending in ``Z`` (``2026-11-28T12:00:00Z``, the
+    form of seed 004's ``updated`` and of pydantic's dumps); a naive datetime is taken as UTC (DuckDB's
+    ``TIMESTAMP`` columns hold UTC); text and None pass through."""
+    from datetime import UTC, datetime
+
+    if not isinstance(value, datetime):
+        return value
+    when = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return when.isoformat().replace("+00:00", "Z")

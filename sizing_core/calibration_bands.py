@@ -44,11 +44,11 @@ BANDS: dict[str, dict[str, dict]] = {
     'prefill': {
         '*|*|*': {"band": (0.1332, 3.3677), "n": 31, "median": 1.0456},
         'llama.cpp|*|*': {"band": (0.1431, 3.3677), "n": 29, "median": 1.0456},
-        'llama.cpp|*|dense': {"band": (0.2172, 3.3677), "n": 23, "median": 1.2642},
-        'llama.cpp|datacenter|*': {"band": (0.2172, 3.3677), "n": 15, "median": 1.0177},
-        'llama.cpp|datacenter|dense': {"band": (0.2172, 3.3677), "n": 15, "median": 1.0177},
+        'llama.cpp|*|dense': {"band": (0.2221, 3.3677), "n": 23, "median": 1.2642},
+        'llama.cpp|datacenter|*': {"band": (0.2221, 3.3677), "n": 15, "median": 1.0177},
+        'llama.cpp|datacenter|dense': {"band": (0.2221, 3.3677), "n": 15, "median": 1.0177},
         'llama.cpp|gddr|*': {"band": (0.206, 3.2788), "n": 12, "median": 1.4364},
-        'llama.cpp|gddr|dense': {"band": (0.2172, 3.2788), "n": 8, "median": 1.6433},
+        'llama.cpp|gddr|dense': {"band": (0.2221, 3.2788), "n": 8, "median": 1.6433},
     },
     'ttft': {
         '*|*|*': {"band": (0.27, 3.9251), "n": 12, "median": 0.805},

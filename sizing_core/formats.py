@@ -397,8 +397,22 @@ def tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...] | None
     return list(hit[1])
 
 
+def checkpoint_format(arch: Architecture) -> str | None:
+    """The format of :data:`WEIGHT_FORMATS` a quantized checkpoint is stored in (its routed experts' when only
+    they are quantized, as gpt-oss ships MXFP4), or None: a 16-bit checkpoint, an unknown scheme, or one no format
+    name stands for. Asking such a checkpoint for its own format is asking for the checkpoint: nobody quantizes
+    the BF16 parts of an MXFP4 release to MXFP4 again, so that format's bits are the native ones."""
+    native = arch.native
+    own = native.expert_format or native.weight_format
+    if native.unsupported or own in ("bf16", "fp16", "fp32") or own not in WEIGHT_FORMATS:
+        return None
+    return own
+
+
 def _tensor_bits(arch: Architecture, fmt: str, tensors: tuple[Tensor, ...]) -> list[float]:
     unquantized = arch.dtype_bytes * 8
+    if fmt != "native" and fmt == checkpoint_format(arch):
+        fmt = "native"
     if fmt in GGUF_MIXES:
         return _gguf_bits_all(fmt, tensors, mix_context(arch))
     if fmt == "native":

@@ -445,3 +445,45 @@ def test_the_data_dir_may_come_before_the_command(tmp_path: Path) -> None:
                vramlab("models", "--data-dir", str(tmp_path), "--json"),
                vramlab("models", "--data-dir", str(tmp_path / "other"), "--json"))]
     assert "only-here" in listed[0] and listed[0] == listed[1] and "only-here" not in listed[2]
+
+
+def test_answers_at_a_rate_carry_one_cost_per_token_and_utc_dates(snapshot_dir: Path) -> None:
+    """At 0.5 req/s of 100 output tokens a setup that keeps up produces 0.5 x 100 = 50 output tokens a second, so
+    its $/1M output tokens is its $/h / (50 x 3,600) x 10^6 whatever its step; the row's own at-load $/1M is that
+    figure (not the one-request figure of its memory plan), and the load, not a default of 1, is the top-level
+    concurrency. Timestamps are written one way (UTC, ``Z``) by every command."""
+    load = ("--rate", "0.5", "--input-tokens", "500", "--output-tokens", "100", "--json", "--data-dir",
+            str(snapshot_dir))
+    out = vramlab("cheapest", "qwen3-8b", *load)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["concurrency"] is None and data["load"]["rate"] == 0.5
+    for s in data["setups"]:
+        assert not s["serving"]["saturated"]
+        by_hand = s["price_per_hour"] / (0.5 * 100 * 3600) * 1e6
+        assert s["usdPerMillionTokensAtLoad"] == s["usd_per_million_tokens_at_load"] == pytest.approx(by_hand)
+        assert s["serving"]["usdPerMillionOutputTokens"] == pytest.approx(by_hand)
+        assert s["verifiedAt"].endswith("Z")
+    fit = vramlab("fit", "qwen3-8b", "--gpu", "rtx-4090", "--format", "q8_0", *load)
+    assert fit.returncode == 0, fit.stderr
+    answer = json.loads(fit.stdout)
+    offer = answer["cost"]["offer"]
+    assert (offer["provider"], offer["pricePerHour"]) == ("alpha", 0.40) and offer["verifiedAt"].endswith("Z")
+    assert answer["serving"]["usdPerMillionOutputTokens"] == pytest.approx(0.40 / (0.5 * 100 * 3600) * 1e6)
+    text = vramlab("fit", "qwen3-8b", "--gpu", "rtx-4090", "--format", "q8_0", *load[:-3],
+                   "--data-dir", str(snapshot_dir)).stdout
+    assert f"${0.40 / (0.5 * 100 * 3600) * 1e6:.2f}/1M output tokens at this load" in text
+    compared = json.loads(vramlab("compare", "qwen3-8b", "--gpu", "rtx-4090", "--gpu", "h100", *load).stdout)
+    assert compared["concurrency"] is None
+    assert all(g["verifiedAt"] is None or g["verifiedAt"].endswith("Z") for g in compared["gpus"])
+    gpus = json.loads(vramlab("gpus", "h100", "--json", "--data-dir", str(snapshot_dir)).stdout)
+    assert gpus and all(o["verified_at"].endswith("Z") for o in gpus)
+
+
+def test_a_region_no_offer_names_is_said_as_such(snapshot_dir: Path) -> None:
+    """The snapshot's regions are us-east-1, eu-west-1 and us-west-2: a region none starts with is the answer's
+    reason (not the load or the model), with the closest names."""
+    one_line_error(vramlab("cheapest", "qwen3-8b", "--region", "mars", "--data-dir", str(snapshot_dir)),
+                   "no offer in a region starting 'mars'")
+    one_line_error(vramlab("cheapest", "qwen3-8b", "--region", "eu-wset", "--rate", "1", "--input-tokens", "500",
+                           "--output-tokens", "100", "--data-dir", str(snapshot_dir)), "did you mean: eu-west-1")

@@ -76,7 +76,12 @@ def test_modelopt_sidecar_keeps_mla_attention_in_bf16() -> None:
     arch = parse_config("r1", json.loads((CONFIGS / "deepseek-ai__DeepSeek-V3.json").read_text()), quant)
     assert _bits(arch, "layers.5.self_attn.q_b_proj") == 16 and _bits(arch, "layers.5.self_attn.kv_b_proj") == 16
     assert _bits(arch, "layers.5.mlp.experts.up_proj") == 4.5 and _bits(arch, "layers.0.mlp.up_proj") == 4.5
-    assert weight_bytes(arch, "native") > weight_bytes(arch, "nvfp4")  # our own NVFP4 quantizes attention too
+    # asking the NVFP4 checkpoint for NVFP4 is asking for the checkpoint; NVFP4 made from DeepSeek-V3's own
+    # (FP8-block) checkpoint quantizes attention too, so it is smaller than nvidia's
+    assert weight_bytes(arch, "nvfp4") == weight_bytes(arch, "native")
+    v3 = parse_config("v3", json.loads((CONFIGS / "deepseek-ai__DeepSeek-V3.json").read_text()))
+    assert v3.native.weight_format == "fp8_block"
+    assert weight_bytes(v3, "nvfp4") < weight_bytes(arch, "native")
 
 
 def _llama405_fbgemm() -> dict:
@@ -148,3 +153,20 @@ def test_an_unknown_method_is_a_reason_not_a_failure() -> None:
     report = size_model(parse_config("hqq", cfg))
     assert report.weights_gib["native"] is None and "hqq" in report.native_unsupported
     assert report.weights_gib["bf16"] > 13
+
+
+def test_a_checkpoint_asked_for_its_own_format_is_the_checkpoint() -> None:
+    """gpt-oss ships its routed experts in MXFP4 and attention, router and embeddings in BF16
+    (``modules_to_not_convert`` of its config). ``--format mxfp4`` is that checkpoint, not MXFP4 made again from it
+    with attention quantized too; another format (FP8) is still ours, quantizing attention as well."""
+    from pathlib import Path
+
+    import sizing_core
+
+    path = Path(sizing_core.__file__).parent / "data" / "calibration" / "configs" / "openai__gpt-oss-120b.json"
+    arch = parse_config("gpt-oss-120b", json.loads(path.read_text()))
+    assert arch.native.experts_only and (arch.native.expert_format or arch.native.weight_format) == "mxfp4"
+    assert weight_bytes(arch, "mxfp4") == weight_bytes(arch, "native")
+    assert _bits(arch, "self_attn.q_proj") == 16
+    fp8 = next(b for t, b in zip(arch.tensors, tensor_bits(arch, "fp8"), strict=True) if "self_attn.q_proj" in t.name)
+    assert fp8 == 8.0  # our FP8 quantizes attention too: 8 bits (one scale per tensor)

@@ -78,7 +78,7 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     from pipeline.compute.answers import FIDELITY, overall, rank_value
     from pipeline.compute.service_setups import practical_setups
     from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner
-    from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers
+    from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers, regions
 
     args.allow_rpc = getattr(args, "allow_rpc", False)
     snap = latest_snapshot(data_dir)
@@ -105,6 +105,11 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         known = providers(snap)
         if args.provider.lower() not in (p.lower() for p in known):
             raise _Error(f"no provider {args.provider!r} in snapshot {snap.id}{did_you_mean(args.provider, known)}")
+    if args.region:
+        named = regions(snap)
+        if not any(r.lower().startswith(args.region.lower()) for r in named):
+            raise _Error(f"no offer in a region starting {args.region!r} in snapshot {snap.id}"
+                         f"{did_you_mean(args.region, named)} (`vramlab gpus GPU --offers` lists regions)")
     allocations = SPOT_LIKE if args.spot else ON_DEMAND
     list_name = "spot" if args.spot else "on_demand"
     fabric = fabric_of(args)
@@ -328,7 +333,7 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
     from sizing_core.serving.service_level import standard_workload
 
     return {"model": model_id, "repo": ref.repo or (entry or {}).get("repo"), "snapshot": snap.id,
-            "context": args.context, "concurrency": args.concurrency,
+            "context": args.context, "concurrency": load.concurrency,
             "sort": sort, "list": list_name, "format": fmt, "origin": origin, "modelSource": ref.origin,
             "gpuNote": note,
             "filters": filters_json(args, family, count, engine),
@@ -337,4 +342,17 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
                      "standard": load.rate is None and load == standard_workload(args.context, load.concurrency)},
             "serviceLevel": level.to_json() if level is not None else None, "serviceLevelSource": source,
             "allowRpc": args.allow_rpc, "judged": judged, "note": judged_note,
-            "setups": [setup_row(j.setup) | {"serving": j.to_json(level)} for j in kept]}
+            "setups": [served_row(j, level) for j in kept]}
+
+
+def served_row(judged: Any, level: Any) -> dict[str, Any]:  # noqa: ANN401 - a Served and a ServiceLevel
+    """A setup row at a load: the row's own keys with the figures that depend on the load taken from its serving
+    (so the row carries one $/1M and one tokens/s per request, the load's; the plan's memory figures stay)."""
+    serving = judged.to_json(level)
+    row = setup_row(judged.setup) | {"serving": serving}
+    if serving is not None:
+        for camel, snake, key in (("usdPerMillionTokensAtLoad", "usd_per_million_tokens_at_load",
+                                   "usdPerMillionOutputTokens"),
+                                  ("tokensPerSPerRequest", "tokens_per_s_per_request", "tokensPerSPerUser")):
+            row[camel] = row[snake] = serving[key]
+    return row

@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from pipeline.exports.snapshot_offers import Snapshot, current_offers
+from pipeline.text import iso_utc
 from sizing_core import Architecture, cost
 from sizing_core.gpus import GPU
 
@@ -72,7 +73,7 @@ def price_plan(result: dict[str, Any], offers: list[dict[str, Any]]) -> dict[str
         "gpusUsed": plan["gpus"], "tensorParallel": tp, "pipelineParallel": pp, "engine": result["engine"],
         "deployment": how, "interconnect": fabric, "pricePerHour": per_hour,
         "pricePerMonth": round(cost.monthly(per_hour), 2),
-        "verifiedAt": verified.isoformat() if hasattr(verified, "isoformat") else str(verified),
+        "verifiedAt": iso_utc(verified),
         "decodeTokensPerS": single,
         "usdPerMillionTokens": round(cost.per_million_tokens(per_hour, single), 4) if single else None,
         "batch": batch,

@@ -27,6 +27,12 @@ class Question:
     kv_cache_dtype: str = "bf16"
     settings: dict[str, Any] | None = None
 
+    @property
+    def asked_concurrency(self) -> int | None:
+        """The top-level ``concurrency`` of an answer's JSON: the clients of a closed-loop load, None at a rate (the
+        load says it), else the requests the memory plan holds."""
+        return self.concurrency if self.load is None else self.load.concurrency
+
 
 def formats_to_try(fmt: str | None) -> tuple[str, ...]:
     """The formats an answer is searched in, most faithful first: the one asked, else ``cheapest``'s."""
@@ -140,7 +146,7 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
     order = {f: i for i, f in enumerate(FIDELITY)}
     runs.sort(key=lambda m: (order.get(m["format"], len(order)), -(m["parameters"] or 0), m["id"]))
     return {"gpu": gpu.id, "gpuName": gpu.name, "maxGpus": max_gpus, "context": q.context,
-            "concurrency": q.concurrency, "load": load_json(q), "engine": q.engine, "format": fmt,
+            "concurrency": q.asked_concurrency, "load": load_json(q), "engine": q.engine, "format": fmt,
             "snapshot": snapshot.id if snapshot else None, "fits": len(runs), "models": runs + rest}
 
 

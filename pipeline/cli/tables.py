@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.cli.text import clean, counted, styled
-from sizing_core.cost import per_million_tokens
 
 WIDTH = 100
 
@@ -239,6 +238,11 @@ def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
                             f"(saturates at ~{serving['maxRate']:,.1f} req/s)"))
     else:
         lines.append(f"saturates at ~{serving['maxRate']:,.1f} req/s")
+    if serving.get("usdPerMillionOutputTokens") is not None:  # priced (fit): on the offer its cost line names
+        low, high = serving["usdPerMillionOutputTokensRange"] or (None, None)
+        spread = f" ({_money(low)}-{_money(high)})" if low is not None and _money(low) != _money(high) else ""
+        lines.append(f"${_money(serving['usdPerMillionOutputTokens'])}/1M output tokens at this load{spread}, "
+                     "on the offer of the cost line")
     return lines
 
 
@@ -309,8 +313,7 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
         else:
             figures = [_ms(served["ttftMsP90"]), _ms(served["itlMs"]),
                        ("sat. " if served["saturated"] else "") + f"{served['maxRate']:,.1f}"]
-            per_million = per_million_tokens(offer["pricePerHour"], served["outputTokensPerS"]) \
-                if offer.get("pricePerHour") and served["outputTokensPerS"] else None
+            per_million = served.get("usdPerMillionOutputTokens")
         table.add_row(name, str(r["gpus"]), _plan_text(r["plan"]).replace("TP ", "").replace(" x PP ", "x"),
                       r["engine"], _num(r["memoryPerGpuGiB"]["total"]), *figures,
                       _money(offer.get("pricePerHour")), _money(per_million), limit)
@@ -677,22 +680,32 @@ def _idle_note(setups: list[dict[str, Any]]) -> str | None:
             "idle (providers rent whole instances)")
 
 
+def _span(span: list[float] | None) -> str:
+    """``0.52-0.80`` under a $/1M figure; ``-`` without a range, and nothing to repeat when both ends print
+    alike (at a rate the setup sustains, the output rate is the arrival rate's whatever the step)."""
+    if not span:
+        return "-"
+    low, high = _money(span[0]), _money(span[1])
+    return "(exact)" if low == high else f"{low}-{high}"
+
+
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     """``cheapest`` at a load: one row per setup meeting the service level, with its figures at that load."""
     console = console or Console()
     load, level = result["load"], result.get("serviceLevel")
     what = "spot/marketplace" if result["list"] == "spot" else "on-demand"
-    asked = (f"{load['rate']:g} req/s" if load["rate"] is not None else f"{load['concurrency']} clients") + (
-        f" of {load['inputTokens']:,} in / {load['outputTokens']:,} out tokens")
+    asked = _load_words(load)
     bound = "no service level (--no-slo)" if level is None else " and ".join(
         x for x in (f"TTFT p90 <= {level['ttftMsP90']:,.0f} ms" if level["ttftMsP90"] else "",
                     f">= {level['minTokensPerSPerUser']:g} tok/s per user" if level["minTokensPerSPerUser"] else "")
         if x) + (" (the default interactive floor)" if result["serviceLevelSource"] == "default" else "")
     title = f"{result['model']}: cheapest {what} setups at {asked}, {bound}"
     table = _table(title, caption=f"snapshot {result['snapshot']} ({result['origin']}; {result['judged']} setups "
-                                  f"served); {_SETUP_KEY}; $/1M out = output tokens at this load, under it the "
-                                  "range from the at-load bands; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
-                                  "sustainable rate / rate")
+                                  f"served); {_SETUP_KEY}; $/h, under it the day the offer was last seen at the "
+                                  "source; $/1M out = output tokens at this load, under it the range from the "
+                                  "at-load bands ((exact): below saturation a rate's output rate is the arrival "
+                                  "rate's); TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / "
+                                  "rate")
     for col, just, width in (("setup", "left", 17), ("plan", "left", 8), ("format", "left", 8),
                              ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
                              ("$/1M out", "right", 13), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
@@ -704,9 +717,9 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
         room = s.get("headroom")
         table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
                       _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), r["format"],
-                      _two(r["provider"], _regions(r, 13)), _capacity(r), _money(r["price_per_hour"]),
-                      _two(_money(s.get("usdPerMillionOutputTokens")),
-                           f"{_money(span[0])}-{_money(span[1])}" if span else "-"),
+                      _two(r["provider"], _regions(r, 13)), _capacity(r),
+                      _two(_money(r["price_per_hour"]), _day(r["verified_at"])),
+                      _two(_money(s.get("usdPerMillionOutputTokens")), _span(span)),
                       f"{s['ttftMsP90']:,.0f} ms" if s else "-", _num(s.get("tokensPerSPerUser")),
                       f"{room:.1f}x" if room is not None else "-")
     if result.get("note"):

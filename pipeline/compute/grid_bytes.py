@@ -21,6 +21,7 @@ from sizing_core.formats import (
     GGUF_MIXES,
     WEIGHT_FORMATS,
     _normalise,  # the module-name normalisation is_excluded applies to patterns
+    checkpoint_format,
     format_scheme,
     gguf_row_type,
     gguf_rule_type,
@@ -89,7 +90,8 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     position and the default exclusions are column expressions. A checkpoint's own exclusion list (a few quantized
     native checkpoints) is tested per linear tensor name in Python."""
     fields: dict[str, list] = {k: [] for k in ("model_id", "name", "role", "rows", "cols", "count", "layer",
-                                               "first_layer_row", "n_layers", "native_bits")}
+                                               "first_layer_row", "n_layers", "native_bits",
+                                               "checkpoint_format")}
     moe_experts: list[int | None] = []  # per decoder layer of every model, in order: (experts, top-k) of its MoE
     moe_top_k: list[int | None] = []
     attn_v_pos: list[int] = []
@@ -109,6 +111,7 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         # the checkpoint's own scheme, per tensor, from sizing_core itself: a native rule (GPTQ widths, bitsandbytes,
         # compressed-tensors groups, towers) is written once; unknown schemes have no native cells (null)
         fields["native_bits"].extend(tensor_bits(arch, "native") if not native.unsupported else [None] * n)
+        fields["checkpoint_format"].extend([checkpoint_format(arch)] * n)  # that format's bits are the native ones
         attn_v_index = {layer: k for k, layer in enumerate(arch.attention_layers())}
         moe_experts.extend([layer.mlp.num_experts if isinstance(layer.mlp, MoE) else None for layer in arch.layers])
         moe_top_k.extend([layer.mlp.top_k if isinstance(layer.mlp, MoE) else None for layer in arch.layers])
@@ -116,7 +119,7 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
     frame = pl.DataFrame(fields, schema={"model_id": pl.String, "name": pl.String, "role": pl.String,
                                          "rows": pl.Int64, "cols": pl.Int64, "count": pl.Int64, "layer": pl.Int64,
                                          "first_layer_row": pl.Int64, "n_layers": pl.Int64,
-                                         "native_bits": pl.Float64})
+                                         "native_bits": pl.Float64, "checkpoint_format": pl.String})
     default_excluded = _excluded_expr(_DEFAULT_EXCLUDE)
     if default_excluded is None:  # not plain names: sizing_core's matcher, per name
         default_excluded = pl.lit(pl.Series(map(_exclusion_test(_DEFAULT_EXCLUDE), fields["name"]),
@@ -130,7 +133,8 @@ def tensor_frame(models: dict[str, Architecture]) -> pl.DataFrame:
         attn_v_pos=pl.lit(pl.Series(attn_v_pos, dtype=pl.Int64)).gather(row).fill_null(0),
         n_exp=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_experts, dtype=pl.Int64)).gather(row)),
         top_k=pl.when(_ROUTED & layer.is_not_null()).then(pl.lit(pl.Series(moe_top_k, dtype=pl.Int64)).gather(row)),
-        excl_default=_LINEAR & default_excluded, native_bits="native_bits").collect(engine="in-memory")
+        excl_default=_LINEAR & default_excluded, native_bits="native_bits",
+        checkpoint_format="checkpoint_format").collect(engine="in-memory")
 
 
 def _model_table(models: dict[str, Architecture]) -> pl.DataFrame:
@@ -191,7 +195,9 @@ def _gguf_bits(mix: str) -> pl.Expr:
 
 def bits_expr(fmt: str) -> pl.Expr:
     """Bits per element of each tensor row in a non-GGUF ``fmt`` (native, bf16, fp8, ...)."""
-    return _native_bits() if fmt == "native" else _format_bits(fmt)
+    if fmt == "native":
+        return _native_bits()
+    return pl.when(pl.col("checkpoint_format") == fmt).then(_native_bits()).otherwise(_format_bits(fmt))
 
 
 def tensor_bits_frame(models: dict[str, Architecture], formats: Iterable[str] = GRID_FORMATS) -> pl.DataFrame:

@@ -31,6 +31,7 @@ from pipeline.settings import variable
 from pipeline.storage import published, sizing, tables
 from pipeline.storage.db import utc_cursor
 from pipeline.storage.loaders import source_freshness, transaction
+from pipeline.text import iso_utc
 from sizing_core import SizingError, size_model
 from sizing_core.engines import default_engine
 from sizing_core.gpus import catalog
@@ -109,7 +110,7 @@ def publish(con: duckdb.DuckDBPyConnection, exports_dir: Path, tracked: list[Tra
                     static = sized.get(i) or _static_part(t)  # (again here when it failed: its error)
                     static_cache.put(t.entry.id, key, static)
                 model = assemble_model_export(t, static, on_demand, spot, verified, provenance | static["sized"],
-                                              now.isoformat().replace("+00:00", "Z"), fits.get(t.entry.id, {}),
+                                              iso_utc(now), fits.get(t.entry.id, {}),
                                               by_load=by_load, served=served)
             except ValidationError as exc:  # one model breaking the contract must not stop the others' files
                 index.append({"id": t.entry.id, "repo": t.entry.repo, "status": "failed", "name": t.entry.name,

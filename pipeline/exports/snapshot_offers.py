@@ -189,3 +189,8 @@ def cheapest_by(offers: list[dict[str, Any]], *key: str) -> list[dict[str, Any]]
 
 def providers(snapshot: Snapshot) -> list[str]:
     return _offer_columns(snapshot)[1]
+
+
+def regions(snapshot: Snapshot) -> list[str]:
+    """Every region a rentable offer of the snapshot names, sorted (what ``--region`` is matched against)."""
+    return sorted({r for r in _offer_columns(snapshot)[0].get("region", []) if r})

@@ -53,7 +53,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     above = not limit.allows(question.context)  # answered as `fit` answers it: the memory it would take, and said
     warnings = [above_context(arch, limit, question.context)] if above else []
     result = {"model": arch.model, "id": ref.id, "repo": repo, "aboveMaxContext": above, "warnings": warnings, "modelSource": ref.origin, "context": question.context,
-              "concurrency": question.concurrency, "load": load_json(question), "engine": question.engine,
+              "concurrency": question.asked_concurrency, "load": load_json(question), "engine": question.engine,
               "format": fmt, "kvCacheDtype": question.kv_cache_dtype, "snapshot": snapshot.id if snapshot else None,
               "gpus": compare_on(planned_arch(arch, question.context), repo, asked, question, fmt,
                                  snapshot)}

@@ -84,9 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     from pipeline.cli.costs import fit_cost
     from pipeline.cli.errors import CliError
-    from pipeline.cli.fit import ALL_FORMATS, fit_result, planned_arch, with_context
+    from pipeline.cli.fit import ALL_FORMATS, fit_and_serving, planned_arch, with_context
     from pipeline.cli.models import context_of, load_ref, model_repo
     from pipeline.cli.resolve import gpu_family, resolve_format, resolve_gpu, resolve_model, split_count
+    from pipeline.compute.service_setups import serving_json
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot
     from sizing_core.gpus import get_gpu
 
@@ -112,15 +113,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
     concurrency = 1 if load is not None or args.concurrency is None else args.concurrency
 
     def answer(f: str, substitute: bool = True) -> dict[str, Any]:
-        result = fit_result(args.model, gpu.id, f, args.context, concurrency, args.engine, args.kv_cache_dtype,
-                            arch=planned, repo=repo, substitute=substitute, gpus=gpus, settings=settings,
-                            gguf_files=(ref.hub or {}).get("gguf_files"), load=load,
-                            cpu_offload_gb=args.cpu_offload_gb)
+        result, serving = fit_and_serving(args.model, gpu.id, f, args.context, concurrency, args.engine,
+                                          args.kv_cache_dtype, arch=planned, repo=repo, substitute=substitute,
+                                          gpus=gpus, settings=settings, gguf_files=(ref.hub or {}).get("gguf_files"),
+                                          load=load, cpu_offload_gb=args.cpu_offload_gb)
         if result["fits"] and snapshot is not None and gpu.id not in offers:
             offers[gpu.id] = current_offers(snapshot, gpu=gpu.id)
         result = with_context(result, arch, limit, args.context)
-        return result | {"cost": fit_cost(planned, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh,
-                                          offers=offers.get(gpu.id))}
+        cost = fit_cost(planned, result, gpu, snapshot, args.hours_per_day, args.usd_per_kwh, offers=offers.get(gpu.id))
+        if serving is not None:  # the user's view at the load, priced on the offer shown ($/1M as compare gives it)
+            price = ((cost or {}).get("offer") or {}).get("pricePerHour")
+            result["serving"] = serving_json(serving, price)
+        return result | {"cost": cost}
 
     if args.offload:
         return _offload(args, arch, gpu, gpus or 1, fmt)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from pipeline.cli.args import PRICE, data_dir_flag, data_dir_of, examples, json_flag, print_json
+from pipeline.text import iso_utc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,15 +94,13 @@ def _offer_row(o: dict[str, Any]) -> dict[str, Any]:
             "price_per_hour_usd": o["price_per_hour_usd"], "price_per_gpu_hour_usd": o["price_per_gpu_hour_usd"],
             "provider": o["provider"], "source": o["source"], "instance_type": o["instance_type"],
             "region": o["region"], "allocation": o["allocation"], "currency": o["currency"],
-            "verified_at": _iso(o["verified_at"]),
+            "verified_at": iso_utc(o["verified_at"]),
             # added keys: memory in two stated units, form factor, interconnect, availability
             **{k: o.get(k) for k in ("gpu_memory_gib", "gpu_memory_gb_marketed", "form_factor", "gpu_link",
                                      "cluster_fabric", "cluster_gbps", "availability_status", "available_count")},
-            "availability_observed_at": _iso(o.get("availability_observed_at")),
+            "availability_observed_at": iso_utc(o.get("availability_observed_at")),
             # added keys of a row that stands for several offers (the cheapest per provider and GPU, or per kind)
             **({"offer_count": o["offer_count"], "regions": o["regions"], "region_count": len(o["regions"])}
                if "offer_count" in o else {})}
 
 
-def _iso(value: Any) -> Any:  # noqa: ANN401 - a datetime, ISO text or None
-    return value.isoformat() if hasattr(value, "isoformat") else value

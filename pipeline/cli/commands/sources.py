@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pipeline.cli.args import Parser, data_dir_flag, data_dir_of, examples, json_flag, print_json
 from pipeline.cli.errors import CliError
+from pipeline.text import iso_utc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +50,7 @@ def cmd_sources_list(args: argparse.Namespace) -> int:
         entry = last.get(source.name)
         rows.append({"source": source.name, "provider": source.provider, "auth": source.auth,
                      "configured": source.configured(), "unit": source.unit, "endpoint": source.endpoint,
-                     "last_fetch": entry.started_at.isoformat() if entry else None,
+                     "last_fetch": iso_utc(entry.started_at) if entry else None,
                      "last_outcome": entry.outcome if entry else None})
     if args.json:
         print_json(rows)
