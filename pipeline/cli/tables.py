@@ -467,17 +467,22 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
              f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
     more = f"; {len(rows) - len(shown)} more with --all" if len(rows) > len(shown) else ""
     every = "; every offer with --offers" if per_provider else ""
-    table = _table(title, caption=f"snapshot {snapshot}{more}{every}")
+    unstated = "; form ? = the source does not say (SXM or PCIe)" if any(_form(r).startswith("?") for r in shown) \
+        else ""
+    table = _table(title, caption=f"snapshot {snapshot}{more}{every}{unstated}")
     where = ("regions", "offers") if per_provider else ("region",)
-    for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("form", "left"), ("vCPU", "right"),
-                      ("RAM", "right"), ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"),
+    for col, just in (("GPU", "left"), ("QTY", "right"), ("GB", "right"), ("form", "left"), ("vCPU/RAM", "right"),
+                      ("$/h", "right"), ("$/GPU-h", "right"), ("provider", "left"),
                       *((c, "right" if per_provider else "left") for c in where), ("verified", "left")):
-        table.add_column(col, justify=just, no_wrap=col not in ("provider", "region"), overflow="fold")
+        # a provider's name is not cut into pieces of three letters: it keeps its width, the form folds first
+        table.add_column(col, justify=just, no_wrap=col not in ("provider", "region", "form"), overflow="fold",
+                         min_width=min(12, width_of(shown, col)) if col in ("provider", "region") else None)
     for r in shown:
         memory = r["gpu_memory_gb"] if r["gpu_memory_gb"] is not None else r.get("catalog_memory_gb")
         place = (str(r["region_count"] or "-"), str(r["offer_count"])) if per_provider else (r["region"] or "-",)
-        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r), _num(r["vcpus"], 0),
-                      _num(r["ram_gb"], 0), _money(r["price_per_hour_usd"]), _money(r["price_per_gpu_hour_usd"], 3),
+        table.add_row(r["gpu_id"], f"{r['gpu_count']:g}", _num(memory, 0), _form(r),
+                      f"{_num(r['vcpus'], 0)}/{_num(r['ram_gb'], 0)}", _money(r["price_per_hour_usd"]),
+                      _money(r["price_per_gpu_hour_usd"], 3),
                       r["provider"] + (f" ({r['allocation']})" if spot else ""), *place, _day(r["verified_at"]))
     _show(console, table)
 
@@ -486,9 +491,17 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
 _LINKS = {"NVSwitch": "NVSw", "NVLink": "NVLk", "NVLink bridge": "brdg", "xGMI": "xGMI", "PCIe": "PCIe"}
 
 
+def width_of(rows: list[dict[str, Any]], column: str) -> int:
+    """The longest text a provider or region cell of the offers table shows (its header's at least)."""
+    key = {"provider": "provider", "region": "region"}[column]
+    return max([len(column), *(len(r.get(key) or "-") for r in rows)])
+
+
 def _form(r: dict[str, Any]) -> str:
-    """Form factor, plus the link between the instance's GPUs when it has several: ``SXM+NVSw``, ``PCIe``."""
+    """Form factor (``?``: the source does not say), plus the link between the instance's GPUs when it has several:
+    ``SXM+NVSw``, ``PCIe``."""
     form = r.get("form_factor") or "-"
+    form = "?" if form == "unknown" else form
     link = _LINKS.get(r.get("gpu_link") or "")
     return f"{form}+{link}" if link and link != form else form
 
