@@ -186,7 +186,10 @@ def test_fit_json_serving_contract() -> None:
                   "--output-tokens", "200", "--json")
     assert out.returncode == 0, out.stderr
     serving = json.loads(out.stdout)["serving"]
-    assert set(serving) == KEYS
+    # the contract's keys, and the user's view `compare` and `cheapest` give (keys are added, never renamed)
+    assert set(serving) == KEYS | {"tokensPerSPerUser", "headroom", "usdPerMillionOutputTokens",
+                                   "usdPerMillionOutputTokensRange", "meetsLevel", "meetsDefaultFloor", "shortfall"}
+    assert serving["tokensPerSPerUser"] == pytest.approx(1000 / serving["itlMs"])
     assert serving["rate"] == 4 and serving["concurrency"] is None and serving["saturated"] is False
     for key in ("ttft", "itl", "e2e"):
         low, high = serving[f"{key}MsRange"]

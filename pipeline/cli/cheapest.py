@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.load import load_of
 from pipeline.cli.resolve import ResolveError, did_you_mean, norm, resolve_format
 
 #: what `cheapest` answered before it took a load: the question cheapestSetups publishes
@@ -116,7 +117,9 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     filtered = bool(args.provider or args.region or args.max_price or args.single_machine or family or engine
                     or args.by_region or getattr(args, "allow_rpc", False) or args.max_gpus or args.available
                     or fabric)
-    load = load_of(args)
+    load = load_of(args, clients_default=1)
+    if args.concurrency is None:  # no load, or a rate: the memory plan holds one request of --context
+        args.concurrency = 1
     if load is not None:
         return _at_load(args, snap, ref, entry, model_id, fmt, sort, engine, (family, count, note), filtered, load)
     setups = None
@@ -211,30 +214,6 @@ def nothing_matches(args: argparse.Namespace, model_id: str, fmt: str | None, sn
             f"{' '.join(a for a in asked if a)} in snapshot {snapshot}".replace("  ", " ").rstrip()
             + " (no offered GPU holds it that way; try fewer requests, a shorter context, another format or "
               "fewer filters)")
-
-
-def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.serving.Workload or None
-    """The serving load ``--rate`` or ``--concurrency`` with ``--input-tokens``/``--output-tokens`` asks for (None:
-    no load, today's question of ``--concurrency`` requests of ``--context`` tokens)."""
-    rate, lengths = getattr(args, "rate", None), (getattr(args, "input_tokens", None),
-                                                  getattr(args, "output_tokens", None))
-    if rate is not None and None in lengths:
-        raise _Error("--rate needs --input-tokens and --output-tokens (the mean prompt and output of a request)")
-    if lengths != (None, None) and None in lengths:
-        raise _Error("--input-tokens and --output-tokens go together")
-    if None in lengths:
-        if getattr(args, "ttft_p90", None) or getattr(args, "min_tokens_per_s", None) or getattr(args, "no_slo", False):
-            raise _Error("a service level is asked at a load: give --rate R or --concurrency K with --input-tokens "
-                         "and --output-tokens")
-        return None
-    from sizing_core.serving import Workload
-
-    load = Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=rate,
-                    concurrency=None if rate is not None else args.concurrency)
-    why = load.too_long_for(args.context)
-    if why:
-        raise _Error(why)
-    return load
 
 
 def level_of(args: argparse.Namespace) -> tuple[Any, str]:  # noqa: ANN401 - a ServiceLevel or None

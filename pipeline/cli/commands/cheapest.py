@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="only this weight format, any case (default: the most faithful per setup)")
     cheapest.add_argument("--context", type=CONTEXT, default=8192, metavar="N",
                           help="tokens per request: 8192, 32k, 1M (default 8192, as published)")
-    cheapest.add_argument("--concurrency", type=POSITIVE, default=1, metavar="K",
+    cheapest.add_argument("--concurrency", type=POSITIVE, default=None, metavar="K",
                           help="requests served at once, each of --context tokens (default 1); with "
                                "--input-tokens/--output-tokens: K clients in a closed loop")
     load_flags(cheapest, "ranks setups meeting a service level at that load")

@@ -19,6 +19,7 @@ from pipeline.cli.args import (
     print_json,
     rope_flag,
 )
+from pipeline.cli.load import load_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -152,36 +153,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
         print_fit(result)
     return 0
-
-
-def load_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a sizing_core.serving.Workload or None
-    """The load ``--rate`` or ``--concurrency`` with ``--input-tokens``/``--output-tokens`` asks for (None: no
-    load; ``--concurrency`` alone keeps its meaning of requests of ``--context`` tokens for memory)."""
-    from pipeline.cli.errors import CliError
-
-    if args.rate is not None and args.concurrency is not None:
-        raise CliError("--rate and --concurrency are exclusive: a load is a request rate (open loop) or a number of "
-                       "clients (closed loop)")
-    lengths = (args.input_tokens, args.output_tokens)
-    if args.rate is not None and None in lengths:
-        raise CliError("--rate needs --input-tokens and --output-tokens (the mean prompt and output of a request)")
-    if lengths != (None, None) and None in lengths:
-        raise CliError("--input-tokens and --output-tokens go together")
-    if None in lengths:
-        if getattr(args, "cpu_offload_gb", None) is not None:
-            raise CliError("--cpu-offload-gb counts at a load: give --rate or --concurrency with --input-tokens and "
-                           "--output-tokens")
-        return None
-    if args.rate is None and args.concurrency is None:
-        raise CliError("--input-tokens/--output-tokens describe a load: give --rate R or --concurrency K too")
-    from sizing_core.serving import Workload
-
-    load = Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens, rate=args.rate,
-                    concurrency=args.concurrency if args.rate is None else None)
-    why = load.too_long_for(args.context) if getattr(args, "context", None) else None
-    if why:
-        raise CliError(why)
-    return load
 
 
 def question_of(args: argparse.Namespace) -> Any:  # noqa: ANN401 - a pipeline.cli.on_gpu.Question
