@@ -41,17 +41,23 @@ def fabric_short_names() -> dict[str, str]:
     return {r["fabric"]: r["cluster_fabric"] for r in csv.DictReader(text.splitlines()) if r["cluster_fabric"]}
 
 
+@lru_cache(maxsize=65536)
 def cluster_fabric(provider: str, instance_type: str) -> str | None:
+    """The fabric joining a provider's instances of this type (the first row of the table matching it), or None."""
     for prov, pattern, fabric in interconnects():
         if prov == provider and fnmatchcase(instance_type, pattern):
             return fabric
     return None
 
 
+#: how one instance is deployed, whatever the engine and offer (the setups search takes it without a call)
+ONE_MACHINE: tuple[Deployment, None] = ("single_machine", None)
+
+
 def deployment(engine_id: str, machines: int, offer: dict[str, Any]) -> tuple[Deployment, str | None] | None:
     """How ``machines`` instances of ``offer`` would be deployed, or None when a user would not do it."""
     if machines == 1:
-        return "single_machine", None
+        return ONE_MACHINE
     if get_engine(engine_id).joins_machines_over_rpc:
         return ("llama.cpp-rpc", None) if machines <= MAX_RPC_MACHINES else None
     fabric = cluster_fabric(offer["provider"], offer["instance_type"])

@@ -20,6 +20,29 @@ def eligible_offers(con: Any) -> list[dict[str, Any]]:
     return offers_judged.eligible_rows(con)
 
 
+def lead_key(offer: dict[str, Any]) -> tuple:
+    """What decides, among offers of one provider, instance type and price, which one a setup shows: the order of
+    ``Setup.rank_key`` on the fields such offers can differ in (source, region, allocation, currency, FX date,
+    verified time; ``pipeline/compute/setups.py::rank_key_of``)."""
+    region = offer.get("region")
+    return (offer["source"], region is not None, region or "", offer.get("allocation_class") or offer["allocation"],
+            offer["currency"], offer.get("fx_date") or "", offer["verified_at"].isoformat())
+
+
+def distinct_offers(group: list[dict[str, Any]]) -> list[tuple[dict[str, Any], frozenset[str]]]:
+    """``group`` (cheapest first) as one entry per provider x instance type x price, in the order of each entry's
+    first offer: the offer a setup of it shows (the least :func:`lead_key`) and every region offering it."""
+    entries: dict[tuple, tuple[dict[str, Any], set[str]]] = {}
+    for offer in group:
+        key = (offer["provider"], offer["instance_type"], offer["price_per_hour_usd"])
+        if key not in entries:
+            entries[key] = (offer, set())
+        elif lead_key(offer) < lead_key(entries[key][0]):
+            entries[key] = (offer, entries[key][1])
+        entries[key][1].add(offer.get("region") or "")
+    return [(lead, frozenset(regions)) for lead, regions in entries.values()]
+
+
 def usable_offer(offer: dict[str, Any], allocations: tuple[str, ...]) -> bool:
     """Eligible (the ``offers_judged`` view's verdict, which offers from DuckDB and the published table carry;
     never re-derived here) and of one of ``allocations``."""
@@ -42,5 +65,10 @@ class OfferGroups:
         for group in self.groups.values():
             group.sort(key=lambda o: o["price_per_hour_usd"])
         self.cheapest = {k: g[0]["price_per_hour_usd"] for k, g in self.groups.items()}
+        #: per group, its distinct offers cheapest first: one entry per provider x instance type x price with the
+        #: regions offering it, what the search ranks (a provider lists one price in many regions: ~7 offers each)
+        self.distinct = {k: distinct_offers(g) for k, g in self.groups.items()}
+        #: per group, every offer as an entry of its own region (the search by region)
+        self.by_region = {k: [(o, (o.get("region") or "",)) for o in g] for k, g in self.groups.items()}
         #: every group at its cheapest offer's price, sorted (a heap): where a search by price starts
         self.queue = sorted((price, False, key) for key, price in self.cheapest.items())

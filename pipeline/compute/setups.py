@@ -29,7 +29,14 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pipeline.compute.fabric import MAX_RPC_MACHINES, Deployment, cluster_fabric, deployment, interconnects  # noqa: F401
+from pipeline.compute.fabric import (  # noqa: F401
+    MAX_RPC_MACHINES,
+    ONE_MACHINE,
+    Deployment,
+    cluster_fabric,
+    deployment,
+    interconnects,
+)
 from pipeline.compute.offer_groups import ON_DEMAND, SPOT_LIKE, OfferGroups, eligible_offers, usable_offer  # noqa: F401
 from pipeline.compute.placement_cache import Key, Placed, PlacementCache, Rates, gpu_row_hash
 from pipeline.compute.rates import load_rate, token_cost_floor, weight_bytes
@@ -382,26 +389,27 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
                 grouped.cheapest[(gpu_id, per_instance)], per_instance, count, token_floors[gpu_id])
             heapq.heappush(queue, (exact_bound, True, (gpu_id, per_instance)))
             continue
-        group = groups[(gpu_id, per_instance)]
+        entries = (grouped.by_region if by_region else grouped.distinct)[(gpu_id, per_instance)]
         for count, variant in _variants(planners, gpu, per_instance, concurrency, sort,
                                         grouped.cheapest[(gpu_id, per_instance)], limit).items():
             if variant is None:
                 continue
             f, placed, engine, factor = variant
             faithful = formats.index(f)  # between equal rank values the more faithful format first (overall)
-            for offer in group:
+            for offer, offer_regions in entries:
                 # the same rule per offer: the setup's rounded price x factor (its rank value) above the current
-                # top-th rank value cannot enter the top (the limit only falls)
+                # top-th rank value cannot enter the top (the limit only falls). An entry is one provider x
+                # instance type x price (by region: one offer), its lead offer the one a setup of it shows
                 price = round(count * offer["price_per_hour_usd"], 4)
                 value = round(price * factor, 6)
                 if value > limit:
                     break  # the group is cheapest first and shares count and factor: every later offer is out too
-                how = deployment(engine.id, count, offer)
+                how = ONE_MACHINE if count == 1 else deployment(engine.id, count, offer)
                 if how is None or (not rpc and how[0] == "llama.cpp-rpc"):
                     continue
                 region = offer.get("region")
                 key = (offer["provider"], offer["instance_type"], count, price) + ((region,) if by_region else ())
-                regions.setdefault(key, set()).add(region or "")
+                regions.setdefault(key, set()).update(offer_regions)
                 # within one distinct setup the rank key can only differ from the source on (rank_key_of's
                 # order), so an offer that does not come first there cannot represent it: no fields built
                 first = (offer["source"], region is not None, region or "")

@@ -36,6 +36,9 @@ ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "ollama": "llama.c
 
 def get_engine(engine_id: str) -> Engine:
     """The engine of an id or alias, case-insensitive."""
+    engine = ENGINES.get(engine_id)  # an engine's own id (what the setups search asks millions of times)
+    if engine is not None:
+        return engine
     key = engine_id.lower().replace("llamacpp", "llama.cpp").replace("llama-cpp", "llama.cpp")
     key = ALIASES.get(key, key)
     try:
