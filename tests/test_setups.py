@@ -188,3 +188,24 @@ def test_the_ecb_rate_date_travels_with_a_converted_price_and_goes_stale() -> No
         assert s.fx_stale is stale
     [usd] = cheapest_setups(a, "bf16", [offer(gpu_count=1, price_per_hour_usd=2.5)], as_of=NOW)
     assert usd.fx_date is None and not usd.fx_stale
+
+
+def test_one_price_in_many_regions_is_one_setup_with_its_regions() -> None:
+    """A provider listing one instance at one price in three regions (and a second source for it) is ranked once:
+    the setup shows the offer ``Setup.rank_key`` puts first (source, then region) and names every region; a
+    by-region search lists a setup per region."""
+    from pipeline.compute.offer_groups import OfferGroups
+
+    offers = [offer(source="s2", region="eu-1", price_per_hour_usd=20.0),
+              offer(source="s1", region="us-2", price_per_hour_usd=20.0),
+              offer(source="s1", region="us-1", price_per_hour_usd=20.0),
+              offer(provider="q", instance_type="j", region="ap-1", price_per_hour_usd=24.0)]
+    grouped = OfferGroups(offers)
+    entries = grouped.distinct[("h100", 8)]
+    assert [(lead["provider"], lead["source"], lead["region"], sorted(regions)) for lead, regions in entries] == [
+        ("p", "s1", "us-1", ["eu-1", "us-1", "us-2"]), ("q", "test", "ap-1", ["ap-1"])]
+    found = cheapest_setups(arch("meta-llama__Llama-3.1-8B"), "bf16", grouped, top=5)
+    assert [(s.provider, s.source, s.region, s.regions, s.price_per_hour) for s in found] == [
+        ("p", "s1", "us-1", ["eu-1", "us-1", "us-2"], 20.0), ("q", "test", "ap-1", ["ap-1"], 24.0)]
+    per_region = cheapest_setups(arch("meta-llama__Llama-3.1-8B"), "bf16", grouped, top=5, by_region=True)
+    assert sorted(s.region for s in per_region) == ["ap-1", "eu-1", "us-1", "us-2"]
