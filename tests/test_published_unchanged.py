@@ -93,4 +93,4 @@ def test_every_published_file_of_the_replay_run_is_unchanged(published: dict) ->
         RECORD.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
     recorded = json.loads(RECORD.read_text())
     changed = sorted(k for k in current.keys() | recorded.keys() if current.get(k) != recorded.get(k))
-    assert changed == []
+    assert changed == [], "\n".join(changed)
