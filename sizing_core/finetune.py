@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .architecture import Architecture
+from .gpus import GPU
 from .record import CamelRecord, record
 from .tensors import EXPERT_ROLES, Role
 from .units import GIB
@@ -68,3 +69,25 @@ def finetune_memory(arch: Architecture, method: Method, seq_len: int = 2048, bat
         assumptions=f"seq_len {seq_len}, batch {batch}, LoRA rank {rank}, gradient checkpointing, "
                     f"{'FSDP over ' + str(gpus) + ' GPUs' if gpus > 1 else 'one GPU'}",
     )
+
+
+#: what a training process cannot use of a GPU's memory: the CUDA context and the caching allocator's slack (stated,
+#: as the other assumptions; PyTorch's CUDA context alone takes ~0.3-0.5 GiB)
+TRAINING_RESERVE_GIB = 1.0
+
+
+def usable_for_training_gib(gpu: GPU) -> float:
+    """A GPU's memory a fine-tuning run can fill: what it addresses minus :data:`TRAINING_RESERVE_GIB`."""
+    return gpu.memory_bytes / GIB - TRAINING_RESERVE_GIB
+
+
+def fewest_gpus_to_finetune(arch: Architecture, method: Method, gpu: GPU, seq_len: int = 2048, batch: int = 1,
+                            rank: int = 16) -> tuple[int | None, FineTuneMemory]:
+    """The fewest ``gpu`` of one machine (FSDP shards within it, up to :attr:`GPU.node_size`) whose memory holds a
+    ``method`` run, and its memory there; (None, the memory on a full machine) when none does (activations are
+    per GPU: sharding cannot make them fit)."""
+    for n in range(1, gpu.node_size + 1):
+        memory = finetune_memory(arch, method, seq_len, batch, rank, gpus=n)
+        if memory.total_gib <= usable_for_training_gib(gpu):
+            return n, memory
+    return None, memory

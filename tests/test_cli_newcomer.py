@@ -487,3 +487,30 @@ def test_a_region_no_offer_names_is_said_as_such(snapshot_dir: Path) -> None:
                    "no offer in a region starting 'mars'")
     one_line_error(vramlab("cheapest", "qwen3-8b", "--region", "eu-wset", "--rate", "1", "--input-tokens", "500",
                            "--output-tokens", "100", "--data-dir", str(snapshot_dir)), "did you mean: eu-west-1")
+
+
+def test_finetune_answers_lora_and_full_with_the_gpus_that_hold_them(tmp_path: Path) -> None:
+    """Llama-3.1-8B (32 layers, hidden 4,096, MLP 14,336, 8 KV heads of 128, vocabulary 128,256; 8,030,261,248
+    parameters). LoRA rank 16 on q, k, v, o, gate, up, down: per layer 16 x ((4096 + 4096) x 2 + (4096 + 1024) x 2
+    + (14336 + 4096) x 3) = 1,310,720, x 32 = 41,943,040 trainable (what peft prints for this model). Full
+    fine-tuning: 16 bytes a parameter, sharded; activations per GPU at 2,048 tokens: 32 x 2 x 2048 x 4096 +
+    34 x 2048 x 4096 + 4 x 2048 x 128256 bytes. An H100 (81,559 MiB driver-reported, 1 GiB kept for the CUDA
+    context) holds it from 2 GPUs: 128.5 GB / 2 + 1.87 GB = 61.6 GiB; one holds 121.4 GiB."""
+    cfg = str(config_path("meta-llama__Llama-3.1-8B"))
+    out = vramlab("finetune", cfg, "--gpu", "h100", "--json", "--data-dir", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    rows = {r["method"]: r for r in json.loads(out.stdout)["methods"]}
+    assert rows["lora"]["trainableParameters"] == rows["qlora"]["trainableParameters"] == 41_943_040
+    activations = 32 * 2 * 2048 * 4096 + 34 * 2048 * 4096 + 4 * 2048 * 128256
+    full = rows["full"]
+    assert full["trainableParameters"] == 8_030_261_248
+    assert (full["gpusNeeded"], full["fits"]) == (2, True)
+    assert full["totalGib"] == pytest.approx((16 * 8_030_261_248 / 2 + activations) / 2**30, rel=1e-9)
+    assert rows["lora"]["gpusNeeded"] == 1 and rows["lora"]["totalGib"] == pytest.approx(
+        (2 * 8_030_261_248 + 16 * 41_943_040 + activations) / 2**30, rel=1e-9)
+    one = json.loads(vramlab("finetune", cfg, "--method", "full", "--gpu", "h100:1", "--json").stdout)["methods"]
+    assert one[0]["fits"] is False and one[0]["totalGib"] == pytest.approx(
+        (16 * 8_030_261_248 + activations) / 2**30, rel=1e-9)
+    text = vramlab("finetune", cfg, "--gpu", "rtx-4090", "--data-dir", str(tmp_path)).stdout
+    assert "too large on 4" in text and "lora" in text  # full: 128.5 GB / 4 + 1.87 > 23 GiB on a 4-card box
+    one_line_error(vramlab("finetune", cfg, "--gpu", "h100:16"), "one machine holds at most 8 h100")

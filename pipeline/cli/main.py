@@ -19,6 +19,7 @@ from pipeline.cli.commands import (
     compare,
     cost_history,
     export,
+    finetune,
     fit,
     gpus,
     history,
@@ -34,7 +35,7 @@ from pipeline.cli.commands import (
 )
 from pipeline.errors import UserError, discard_stdout
 
-COMMANDS = (size, fit, compare, models, gpus, cheapest, history, cost_history, track, sources, export, run, serve, replay, rebuild,
+COMMANDS = (size, fit, finetune, compare, models, gpus, cheapest, history, cost_history, track, sources, export, run, serve, replay, rebuild,
             parts)  # --help order
 
 

@@ -328,6 +328,40 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
         console.print(styled(("no format fits one GPU", "yellow"), f": {offload['note']} (`--offload`)"))
 
 
+# ------------------------------------------------------------------------------------------------ fine-tuning
+
+def print_finetune(result: dict[str, Any], console: _RichConsole | None = None) -> None:
+    """``vramlab finetune``: one row per method, memory per GPU by part, and (with a GPU) how many hold it."""
+    console = console or Console()
+    on = ""
+    if result["gpu"]:
+        on = f" on {result['gpuName']}" + (f" x{result['gpusAsked']}" if result["gpusAsked"] else "")
+    title = (f"{result['model']}: fine-tuning memory per GPU{on}, sequences of {result['seqLen']:,} tokens x "
+             f"{result['batch']}, LoRA rank {result['rank']}")
+    caption = ("GiB per GPU: weights (QLoRA: NF4 base), trainable = weights, gradients and AdamW states of what is "
+               "trained (LoRA adapters; full: every parameter), activations (gradient checkpointing, per GPU)")
+    if result["gpu"]:
+        caption += (f"; GPUs = the fewest in one machine (FSDP) whose {result['usableGiBPerGpu']:,.1f} GiB each hold "
+                    "it (the GPU's memory less 1 GiB for the CUDA context and allocator)")
+    table = _table(title, caption=caption)
+    columns = [("method", "left"), ("trainable", "right"), ("weights", "right"), ("trainable GiB", "right"),
+               ("activations", "right"), ("total", "right")]
+    if result["gpu"]:
+        columns.append(("GPUs", "right"))
+    for col, just in columns:
+        table.add_column(col, justify=just)
+    for r in result["methods"]:
+        cells = [r["method"], f"{r['trainableParameters'] / 1e9:,.2f} B" if r["trainableParameters"] >= 1e8 else
+                 f"{r['trainableParameters'] / 1e6:,.1f} M", _num(r["weightsGib"], 2),
+                 _num(r["adaptersAndOptimizerGib"], 2), _num(r["activationsGib"], 2), _num(r["totalGib"], 2)]
+        if result["gpu"]:
+            cells.append(str(r["gpusNeeded"]) if r["fits"] else f"too large on {r['gpus']}")
+        table.add_row(*cells)
+    _show(console, table)
+    say("gradient checkpointing, AdamW, weights and optimizer sharded over the GPUs (FSDP / ZeRO-3), activations "
+        "per GPU; the rules and how they compare with published runs: docs/placement.md", console)
+
+
 # ------------------------------------------------------------------------------------------------ models, GPUs
 
 def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:
