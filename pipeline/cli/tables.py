@@ -830,5 +830,9 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
     if idle:
         say(f"note: {idle}", console)
     if any(r["instances"] > 1 for r in result["setups"]):
+        from pipeline.compute.setups import MULTI_MACHINE_RANK_FACTOR
+
         console.print(styled(("note", "yellow"), ": rows with several nodes span machines (pipeline stages over the "
-                             "network); --single-machine keeps one-instance setups only"))
+                             f"network) and rank as if they cost {MULTI_MACHINE_RANK_FACTOR:g}x their price (the "
+                             "network's toll on a practitioner's choice); --single-machine keeps one-instance "
+                             "setups only"))
