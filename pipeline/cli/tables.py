@@ -692,6 +692,15 @@ def _capacity(r: dict[str, Any]) -> str:
     return short.get(r.get("availability") or "", "?")
 
 
+def _middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, its middle left out (``massedc…ute_L40S``): an instance type's
+    provider prefix and GPU suffix both stay readable where folding would cut it into lines (the JSON has it whole)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
 def _two(first: str, second: str) -> Text:
     """A two-line cell: the figure, and under it (dim) what goes with it."""
     cell = Text(clean(first))
@@ -753,16 +762,17 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
                                   "at-load bands ((exact): below saturation a rate's output rate is the arrival "
                                   "rate's); TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / "
                                   "rate")
-    for col, just, width in (("setup", "left", 17), ("plan", "left", 8), ("format", "left", 8),
+    for col, just, width in (("setup", "left", 15), ("plan", "left", 8), ("format", "left", 8),
                              ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
-                             ("$/1M out", "right", 13), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
+                             ("$/1M out", "right", 11), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
                              ("headroom", "right", 8)):
-        table.add_column(col, justify=just, overflow="fold", max_width=width)
+        table.add_column(col, justify=just, overflow="fold", max_width=width,
+                         min_width=width if col == "setup" else None)  # the instance type keeps its 15 characters
     for r in result["setups"]:
         s = r["serving"] or {}
         span = s.get("usdPerMillionOutputTokensRange")
         room = s.get("headroom")
-        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", _middle(r["instance_type"], 15)),
                       _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), r["format"],
                       _two(r["provider"], _regions(r, 13)), _capacity(r),
                       _two(_money(r["price_per_hour"]), _day(r["verified_at"])),
@@ -815,7 +825,8 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
         table.add_column(col, justify=just, overflow="fold", max_width=None if wide else width)
     for r in result["setups"]:
         low, high = r.get("usd_per_million_tokens_batched_low"), r.get("usd_per_million_tokens_batched_high")
-        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", r["instance_type"]),
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
+                           r["instance_type"] if wide else _middle(r["instance_type"], 22)),
                       _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), f"{r['format']}",
                       _two(r["provider"], _regions(r, 40 if wide else 13)), _capacity(r),
                       _money(r["price_per_hour"]),
