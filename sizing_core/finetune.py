@@ -81,6 +81,11 @@ def usable_for_training_gib(gpu: GPU) -> float:
     return gpu.memory_bytes / GIB - TRAINING_RESERVE_GIB
 
 
+def holds(memory: FineTuneMemory, gpu: GPU) -> bool:
+    """Whether each of ``memory.gpus`` x ``gpu`` holds the run: its per-GPU total within the usable memory."""
+    return memory.total_gib <= usable_for_training_gib(gpu)
+
+
 def fewest_gpus_to_finetune(arch: Architecture, method: Method, gpu: GPU, seq_len: int = 2048, batch: int = 1,
                             rank: int = 16) -> tuple[int | None, FineTuneMemory]:
     """The fewest ``gpu`` of one machine (FSDP shards within it, up to :attr:`GPU.node_size`) whose memory holds a
@@ -88,6 +93,6 @@ def fewest_gpus_to_finetune(arch: Architecture, method: Method, gpu: GPU, seq_le
     per GPU: sharding cannot make them fit)."""
     for n in range(1, gpu.node_size + 1):
         memory = finetune_memory(arch, method, seq_len, batch, rank, gpus=n)
-        if memory.total_gib <= usable_for_training_gib(gpu):
+        if holds(memory, gpu):
             return n, memory
     return None, memory

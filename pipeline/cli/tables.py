@@ -239,8 +239,8 @@ def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
     else:
         lines.append(f"saturates at ~{serving['maxRate']:,.1f} req/s")
     if serving.get("usdPerMillionOutputTokens") is not None:  # priced (fit): on the offer its cost line names
-        low, high = serving["usdPerMillionOutputTokensRange"] or (None, None)
-        spread = f" ({_money(low)}-{_money(high)})" if low is not None and _money(low) != _money(high) else ""
+        span = _span(serving["usdPerMillionOutputTokensRange"])
+        spread = "" if span in ("-", "(exact)") else f" ({span})"
         lines.append(f"${_money(serving['usdPerMillionOutputTokens'])}/1M output tokens at this load{spread}, "
                      "on the offer of the cost line")
     return lines
@@ -527,8 +527,7 @@ _LINKS = {"NVSwitch": "NVSw", "NVLink": "NVLk", "NVLink bridge": "brdg", "xGMI":
 
 def width_of(rows: list[dict[str, Any]], column: str) -> int:
     """The longest text a provider or region cell of the offers table shows (its header's at least)."""
-    key = {"provider": "provider", "region": "region"}[column]
-    return max([len(column), *(len(r.get(key) or "-") for r in rows)])
+    return max([len(column), *(len(r.get(column) or "-") for r in rows)])
 
 
 def _form(r: dict[str, Any]) -> str:
@@ -745,6 +744,10 @@ def _span(span: list[float] | None) -> str:
     return "(exact)" if low == high else f"{low}-{high}"
 
 
+#: the setup column of ``cheapest`` at a load, and what its instance type is shortened to
+_SERVED_SETUP_WIDTH = 15
+
+
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
     """``cheapest`` at a load: one row per setup meeting the service level, with its figures at that load."""
     console = console or Console()
@@ -762,17 +765,17 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
                                   "at-load bands ((exact): below saturation a rate's output rate is the arrival "
                                   "rate's); TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / "
                                   "rate")
-    for col, just, width in (("setup", "left", 15), ("plan", "left", 8), ("format", "left", 8),
+    for col, just, width in (("setup", "left", _SERVED_SETUP_WIDTH), ("plan", "left", 8), ("format", "left", 8),
                              ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
                              ("$/1M out", "right", 11), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
                              ("headroom", "right", 8)):
         table.add_column(col, justify=just, overflow="fold", max_width=width,
-                         min_width=width if col == "setup" else None)  # the instance type keeps its 15 characters
+                         min_width=width if col == "setup" else None)  # the instance type keeps its width
     for r in result["setups"]:
         s = r["serving"] or {}
         span = s.get("usdPerMillionOutputTokensRange")
         room = s.get("headroom")
-        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", _middle(r["instance_type"], 15)),
+        table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}", _middle(r["instance_type"], _SERVED_SETUP_WIDTH)),
                       _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), r["format"],
                       _two(r["provider"], _regions(r, 13)), _capacity(r),
                       _two(_money(r["price_per_hour"]), _day(r["verified_at"])),

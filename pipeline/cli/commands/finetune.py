@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from pipeline.cli.models import load_ref
     from pipeline.cli.resolve import resolve_gpu, resolve_model, split_count
-    from sizing_core.finetune import fewest_gpus_to_finetune, finetune_memory, usable_for_training_gib
+    from sizing_core.finetune import fewest_gpus_to_finetune, finetune_memory, holds, usable_for_training_gib
     from sizing_core.gpus import get_gpu
 
     arch = load_ref(resolve_model(args.model, data_dir_of(args)))
@@ -54,7 +54,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
             gpus, memory = None, finetune_memory(arch, method, args.seq_len, args.batch, args.rank)
         elif count is not None:
             memory = finetune_memory(arch, method, args.seq_len, args.batch, args.rank, gpus=count)
-            gpus = count if memory.total_gib <= usable_for_training_gib(gpu) else None
+            gpus = count if holds(memory, gpu) else None
         else:
             gpus, memory = fewest_gpus_to_finetune(arch, method, gpu, args.seq_len, args.batch, args.rank)
         rows.append(memory.model_dump(mode="json") | {"fits": gpus is not None if gpu else None, "gpusNeeded": gpus})
