@@ -360,6 +360,16 @@ def test_q10_cheapest_single_gpu_with_stated_capacity_and_a_fabric(data: Path) -
     spanning = [s for s in infiniband if s["nodes"] > 1]
     assert spanning and all("InfiniBand" in s["interconnect"] and s["provider"] in ib_providers
                             and s["deployment"] == "cluster" for s in spanning)
+    # --multi-machine with the fabric: only the plans spanning machines, the same spanning rows in the same order
+    several = ask(data, *args, "--fabric", "infiniband", "--multi-machine")
+    assert several["filters"]["multiMachine"] is True
+    row = ("provider", "instance_type", "instances", "format", "price_per_hour")
+    assert ([tuple(s[k] for k in row) for s in several["setups"][:len(spanning)]]
+            == [tuple(s[k] for k in row) for s in spanning])
+    assert all(s["instances"] > 1 and "InfiniBand" in s["interconnect"] for s in several["setups"])
+    assert "several machines" in table(data, *args, "--fabric", "infiniband", "--multi-machine")
+    both = vramlab("cheapest", "qwen3-8b", "--single-machine", "--multi-machine", "--data-dir", str(data))
+    assert both.returncode == 2 and "not allowed with" in both.stderr
     one_line = vramlab("cheapest", "deepseek-v3", "--fabric", "carrier-pigeon", "--data-dir", str(data))
     assert one_line.returncode == 2 and "InfiniBand" in one_line.stderr and len(one_line.stderr.splitlines()) == 1
     text = table(data, *args, "--fabric", "infiniband")
@@ -473,8 +483,41 @@ def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
                                                        if r["day"] == last["day"]})
     text = table(data, "cost-history", "qwen3-8b")
     assert "the providers of each day" in text and "$/month" in text
-    out = vramlab("cost-history", "qwen3-8b", "--context", "5000", "--data-dir", str(data))
-    assert out.returncode == 2 and "its loads: --context 8192 --concurrency 1" in out.stderr
+    assert got["origin"] == "published"
+    assert {(s["gpuId"], s["gpusPerInstance"], s["instances"]) for s in got["shapes"]} == set(con.execute(
+        "SELECT DISTINCT gpu_id, gpus_per_instance, instances FROM read_parquet(?) WHERE model_id = 'qwen3-8b' "
+        "AND context = 8192 AND concurrency = 1 AND list = 'on_demand'",
+        [str(snap / "cheapest_setups.parquet")]).fetchall())
+
+
+def test_q13b_what_would_running_qwen3_8b_at_an_unpublished_load_have_cost(data: Path) -> None:
+    """`vramlab cost-history qwen3-8b --context 16k --concurrency 4`: a load the snapshot does not publish is
+    priced on the shapes of the top 20 setups `vramlab cheapest` gives for it today, each day's cheapest
+    observation of such an instance times the instances."""
+    got = ask(data, "cost-history", "qwen3-8b", "--context", "16k", "--concurrency", "4")
+    assert got["origin"] == "planned from the snapshot's offers"
+    setups = ask(data, "cheapest", "qwen3-8b", "--context", "16384", "--concurrency", "4", "--top", "20")["setups"]
+    shapes = sorted({(s["gpu_id"], s["gpus_per_instance"], s["instances"]) for s in setups})
+    assert sorted((s["gpuId"], s["gpusPerInstance"], s["instances"]) for s in got["shapes"]) == shapes
+    snap = snapshot(data)
+    files = [str(p) for p in (snap / "price_observations").glob("*/*.parquet")]
+    con = duckdb.connect()
+    want: dict[str, float] = {}
+    for gpu, per_instance, instances in shapes:
+        for day, price in con.execute("""
+                SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'), min(price_per_hour_usd)
+                FROM read_parquet(?, hive_partitioning = false)
+                WHERE gpu_id = ? AND gpu_count = ? AND allocation = 'on_demand' AND coalesce(eligible, false)
+                  AND NOT fractional AND price_per_hour_usd > 0 GROUP BY 1""", [files, gpu, per_instance]).fetchall():
+            want[day] = min(want.get(day, float("inf")), round(price * instances, 4))
+    assert len(want) >= 2
+    assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want
+    # today's cheapest is `cheapest`'s first row
+    assert got["byDay"][-1]["cheapest"] == round(setups[0]["price_per_hour"], 4)
+    assert "as `cheapest` plans them" in table(data, "cost-history", "qwen3-8b", "--context", "16k",
+                                               "--concurrency", "4")
+    out = vramlab("cost-history", "qwen3-8b", "--context", "500000", "--data-dir", str(data))
+    assert out.returncode == 2 and "above the model's maximum 40,960" in out.stderr
 
 
 def test_q14_what_did_h100s_cost_day_by_day_over_the_last_months(data: Path) -> None:

@@ -114,7 +114,8 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     allocations = SPOT_LIKE if args.spot else ON_DEMAND
     list_name = "spot" if args.spot else "on_demand"
     fabric = fabric_of(args)
-    filtered = bool(args.provider or args.region or args.max_price or args.single_machine or family or engine
+    filtered = bool(args.provider or args.region or args.max_price or args.single_machine or multi_machine(args)
+                    or family or engine
                     or args.by_region or getattr(args, "allow_rpc", False) or args.max_gpus or args.available
                     or fabric)
     load = load_of(args, clients_default=1)
@@ -164,7 +165,7 @@ def filters_json(args: argparse.Namespace, family: tuple[str, ...] | None, count
     return {"provider": args.provider, "region": args.region, "maxPrice": args.max_price,
             "singleMachine": args.single_machine, "gpu": list(family) if family else None, "gpuCount": count,
             "engine": engine, "byRegion": args.by_region, "maxGpus": args.max_gpus, "available": args.available,
-            "fabric": fabric_of(args)}
+            "fabric": fabric_of(args), "multiMachine": multi_machine(args)}
 
 
 def fabric_of(args: argparse.Namespace) -> str | None:
@@ -183,16 +184,22 @@ def fabric_of(args: argparse.Namespace) -> str | None:
     return key
 
 
+def multi_machine(args: argparse.Namespace) -> bool:
+    """``--multi-machine`` (a namespace built by another command may not carry it)."""
+    return bool(getattr(args, "multi_machine", False))
+
+
 def after_search(args: argparse.Namespace) -> bool:
     """Whether a filter applies to the setups found (:func:`kept_setups`), so the search must rank every setup."""
-    return bool(args.single_machine or args.max_price or args.max_gpus or fabric_of(args))
+    return bool(args.single_machine or multi_machine(args) or args.max_price or args.max_gpus or fabric_of(args))
 
 
 def kept_setups(setups: list[Any], args: argparse.Namespace) -> list[Any]:  # noqa: ANN401 - Setups
-    """The setups the filters keep that only a whole setup can tell: one machine, the $/h cap, the GPUs rented,
-    and the fabric a multi-machine setup runs over (an RPC chain has none)."""
-    fabric = fabric_of(args)
+    """The setups the filters keep that only a whole setup can tell: one machine or several, the $/h cap, the GPUs
+    rented, and the fabric a multi-machine setup runs over (an RPC chain has none)."""
+    fabric, several = fabric_of(args), multi_machine(args)
     return [s for s in setups if not (args.single_machine and s.instances > 1)
+            and not (several and s.instances < 2)
             and not (args.max_price and s.price_per_hour > args.max_price)
             and not (args.max_gpus and s.gpus > args.max_gpus)
             and not (fabric and s.nodes > 1 and fabric not in (s.interconnect or "").lower())]
@@ -205,6 +212,7 @@ def nothing_matches(args: argparse.Namespace, model_id: str, fmt: str | None, sn
              f"in regions {args.region}*" if args.region else "",
              f"at most ${args.max_price:g}/h" if args.max_price else "",
              "on one machine" if args.single_machine else "",
+             "across several machines" if multi_machine(args) else "",
              f"on at most {args.max_gpus} GPU(s)" if args.max_gpus else "",
              "with stated capacity" if args.available else "",
              f"across machines only over {args.fabric}" if args.fabric else ""]

@@ -603,14 +603,18 @@ def _providers_by_day(console: _RichConsole, title: str, days: list[dict[str, An
 
 def print_cost_history(model: str, context: int, concurrency: int, rows: list[dict[str, Any]],
                        days: list[dict[str, Any]], snapshot: str, compared: dict[str, Any] | None,
-                       console: _RichConsole | None = None) -> None:
-    """Per day and provider the cheapest setup running the model at the load, then the days' providers."""
+                       console: _RichConsole | None = None, *, published: bool = True) -> None:
+    """Per day and provider the cheapest setup running the model at the load, then the days' providers.
+    ``published``: the setup shapes are the snapshot's published cheapest setups for the load (else the ones
+    `cheapest` planned on its offers)."""
     console = console or Console()
     load = f"{concurrency} x {context:,} tokens"
     table = _table(f"{model} at {load}: cheapest on-demand setup per day and provider ({len(days)} days)",
                    caption=f"snapshot {snapshot}; * = the day's cheapest; setup shapes (GPU, GPUs per instance, "
-                           "instances, format) are those of the snapshot's published cheapest setups for this "
-                           "load, priced with each day's eligible observations; $/month = 730 h")
+                           "instances, format) are those of the snapshot's "
+                           + ("published cheapest setups" if published else "cheapest setups as `cheapest` plans "
+                              "them on its offers") + " for this load, priced with each day's eligible "
+                           "observations; $/month = 730 h")
     for col, just in (("day", "left"), ("provider", "left"), ("setup", "left"), ("format", "left"),
                       ("$/h", "right"), ("$/month", "right")):
         table.add_column(col, justify=just, overflow="fold")
@@ -805,6 +809,8 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
         filters.append("on " + "/".join(f["gpu"]) + (f" x{f['gpuCount']} per instance" if f.get("gpuCount") else ""))
     if f["singleMachine"]:
         filters.append("one machine")
+    if f.get("multiMachine"):
+        filters.append("several machines")
     if f.get("available"):
         filters.append("stated capacity")
     load = result.get("concurrency", 1)

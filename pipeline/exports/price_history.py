@@ -57,25 +57,34 @@ def first_to_last(rows: list[dict[str, Any]], days: list[dict[str, Any]]) -> dic
     return like_for_like(rows, days[0]["day"], days[-1]["day"])
 
 
-def model_cost_history(snapshot: Path, model_id: str, context: int, concurrency: int, *,
+def model_cost_history(snapshot: Path, shapes: list[tuple[Any, ...]], *,
                        days: int | None = None) -> list[dict[str, Any]]:
     """Rows ``{day, provider, price_per_hour_usd, instance_type, gpu_id, instances, gpus_per_instance, format}``:
-    per UTC day and provider, the cheapest on-demand $/h of running ``model_id`` at ``context`` x ``concurrency``
-    as the snapshot's ``cheapest_setups.parquet`` answers that load: over the setup shapes it lists (GPU, GPUs per
-    instance, instances; on-demand list; the format of the shape's best-ranked row), the cheapest eligible whole-GPU observation of that day of an
-    instance of that GPU and size, times the instances. Shapes that are not among the published setups today are
-    not priced on earlier days (the published list is the top setups of today's prices). Oldest day first, then
-    cheapest; ``days``: only the last N days up to the newest."""
+    per UTC day and provider, the cheapest on-demand $/h of running a model on one of its setup ``shapes``
+    ((GPU, GPUs per instance, instances, format): :func:`published_shapes`, or the shapes `cheapest` plans for an
+    unpublished load): the cheapest eligible whole-GPU observation of that day of an instance of that GPU and size,
+    times the instances. The shapes are the top setups at today's prices: others are not priced on earlier days.
+    Oldest day first, then cheapest; ``days``: only the last N days up to the newest."""
     from pipeline.storage import snapshot_files
 
     files = history_files(snapshot)
-    setups = snapshot / "cheapest_setups.parquet"
-    if not files or not setups.exists():
+    if not files or not shapes:
         return []
-    rows = snapshot_files.model_cost_days(files, setups, model_id, context, concurrency, days=days)
+    rows = snapshot_files.model_cost_days(files, shapes, days=days)
     return [{"day": d.isoformat(), "provider": p, "price": round(c, 4), "price_per_hour_usd": round(c, 4),
              "instance_type": it, "gpu_id": g, "instances": n, "gpus_per_instance": k, "format": f}
             for d, p, c, it, g, n, k, f in rows]
+
+
+def published_shapes(snapshot: Path, model_id: str, context: int, concurrency: int) -> list[tuple[Any, ...]]:
+    """The setup shapes (GPU, GPUs per instance, instances, format) ``cheapest_setups.parquet`` lists for
+    ``model_id`` at the load (its on-demand lists)."""
+    from pipeline.storage import snapshot_files
+
+    setups = snapshot / "cheapest_setups.parquet"
+    if not setups.exists():
+        return []
+    return snapshot_files.published_shapes(setups, model_id, context, concurrency)
 
 
 def published_loads(snapshot: Path, model_id: str) -> list[tuple[int, int]]:

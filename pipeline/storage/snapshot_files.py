@@ -89,18 +89,28 @@ def daily_cheapest(files: Sequence[str], gpus: Sequence[str], allocations: Seque
                            [list(files), list(gpus), list(allocations), provider, provider, days, days]).fetchall()
 
 
-def model_cost_days(files: Sequence[str], setups: str | Path, model_id: str, context: int, concurrency: int, *,
+def published_shapes(setups: str | Path, model_id: str, context: int, concurrency: int) -> list[tuple[Any, ...]]:
+    """(GPU, GPUs per instance, instances, format): the setup shapes a ``cheapest_setups.parquet`` lists for
+    ``model_id`` at the load on its on-demand lists, each with the format of its best-ranked row."""
+    with _memory() as con:
+        return con.execute("""
+            SELECT gpu_id, gpus_per_instance, instances, arg_min(format, rank) AS format
+            FROM read_parquet(?) WHERE model_id = ? AND context = ? AND concurrency = ? AND list = 'on_demand'
+            GROUP BY ALL ORDER BY ALL""", [str(setups), model_id, context, concurrency]).fetchall()
+
+
+def model_cost_days(files: Sequence[str], shapes: Sequence[tuple[Any, ...]], *,
                     days: int | None) -> list[tuple[Any, ...]]:
     """(day, provider, cost, instance type, GPU, instances, GPUs per instance, format): per UTC day and provider
-    the cheapest on-demand $/h of running ``model_id`` at the load on the setup shapes ``setups``
-    (a ``cheapest_setups.parquet``) lists for it, priced from the eligible whole-GPU observations of the history
-    parts ``files``; oldest day first, then cheapest; ``days``: the last N days up to the newest."""
+    the cheapest on-demand $/h of a setup of one of ``shapes`` ((GPU, GPUs per instance, instances, format), as
+    :func:`published_shapes` gives them), priced from the eligible whole-GPU observations of the history parts
+    ``files``; oldest day first, then cheapest; ``days``: the last N days up to the newest."""
+    columns = list(zip(*shapes, strict=True)) if shapes else [[], [], [], []]
     with _memory() as con:
         return con.execute("""
             WITH shapes AS (
-                SELECT gpu_id, gpus_per_instance, instances, arg_min(format, rank) AS format
-                FROM read_parquet(?) WHERE model_id = ? AND context = ? AND concurrency = ? AND list = 'on_demand'
-                GROUP BY ALL),
+                SELECT unnest(?::VARCHAR[]) AS gpu_id, unnest(?::BIGINT[]) AS gpus_per_instance,
+                       unnest(?::BIGINT[]) AS instances, unnest(?::VARCHAR[]) AS format),
             obs AS (
                 SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.instance_type, h.gpu_id,
                        h.gpu_count, h.price_per_hour_usd
@@ -116,7 +126,7 @@ def model_cost_days(files: Sequence[str], setups: str | Path, model_id: str, con
             SELECT day, provider, min(cost), arg_min(instance_type, cost), arg_min(gpu_id, cost),
                    arg_min(instances, cost), arg_min(gpus_per_instance, cost), arg_min(format, cost)
             FROM kept GROUP BY day, provider ORDER BY day, min(cost), provider""",
-                           [str(setups), model_id, context, concurrency, list(files), days, days]).fetchall()
+                           [*(list(c) for c in columns), list(files), days, days]).fetchall()
 
 
 def setup_loads(setups: str | Path, model_id: str) -> list[tuple[int, int]]:

@@ -71,7 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     cheapest.add_argument("--region", default=None, metavar="R", help="only regions starting with R")
     cheapest.add_argument("--max-price", type=PRICE, default=None, metavar="USD", help="at most this $/hour in all")
     cheapest.add_argument("--spot", action="store_true", help="spot and marketplace offers instead of on-demand")
-    cheapest.add_argument("--single-machine", action="store_true", help="only setups on one instance")
+    machines = cheapest.add_mutually_exclusive_group()
+    machines.add_argument("--single-machine", action="store_true", help="only setups on one instance")
+    machines.add_argument("--multi-machine", action="store_true",
+                          help="only setups spanning several instances (with --fabric: over that fabric)")
     cheapest.add_argument("--max-gpus", type=POSITIVE, default=None, metavar="N",
                           help="only setups renting at most N GPUs in all (1: a single GPU)")
     cheapest.add_argument("--available", action="store_true",
@@ -79,12 +82,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                                "default: also offers listed with capacity unknown)")
     cheapest.add_argument("--fabric", default=None, metavar="F",
                           help="multi-machine setups only over this cluster fabric (InfiniBand, RoCE, EFA, NVLink; "
-                               "any case, part of the name); one-machine setups are kept")
+                               "any case, part of the name); one-machine setups are kept unless --multi-machine")
     cheapest.add_argument("--by-region", action="store_true",
                           help="one row per region (default: one per provider x instance type x price)")
     data_dir_flag(cheapest)
     json_flag(cheapest)
     cheapest.set_defaults(func=cmd_cheapest)
+
+
+def question(argv: list[str]) -> argparse.Namespace:
+    """``vramlab cheapest ARGV`` read as the command line reads it (every default in place), for a command that asks
+    `cheapest` a question of its own (``cost-history`` at a load the snapshot does not publish)."""
+    parser = argparse.ArgumentParser(prog="vramlab")
+    register(parser.add_subparsers())
+    return parser.parse_args(["cheapest", *argv])
 
 
 def cmd_cheapest(args: argparse.Namespace) -> int:
