@@ -128,6 +128,24 @@ def test_nvlink_in_an_instance_name_is_not_the_nvl_card() -> None:
     assert (offer.gpu_id, offer.form_factor, offer.gpu_link) == ("h100", "unknown", "unknown")  # type: ignore[attr-defined]
 
 
+def test_an_interconnect_word_in_the_accelerator_name_names_no_card() -> None:
+    """SkyPilot's genuine list of accelerator names (``catalogs/v8/common/accelerators.csv``) has Fluidstack's
+    ``H100-NVLINK``: NVLink joins the cards, so the name is an H100 (80 GB, form factor not stated), not the NVL
+    card; before, no map row named it and the offer was left unmapped. A row that names the interconnect keeps
+    its own answer (Hyperstack's ``H100-80G-PCIe-NVLink`` is the PCIe card)."""
+    listed = {r["AcceleratorName"]: r["Clouds"]
+              for r in csv.DictReader(io.StringIO((FIXTURES / "skypilot-common.v8.accelerators.csv").read_text()))}
+    assert listed["H100-NVLINK"] == "['Fluidstack']"
+    assert resolve("fluidstack", "H100-NVLINK")[0] == "h100"
+    assert resolve("fluidstack", "H100-NVLINK", "", 80.0)[0] == "h100"
+    assert stated_form_factor("H100-NVLINK") is None
+    assert resolve("hyperstack", "H100-80G-PCIe-NVLink")[0] == "h100-pcie"
+    # every name of the list with an interconnect word maps as the same name without it
+    for name in listed:
+        if without_interconnects(name) != name:
+            assert resolve("any", name)[0] == resolve("any", without_interconnects(name))[0] is not None
+
+
 def test_a_form_factor_nobody_states_is_unknown() -> None:
     """Lium's genuine ``H100_1x`` row says only H100: before it was published as SXM (a guess: H100 is sold as SXM
     and PCIe); Nebius's ``gpu-h100-sxm_...`` says SXM in the instance."""

@@ -26,7 +26,7 @@ from sizing_core.gpus import catalog
 
 MAP_PATH = Path(__file__).parent / "data" / "gpu_map.csv"
 BOUNDS_PATH = Path(__file__).parent / "data" / "gpu_memory_bounds.csv"
-MAPPING_VERSION = "2026-12-04.2"  # bump whenever gpu_map.csv changes
+MAPPING_VERSION = "2026-12-07.1"  # bump whenever gpu_map.csv or the matching rule changes
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,18 @@ def match(provider: str, raw_name: str, instance_type: str = "", memory_gb: floa
     Read as words first (``gpu_words.py``): tier words the instance type adds after the name's model number are
     part of the card's name (``RTX5070`` on ``1x-RTX_5070_Ti-...`` is the 5070 Ti; when the map has no such card
     the offer stays unmapped, never the plain card), and interconnect words are taken out of the instance type
-    before a row's instance pattern is tried (``NVLink`` is not ``NVL``)."""
-    key = normalise(with_instance_tiers(raw_name, instance_type))
+    before a row's instance pattern is tried (``NVLink`` is not ``NVL``). A name no row accepts as written is
+    tried without its interconnect words (Fluidstack's ``H100-NVLINK`` is an H100; a row may still name the
+    interconnect, as Hyperstack's ``H100-80G-PCIe-NVLink``)."""
     instance = without_interconnects(instance_type or "")
+    row = _first_row(provider, normalise(with_instance_tiers(raw_name, instance_type)), instance, memory_gb)
+    bare = without_interconnects(raw_name)
+    if row is None and bare != raw_name:
+        row = _first_row(provider, normalise(with_instance_tiers(bare, instance_type)), instance, memory_gb)
+    return row
+
+
+def _first_row(provider: str, key: str, instance: str, memory_gb: float | None) -> MapRow | None:
     for row in rows():
         if row.provider not in ("*", provider) or row.raw != key:
             continue
