@@ -389,9 +389,13 @@ def test_cheapest_filters_single_machine_and_camel_case_keys(snapshot_dir: Path)
 def test_cheapest_validates_the_format_and_never_prints_an_empty_table(snapshot_dir: Path) -> None:
     one_line_error(vramlab("cheapest", "qwen3-8b", "--format", "q9_k", "--data-dir", str(snapshot_dir)),
                    "unknown format 'q9_k'")
-    # a valid format with nothing published for it: one line, not an empty table with exit 0
-    one_line_error(vramlab("cheapest", "qwen3-8b", "--format", "q4km", "--data-dir", str(snapshot_dir)),
-                   "no on-demand setup of qwen3-8b in q4_k_m")
+    # a valid format with nothing published for it (5 rows: the published lists answer): one line, not an empty
+    # table with exit 0
+    one_line_error(vramlab("cheapest", "qwen3-8b", "--format", "q4km", "--top", "5", "--data-dir",
+                           str(snapshot_dir)), "no on-demand setup of qwen3-8b in q4_k_m")
+    # planned on the offers, nothing under the price cap: the same one line
+    one_line_error(vramlab("cheapest", "qwen3-8b", "--format", "q4km", "--max-price", "0.01", "--data-dir",
+                           str(snapshot_dir)), "no on-demand setup of qwen3-8b in q4_k_m")
     one_line_error(vramlab("cheapest", "qwen3-8c", "--data-dir", str(snapshot_dir)), "did you mean: qwen3-8b")
 
 

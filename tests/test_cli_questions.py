@@ -613,3 +613,25 @@ def test_look_ups_that_help(data: Path) -> None:
     source = ask(data, "cheapest", "Qwen/Qwen3-235B-A22B", "--top", "1")["modelSource"]
     assert f"recorded {day}" in source and "fetched" not in source
     assert ask(data, "size", "Qwen/Qwen3-32B")["model"] == "Qwen/Qwen3-32B"  # a bundled config, by its repo
+
+
+def test_more_rows_than_the_snapshot_publishes_are_planned_not_cut(data: Path) -> None:
+    """The snapshot publishes each format's 5 cheapest setups: the overall answer read from them is exact for 5
+    rows only (a configuration among the 6th-10th cheapest may be missing from its most faithful format's list,
+    and then shows in a less faithful one). `cheapest --top 10` and `--top 20` are planned on the offers: as many
+    rows as asked, each in its configuration's most faithful format, the first 5 the published ones."""
+    five = ask(data, "cheapest", "qwen3-8b", "--top", "5")
+    ten = ask(data, "cheapest", "qwen3-8b")  # --top 10 by default
+    twenty = ask(data, "cheapest", "qwen3-8b", "--top", "20")
+    assert (five["origin"], ten["origin"]) == ("published", "planned from the snapshot's offers")
+    row = ("provider", "instance_type", "instances", "format", "price_per_hour")
+    assert len(ten["setups"]) == 10 and len(twenty["setups"]) == 20
+    assert [tuple(s[k] for k in row) for s in ten["setups"][:5]] == [tuple(s[k] for k in row) for s in five["setups"]]
+    assert [tuple(s[k] for k in row) for s in twenty["setups"][:10]] == [tuple(s[k] for k in row)
+                                                                         for s in ten["setups"]]
+    # the same answer as a filter that keeps every setup (any filter plans on the offers)
+    capped = ask(data, "cheapest", "qwen3-8b", "--max-price", "100000")
+    assert [tuple(s[k] for k in row) for s in capped["setups"]] == [tuple(s[k] for k in row) for s in ten["setups"]]
+    # each configuration once, in the most faithful format it runs among those listed for it
+    prices = [s["price_per_hour"] for s in twenty["setups"]]
+    assert prices == sorted(prices)

@@ -111,6 +111,11 @@ def test_a_quantized_repo_is_named_only_when_known_to_exist() -> None:
     assert "-GGUF" not in guessed.command and "-m Llama-3.1-8B-Q4_K_M.gguf" in guessed.command
     assert "convert_hf_to_gguf.py" in guessed.note and "llama-quantize model-BF16.gguf Llama-3.1-8B-Q4_K_M.gguf Q4_K_M" \
         in guessed.note
+    # a 16-bit GGUF is what the conversion writes: the file it makes is the one the command loads
+    bf16 = launch_command(fewest_gpus(a, get_gpu("rtx-4090"), get_engine("llama.cpp"), "bf16"),
+                          "meta-llama/Llama-3.1-8B")
+    assert "-m Llama-3.1-8B-BF16.gguf" in bf16.command
+    assert "--outtype bf16 --outfile Llama-3.1-8B-BF16.gguf" in bf16.note and "llama-quantize" not in bf16.note
     known = known_sources(placed, "meta-llama/Llama-3.1-8B", "bf16",
                           {"Q4_K_M": {"repo": "bartowski/Meta-Llama-3.1-8B-GGUF", "files": [], "bytes": 1}})
     assert known == {"gguf_repo": "bartowski/Meta-Llama-3.1-8B-GGUF", "quantized_repo": None}

@@ -1,9 +1,10 @@
 """``vramlab cheapest``: the cheapest setups serving a load (``--concurrency`` requests of ``--context`` tokens) for
 any model, from the latest snapshot's offers.
 
-A tracked model asked the question the snapshot published (a standard load, no filter) is read from
-``cheapest_setups.parquet``, so the CLI and the model JSON give the same rows; any other model or question re-runs
-the same planner (``pipeline/compute/setups.py``) on the snapshot's offers, sizing the model on the fly. Rows are
+A tracked model asked the question the snapshot published (a standard load, no filter, at most the 5 rows of a
+published list) is read from ``cheapest_setups.parquet``, so the CLI and the model JSON give the same rows; any
+other model or question re-runs the same planner (``pipeline/compute/setups.py``) on the snapshot's offers, sizing
+the model on the fly. Rows are
 distinct setups: one per provider x instance type x price, the regions offering it in one cell (``--by-region``:
 a row per region).
 """
@@ -76,7 +77,7 @@ def _published(snap: Any, model_id: str, list_name: str, context: int, concurren
 
 
 def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
-    from pipeline.compute.answers import FIDELITY, overall, rank_value
+    from pipeline.compute.answers import FIDELITY, TOP, overall, rank_value
     from pipeline.compute.service_setups import practical_setups
     from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner
     from pipeline.exports.snapshot_offers import current_offers, latest_snapshot, providers, regions
@@ -123,9 +124,18 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         args.concurrency = 1
     if load is not None:
         return _at_load(args, snap, ref, entry, model_id, fmt, sort, engine, (family, count, note), filtered, load)
+    def choose(found: list[Any]) -> list[Any]:  # noqa: ANN401 - Setups
+        if fmt:
+            return sorted((s for s in found if s.format == fmt and (sort == "price" or
+                                                                    s.usd_per_million_tokens_at_load is not None)),
+                          key=lambda s: (not args.allow_rpc and s.deployment == "llama.cpp-rpc", rank_value(s, sort),
+                                         s.rank_key))[: args.top]
+        # the most faithful format per rented configuration, 4-bit and above
+        return overall(found, top=args.top, sort=sort, by_region=args.by_region, allow_rpc=args.allow_rpc)
+
     setups = None
     per_format = fmt is None or (args.context, args.concurrency, sort) == (PUBLISHED_CONTEXT, 1, "price")
-    if entry is not None and not filtered and per_format:  # a question the snapshot published: read it
+    if entry is not None and not filtered and per_format and args.top <= TOP:  # the snapshot's question: read it
         setups = _published(snap, entry["id"], list_name, args.context, args.concurrency, sort)
     origin = "published"
     if setups is None:  # another question or model: the same planner on the snapshot's offers
@@ -142,14 +152,7 @@ def cheapest_result(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                                   top=10_000 if whole else args.top, allocations=allocations, planner=planners,
                                   sort=sort, by_region=args.by_region, allow_rpc=args.allow_rpc)
         origin = "planned from the snapshot's offers"
-    setups = kept_setups(setups, args)
-    if fmt:
-        chosen = sorted((s for s in setups if s.format == fmt and (sort == "price" or
-                                                                   s.usd_per_million_tokens_at_load is not None)),
-                        key=lambda s: (not args.allow_rpc and s.deployment == "llama.cpp-rpc", rank_value(s, sort),
-                                       s.rank_key))[: args.top]
-    else:  # the most faithful format per rented configuration, 4-bit and above
-        chosen = overall(setups, top=args.top, sort=sort, by_region=args.by_region, allow_rpc=args.allow_rpc)
+    chosen = choose(kept_setups(setups, args))
     if not chosen:
         raise _Error(nothing_matches(args, model_id, fmt, snap.id, list_name))
     return {"model": model_id, "repo": ref.repo or (entry or {}).get("repo"), "snapshot": snap.id,

@@ -55,6 +55,11 @@ def setup_from_row(row: dict[str, Any]) -> Setup:
     return Setup(**values)
 
 
+#: setups per published list (each format's, each sort's, the floor's): the overall answer read from the
+#: per-format lists is exact up to this many rows (a configuration among the k cheapest overall is among the k
+#: cheapest of its own format), not beyond
+TOP = 5
+
 #: formats from most to least faithful; the overall list reports, for each rented configuration, the most faithful
 #: format it can run, and leaves out the 2- and 3-bit mixes (they stay in the per-format Parquet table)
 FIDELITY = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "q4_k_m", "mxfp4",

@@ -23,6 +23,7 @@ from pipeline.compute.answers import (
     FIDELITY,
     PUBLISHED,
     SETUP_COLUMNS,
+    TOP,
     Load,
     overall,
     setup_from_row,
@@ -46,7 +47,6 @@ from sizing_core.memo import forget_models
 from sizing_core.placement.search import ContextTooLongError
 
 SETUP_FORMATS = ("native", *(f for f in WEIGHT_FORMATS if f != "fp16"))
-TOP = 5
 #: setups per overall list in a model file
 OVERALL_TOP = 5
 #: models per chunk (about 3,000 placement-cache rows and 300 setups rows per model at the standard loads)

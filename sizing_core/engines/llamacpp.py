@@ -115,13 +115,14 @@ class LlamaCpp(Engine):
             parts.append(f"-ctk {p.kv_cache_dtype} -ctv {p.kv_cache_dtype}")
         if plan.nodes > 1:
             parts.append("--rpc " + ",".join(f"host{i}:50052" for i in range(1, plan.nodes)))
-        note = (f"layer split over {plan.gpus} devices" + (f" on {plan.nodes} machines (rpc-server on the others)"
-                                                            if plan.nodes > 1 else ""))
-        if not gguf_repo:
-            note += (f"; no GGUF of {repo} in {quant} is known: make {local} with llama.cpp: python "
-                     f"convert_hf_to_gguf.py <{repo} checkout> --outtype bf16 --outfile model-BF16.gguf"
-                     + (f", then llama-quantize model-BF16.gguf {local} {quant}" if quant not in ("BF16", "F16")
-                        else ""))
+        note = (f"layer split over {plan.gpus} device{'s' if plan.gpus != 1 else ''}"
+                + (f" on {plan.nodes} machines (rpc-server on the others)" if plan.nodes > 1 else ""))
+        if not gguf_repo:  # a 16-bit GGUF is the conversion's own output; any other is quantized from it
+            convert = f"python convert_hf_to_gguf.py <{repo} checkout> --outtype"
+            note += (f"; no GGUF of {repo} in {quant} is known: make {local} with llama.cpp: "
+                     + (f"{convert} {quant.lower()} --outfile {local}" if quant in ("BF16", "F16") else
+                        f"{convert} bf16 --outfile model-BF16.gguf, then llama-quantize model-BF16.gguf {local} "
+                        f"{quant}"))
         return Launch(engine=self.id, command=" \\\n  ".join(parts), nodes=plan.nodes, note=note)
 
     def rope_flags(self, scaling: dict[str, object]) -> str:
