@@ -484,6 +484,19 @@ def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
     text = table(data, "cost-history", "qwen3-8b")
     assert "the providers of each day" in text and "$/month" in text
     assert got["origin"] == "published"
+    # each shape in the most faithful format its published rows show (seeweb's A30 runs qwen3-8b native; its
+    # fp8 row ranks first in the fp8 list, and was taken for it)
+    listed: dict[tuple, set[str]] = {}
+    for g, k, n, f in con.execute(
+            "SELECT gpu_id, gpus_per_instance, instances, format FROM read_parquet(?) WHERE model_id = 'qwen3-8b' "
+            "AND context = 8192 AND concurrency = 1 AND list = 'on_demand'",
+            [str(snap / "cheapest_setups.parquet")]).fetchall():
+        listed.setdefault((g, k, n), set()).add(f)
+    order = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "q4_k_m", "mxfp4",
+             "iq4_xs")  # most to least faithful (docs/cli.md, `fit`: the formats `cheapest` answers in)
+    for shape in got["shapes"]:
+        formats = listed[shape["gpuId"], shape["gpusPerInstance"], shape["instances"]]
+        assert shape["format"] == min(formats, key=lambda f: order.index(f) if f in order else len(order))
     assert {(s["gpuId"], s["gpusPerInstance"], s["instances"]) for s in got["shapes"]} == set(con.execute(
         "SELECT DISTINCT gpu_id, gpus_per_instance, instances FROM read_parquet(?) WHERE model_id = 'qwen3-8b' "
         "AND context = 8192 AND concurrency = 1 AND list = 'on_demand'",

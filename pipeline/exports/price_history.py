@@ -78,13 +78,14 @@ def model_cost_history(snapshot: Path, shapes: list[tuple[Any, ...]], *,
 
 def published_shapes(snapshot: Path, model_id: str, context: int, concurrency: int) -> list[tuple[Any, ...]]:
     """The setup shapes (GPU, GPUs per instance, instances, format) ``cheapest_setups.parquet`` lists for
-    ``model_id`` at the load (its on-demand lists)."""
+    ``model_id`` at the load (its on-demand lists), each in the most faithful format listed for it."""
+    from pipeline.compute.answers import FIDELITY
     from pipeline.storage import snapshot_files
 
     setups = snapshot / "cheapest_setups.parquet"
     if not setups.exists():
         return []
-    return snapshot_files.published_shapes(setups, model_id, context, concurrency)
+    return snapshot_files.published_shapes(setups, model_id, context, concurrency, FIDELITY)
 
 
 def published_loads(snapshot: Path, model_id: str) -> list[tuple[int, int]]:

@@ -89,14 +89,17 @@ def daily_cheapest(files: Sequence[str], gpus: Sequence[str], allocations: Seque
                            [list(files), list(gpus), list(allocations), provider, provider, days, days]).fetchall()
 
 
-def published_shapes(setups: str | Path, model_id: str, context: int, concurrency: int) -> list[tuple[Any, ...]]:
+def published_shapes(setups: str | Path, model_id: str, context: int, concurrency: int,
+                     fidelity: Sequence[str]) -> list[tuple[Any, ...]]:
     """(GPU, GPUs per instance, instances, format): the setup shapes a ``cheapest_setups.parquet`` lists for
-    ``model_id`` at the load on its on-demand lists, each with the format of its best-ranked row."""
+    ``model_id`` at the load on its on-demand lists, each in the most faithful format (first in ``fidelity``; any
+    other after them) its rows show."""
     with _memory() as con:
         return con.execute("""
-            SELECT gpu_id, gpus_per_instance, instances, arg_min(format, rank) AS format
+            SELECT gpu_id, gpus_per_instance, instances,
+                   arg_min(format, coalesce(list_position(?::VARCHAR[], format), 1000)) AS format
             FROM read_parquet(?) WHERE model_id = ? AND context = ? AND concurrency = ? AND list = 'on_demand'
-            GROUP BY ALL ORDER BY ALL""", [str(setups), model_id, context, concurrency]).fetchall()
+            GROUP BY ALL ORDER BY ALL""", [list(fidelity), str(setups), model_id, context, concurrency]).fetchall()
 
 
 def model_cost_days(files: Sequence[str], shapes: Sequence[tuple[Any, ...]], *,
