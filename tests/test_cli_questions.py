@@ -456,7 +456,8 @@ def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
     files = [str(p) for p in (snap / "price_observations").glob("*/*.parquet")]
     con = duckdb.connect()
     # by hand: the published setups' shapes for 8K x 1, joined to every eligible on-demand observation of an
-    # instance of that GPU and size, cost = instance $/h x instances; cheapest per UTC day
+    # instance of that GPU and size, cost = instance $/h x instances, and to every per-GPU on-demand record of
+    # that GPU for a shape of one instance of one GPU; cheapest per UTC day
     want = dict(con.execute("""
         WITH shapes AS (SELECT DISTINCT gpu_id, gpus_per_instance, instances FROM read_parquet(?)
                         WHERE model_id = 'qwen3-8b' AND context = 8192 AND concurrency = 1 AND list = 'on_demand')
@@ -464,9 +465,12 @@ def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
                round(min(h.price_per_hour_usd * s.instances), 4)
         FROM read_parquet(?, hive_partitioning = false) h
         JOIN shapes s ON h.gpu_id = s.gpu_id AND h.gpu_count = s.gpus_per_instance
-        WHERE h.allocation = 'on_demand' AND coalesce(h.eligible, false) AND NOT h.fractional
+        WHERE (h.allocation = 'on_demand' OR h.allocation = 'reference_on_demand' AND s.gpus_per_instance = 1
+               AND s.instances = 1)
+          AND coalesce(h.eligible, false) AND NOT h.fractional
           AND h.price_per_hour_usd > 0 GROUP BY 1""", [str(snap / "cheapest_setups.parquet"), files]).fetchall())
-    assert len(want) >= 2
+    # the gpu-price-feed's per-GPU records (one GPU of a provider, per day since July) price the 1 x 1 shapes
+    assert len(want) >= 40
     assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want
     assert all(d["perMonth"] == round(d["cheapest"] * 730, 2) for d in got["byDay"])
     # the snapshot's own day: the cheapest published setup for this load (any format) is that day's cheapest,
@@ -520,8 +524,10 @@ def test_q13b_what_would_running_qwen3_8b_at_an_unpublished_load_have_cost(data:
         for day, price in con.execute("""
                 SELECT strftime((observed_at AT TIME ZONE 'UTC')::DATE, '%Y-%m-%d'), min(price_per_hour_usd)
                 FROM read_parquet(?, hive_partitioning = false)
-                WHERE gpu_id = ? AND gpu_count = ? AND allocation = 'on_demand' AND coalesce(eligible, false)
-                  AND NOT fractional AND price_per_hour_usd > 0 GROUP BY 1""", [files, gpu, per_instance]).fetchall():
+                WHERE gpu_id = ? AND gpu_count = ? AND coalesce(eligible, false) AND NOT fractional
+                  AND price_per_hour_usd > 0 AND (allocation = 'on_demand' OR allocation = 'reference_on_demand'
+                                                  AND ? = 1 AND ? = 1)
+                GROUP BY 1""", [files, gpu, per_instance, per_instance, instances]).fetchall():
             want[day] = min(want.get(day, float("inf")), round(price * instances, 4))
     assert len(want) >= 2
     assert {d["day"]: d["cheapest"] for d in got["byDay"]} == want

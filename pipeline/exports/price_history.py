@@ -63,14 +63,17 @@ def model_cost_history(snapshot: Path, shapes: list[tuple[Any, ...]], *,
     per UTC day and provider, the cheapest on-demand $/h of running a model on one of its setup ``shapes``
     ((GPU, GPUs per instance, instances, format): :func:`published_shapes`, or the shapes `cheapest` plans for an
     unpublished load): the cheapest eligible whole-GPU observation of that day of an instance of that GPU and size,
-    times the instances. The shapes are the top setups at today's prices: others are not priced on earlier days.
+    times the instances; a third party's per-GPU record of an on-demand price (instance type ``record: ...``)
+    prices a shape of one instance of one GPU. The shapes are the top setups at today's prices: others are not
+    priced on earlier days.
     Oldest day first, then cheapest; ``days``: only the last N days up to the newest."""
     from pipeline.storage import snapshot_files
 
     files = history_files(snapshot)
     if not files or not shapes:
         return []
-    rows = snapshot_files.model_cost_days(files, shapes, days=days)
+    rows = snapshot_files.model_cost_days(files, shapes, days=days,
+                                          references=[a for a in ON_DEMAND_HISTORY if a not in ON_DEMAND])
     return [{"day": d.isoformat(), "provider": p, "price": round(c, 4), "price_per_hour_usd": round(c, 4),
              "instance_type": it, "gpu_id": g, "instances": n, "gpus_per_instance": k, "format": f}
             for d, p, c, it, g, n, k, f in rows]

@@ -102,12 +102,14 @@ def published_shapes(setups: str | Path, model_id: str, context: int, concurrenc
             GROUP BY ALL ORDER BY ALL""", [list(fidelity), str(setups), model_id, context, concurrency]).fetchall()
 
 
-def model_cost_days(files: Sequence[str], shapes: Sequence[tuple[Any, ...]], *,
-                    days: int | None) -> list[tuple[Any, ...]]:
+def model_cost_days(files: Sequence[str], shapes: Sequence[tuple[Any, ...]], *, days: int | None,
+                    references: Sequence[str] = ()) -> list[tuple[Any, ...]]:
     """(day, provider, cost, instance type, GPU, instances, GPUs per instance, format): per UTC day and provider
     the cheapest on-demand $/h of a setup of one of ``shapes`` ((GPU, GPUs per instance, instances, format), as
     :func:`published_shapes` gives them), priced from the eligible whole-GPU observations of the history parts
-    ``files``; oldest day first, then cheapest; ``days``: the last N days up to the newest."""
+    ``files``: instance $/h x instances, and a per-GPU record of an allocation in ``references`` prices the shape
+    of one instance of one GPU (a record names no instance size or fabric); oldest day first, then cheapest;
+    ``days``: the last N days up to the newest."""
     columns = list(zip(*shapes, strict=True)) if shapes else [[], [], [], []]
     with _memory() as con:
         return con.execute("""
@@ -116,20 +118,22 @@ def model_cost_days(files: Sequence[str], shapes: Sequence[tuple[Any, ...]], *,
                        unnest(?::BIGINT[]) AS instances, unnest(?::VARCHAR[]) AS format),
             obs AS (
                 SELECT (h.observed_at AT TIME ZONE 'UTC')::DATE AS day, h.provider, h.instance_type, h.gpu_id,
-                       h.gpu_count, h.price_per_hour_usd
+                       h.gpu_count, h.price_per_hour_usd, h.allocation
                 FROM read_parquet(?, hive_partitioning = false) h
                 WHERE h.provider IS NOT NULL AND h.observed_at IS NOT NULL AND isfinite(h.price_per_hour_usd)
-                  AND h.price_per_hour_usd > 0 AND h.allocation = 'on_demand' AND NOT coalesce(h.fractional, false)
-                  AND coalesce(h.eligible, false)),
+                  AND h.price_per_hour_usd > 0 AND NOT coalesce(h.fractional, false) AND coalesce(h.eligible, false)
+                  AND (h.allocation = 'on_demand' OR list_contains(?::VARCHAR[], h.allocation))),
             priced AS (
                 SELECT o.day, o.provider, o.instance_type, o.gpu_id, s.instances, s.gpus_per_instance, s.format,
                        o.price_per_hour_usd * s.instances AS cost
-                FROM obs o JOIN shapes s ON o.gpu_id = s.gpu_id AND o.gpu_count = s.gpus_per_instance),
+                FROM obs o JOIN shapes s ON o.gpu_id = s.gpu_id AND o.gpu_count = s.gpus_per_instance
+                WHERE o.allocation = 'on_demand' OR (s.gpus_per_instance = 1 AND s.instances = 1)),
             kept AS (SELECT * FROM priced WHERE ? IS NULL OR day > (SELECT max(day) FROM priced) - ?::INTEGER)
             SELECT day, provider, min(cost), arg_min(instance_type, cost), arg_min(gpu_id, cost),
                    arg_min(instances, cost), arg_min(gpus_per_instance, cost), arg_min(format, cost)
             FROM kept GROUP BY day, provider ORDER BY day, min(cost), provider""",
-                           [*(list(c) for c in columns), list(files), days, days]).fetchall()
+                           [*(list(c) for c in columns), list(files), list(references), days,
+                            days]).fetchall()
 
 
 def setup_loads(setups: str | Path, model_id: str) -> list[tuple[int, int]]:
