@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -446,6 +447,28 @@ def test_q12_which_providers_does_each_day_of_the_h100_history_have(data: Path) 
     assert "like for like (4 providers on both days: digitalocean, lambda, runpod, verda)" in text
     changed = next(d for d in got["byDay"] if d["changed"])
     assert all(f"+{p}" in text for p in changed["added"]) and all(f"-{p}" in text for p in changed["removed"])
+
+
+def test_q12b_a_stray_old_record_is_no_baseline_and_gaps_are_said(data: Path) -> None:
+    """`vramlab history A100`: the history starts with one Google price of 2023-03-24 (the GCP recording), then the
+    daily records from 2026-07-23. The like-for-like line compares the last day with the earliest day sharing a
+    provider with it, not with the Google day (which shares none: "no like-for-like change" before); a day after
+    days without any price says so."""
+    got = ask(data, "history", "A100")
+    days = got["byDay"]
+    assert (days[0]["day"], days[0]["providerList"]) == ("2023-03-24", ["google"])
+    last = set(days[-1]["providerList"])
+    assert "google" not in last
+    first = next(d for d in days[:-1] if last & set(d["providerList"]))
+    assert first["day"] == "2026-07-23"
+    compared = got["likeForLike"]
+    assert compared["first"]["day"] == first["day"] and compared["last"]["day"] == days[-1]["day"]
+    assert compared["providers"] == sorted(last & set(first["providerList"]))
+    price = {(r["day"], r["provider"]): r["price"] for r in got["rows"]}
+    assert compared["first"]["price"] == min(price[first["day"], p] for p in compared["providers"])
+    text = table(data, "history", "A100")
+    apart = (date.fromisoformat(days[-1]["day"]) - date.fromisoformat(days[-2]["day"])).days
+    assert apart > 1 and f"after {apart - 1} days without a price" in " ".join(text.split())
 
 
 def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import date
 from typing import Any
 
 from rich import box
@@ -582,8 +583,10 @@ def _providers_by_day(console: _RichConsole, title: str, days: list[dict[str, An
         per_day.add_column(col, justify=just, no_wrap=col != "changes", overflow="fold")
     for i, d in enumerate(days):
         change = " ".join([f"+{p}" for p in d["added"]] + [f"-{p}" for p in d["removed"]])
+        apart = (date.fromisoformat(d["day"]) - date.fromisoformat(days[i - 1]["day"])).days if i else 1
+        gap = f" (after {apart - 1} days without a price)" if apart > 1 else ""
         per_day.add_row(d["day"], str(d["providers"]), f"${d['cheapest']:,.2f}{unit} ({d['provider']})",
-                        ", ".join(d["providerList"]) if i == 0 else (change or "same providers"))
+                        ", ".join(d["providerList"]) if i == 0 else (change or "same providers") + gap)
     _show(console, per_day)
     if compared is None:
         return

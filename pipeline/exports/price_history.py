@@ -50,11 +50,14 @@ def by_day(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def first_to_last(rows: list[dict[str, Any]], days: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first and the last day's cheapest over the providers both days have
-    (:func:`pipeline.compute.price_days.like_for_like`); None with fewer than two days."""
+    """The last day's cheapest against the earliest day sharing a provider with it, over the providers both have
+    (:func:`pipeline.compute.price_days.like_for_like`): a first day of other providers only (an old record of
+    one cloud) is no baseline. The first listed day when none shares one; None with fewer than two days."""
     if len(days) < 2:
         return None
-    return like_for_like(rows, days[0]["day"], days[-1]["day"])
+    names = set(days[-1]["providerList"])
+    first = next((d for d in days[:-1] if names & set(d["providerList"])), days[0])
+    return like_for_like(rows, first["day"], days[-1]["day"])
 
 
 def model_cost_history(snapshot: Path, shapes: list[tuple[Any, ...]], *,
