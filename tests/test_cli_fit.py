@@ -75,6 +75,10 @@ def test_size_and_fit_agree_above_the_maximum_context() -> None:
     assert data["memoryPerGpuGiB"]["kvCache"] == pytest.approx(18.0, abs=0.01)
     assert data["aboveMaxContext"] and "40,960" in data["contextLimit"]["method"]
     assert any("above Qwen/Qwen3-8B's maximum context" in w for w in data["warnings"])
+    # every format's table says it too, once, above the table (it printed no warning without --format)
+    table = vramlab("fit", "qwen3-8b", "--gpu", "h100", "--context", "128k").stdout
+    assert " ".join(table.split()).count("above Qwen/Qwen3-8B's maximum context") == 1
+    assert table.index("warning") < table.index("fewest GPUs per format")
     # YaRN x4 over 32,768 (Qwen3's model card) reaches 131,072: within it, and the launch command turns it on
     yarn = json.loads(vramlab("fit", "qwen3-8b", "--gpu", "h100", "--format", "bf16", "--context", "128k",
                               "--rope-scaling", "yarn:4:32k", "--json").stdout)

@@ -283,6 +283,11 @@ def print_fit_all(model: str, gpu: Any, rows: list[dict[str, Any]], snapshot: st
     first = rows[0]
     asked = first.get("gpusAsked")
     load = any(r.get("serving") for r in rows)
+    # the warnings of the question (the context, an encoder-decoder): every format has them; a format's own ones
+    # (a plan over machines) are in its answer, `--format F`
+    shared = set.intersection(*(set(r.get("warnings") or []) for r in rows))
+    for warning in (w for w in first.get("warnings") or [] if w in shared):
+        console.print(styled(("warning", "yellow"), f": {warning}"))
     if load:
         what = f"at {_load_label(next(r['serving'] for r in rows if r.get('serving')))}, --context {first['context']:,}"
     else:
