@@ -518,3 +518,20 @@ def test_finetune_answers_lora_and_full_with_the_gpus_that_hold_them(tmp_path: P
     text = vramlab("finetune", cfg, "--gpu", "rtx-4090", "--data-dir", str(tmp_path)).stdout
     assert "too large on 4" in text and "lora" in text  # full: 128.5 GB / 4 + 1.87 > 23 GiB on a 4-card box
     one_line_error(vramlab("finetune", cfg, "--gpu", "h100:16"), "one machine holds at most 8 h100")
+
+
+def test_a_range_that_excludes_its_estimate_is_explained() -> None:
+    """The at-load ranges are the calibration band (measured / predicted, 5-95%) applied to the estimate; for a
+    model class whose runs all measured on one side of the estimate (MLA's TTFT: 1.2-4.3x) the estimate lies
+    outside its own range, and the answer says why instead of looking like an error."""
+    from pipeline.cli.tables import serving_lines
+
+    base = {"rate": 1.0, "concurrency": None, "ttftMs": 167.0, "ttftMsP90": 198.0, "itlMs": 79.0, "e2eMs": 15900.0,
+            "e2eMsP90": 16000.0, "outputTokensPerS": 200.0, "requestsPerS": 1.0, "meanBatch": 15.9,
+            "saturated": False, "maxRate": 8.8, "ttftMsRange": [150.0, 400.0], "itlMsRange": [60.0, 90.0],
+            "e2eMsRange": [9800.0, 23100.0]}
+    inside = " ".join(str(line) for line in serving_lines(base))
+    assert "fell all on one side" not in inside
+    outside = " ".join(str(line) for line in serving_lines(base | {"ttftMsRange": [202.0, 720.0],
+                                                                    "itlMsRange": [7.2, 70.6]}))
+    assert "for TTFT, ITL they fell all on one side of the estimate" in outside

@@ -232,6 +232,14 @@ def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
              f"E2E ~{_ms(serving['e2eMs'])} ({span('e2eMsRange')}), p90 ~{_ms(serving['e2eMsP90'])}; "
              f"{serving['outputTokensPerS']:,.0f} output tok/s, {serving['requestsPerS']:,.2f} req/s, mean batch "
              f"{serving['meanBatch']:,.1f}"]
+    outside = [name for name, value, key in (("TTFT", serving["ttftMs"], "ttftMsRange"),
+                                               ("ITL", serving["itlMs"], "itlMsRange"),
+                                               ("E2E", serving["e2eMs"], "e2eMsRange"))
+               if not serving[key][0] <= value <= serving[key][1]]
+    if outside:  # the band is measured / predicted on the calibration runs of the model's class
+        lines.append(f"ranges: where the calibration runs of this model class measured (5-95% of measured / "
+                     f"predicted, applied to the estimate); for {', '.join(outside)} they fell all on one side of "
+                     "the estimate (docs/calibration.md)")
     if serving["saturated"]:
         lines.append(styled(("saturated", "red"), f": the setup sustains ~{serving['maxRate']:,.1f} req/s at most; "
                             "queues grow (figures for a run of 1,000 prompts)") if serving["rate"] is not None else
