@@ -272,7 +272,7 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
     """``cheapest`` at a serving load: the cheapest setups (price order) meeting the service level, each served
     at the load by ``sizing_core.serving`` (the call ``fit --rate`` makes)."""
     from pipeline.cli.models import load_ref
-    from pipeline.compute.answers import FIDELITY, overall
+    from pipeline.compute.answers import FIDELITY, rank_value
     from pipeline.compute.service_setups import SetupServer, at_service_level, practical_setups, why_none
     from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner
     from pipeline.exports.snapshot_offers import current_offers
@@ -306,14 +306,18 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
         whole = after_search(args)
 
         def candidates(k: int) -> list[Any]:
-            found = kept_setups(practical_setups(arch, formats, grouped, context=args.context, concurrency=memory,
-                                                 top=10_000 if whole else k, allocations=allocations,
-                                                 planner=planners, sort="price", allow_rpc=True), args)
-            if fmt:
-                return found[:k]
-            return overall(found, top=k, allow_rpc=True)
+            # every configuration in each format it runs (a less faithful one may meet the level where the most
+            # faithful does not): the k cheapest (setup, format) pairs, a configuration's formats most faithful
+            # first; the level keeps its most faithful meeting one (``once``)
+            found = [s for f in formats for s in kept_setups(practical_setups(
+                arch, f, grouped, context=args.context, concurrency=memory, top=10_000 if whole else k,
+                allocations=allocations, planner=planners[f], sort="price", allow_rpc=True), args)]
+            return sorted(found, key=lambda s: (rank_value(s), FIDELITY.index(s.format) if s.format in FIDELITY
+                                                else len(FIDELITY), s.rank_key))[:k]
 
-        kept, judged = at_service_level(server, candidates, level, args.top, args.allow_rpc)
+        kept, judged = at_service_level(server, candidates, level, args.top, args.allow_rpc,
+                                        once=lambda s: (s.provider, s.instance_type, s.instances, s.price_per_hour,
+                                                        s.region if args.by_region else None))
     if sort == "per_token":
         kept = sorted(kept, key=lambda j: j.to_json(level)["usdPerMillionOutputTokens"] or float("inf"))
     if not kept:

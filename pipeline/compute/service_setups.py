@@ -185,24 +185,31 @@ class SetupServer:
 
 
 def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup]], level: ServiceLevel | None,
-                     top: int, allow_rpc: bool = False, limit: int = 2000,
-                     screen: bool = True) -> tuple[list[Served], int]:
+                     top: int, allow_rpc: bool = False, limit: int = 2000, screen: bool = True,
+                     once: Callable[[Setup], Any] | None = None) -> tuple[list[Served], int]:
     """The ``top`` cheapest setups meeting ``level`` (None: every setup, the pure ranking), in the candidates'
     order with RPC chains after every other setup unless ``allow_rpc``. ``candidates(k)``: the ``k`` cheapest
     setups; asked for more (4x each time, up to ``limit``) while fewer than ``top`` meet the level. Also returns
     how many candidates were judged. ``screen``: skip serving setups a lower bound already fails
-    (:meth:`SetupServer.bound_shortfall`; the same list either way)."""
+    (:meth:`SetupServer.bound_shortfall`; the same list either way). ``once``: a key kept at most once, the
+    first candidate of it that meets (the candidates list a configuration in each format it runs, most faithful
+    first: the most faithful format meeting the level answers for it)."""
     judged: dict[int, Served] = {}
     k = max(4 * top, 20) if level is not None else top
     while True:
         found = candidates(k)
         ordered = sorted(range(len(found)), key=lambda i: (not allow_rpc and is_rpc(found[i]), i))
         kept = []
+        taken: set[Any] = set()
         for i in ordered:
+            key = once(found[i]) if once is not None else i
+            if key in taken:
+                continue
             if i not in judged:
                 judged[i] = server.judge(found[i], level, screen)
             if judged[i].meets or level is None:
                 kept.append(judged[i])
+                taken.add(key)
                 if len(kept) >= top:
                     break
         if len(kept) >= top or len(found) < k or k >= limit:
