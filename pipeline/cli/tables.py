@@ -766,6 +766,8 @@ def _span(span: list[float] | None) -> str:
 
 #: the setup column of ``cheapest`` at a load, and what its instance type is shortened to
 _SERVED_SETUP_WIDTH = 15
+#: the setup column of the plain setups table (instance types shortened in the middle to it)
+_SETUP_WIDTH = 20
 
 
 def print_served_setups(result: dict[str, Any], console: _RichConsole | None = None) -> None:
@@ -783,12 +785,11 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
                                   f"served); {_SETUP_KEY}; $/h, under it the day the offer was last seen at the "
                                   "source; $/1M out = output tokens at this load, under it the range from the "
                                   "at-load bands ((exact): below saturation a rate's output rate is the arrival "
-                                  "rate's); TTFT p90; tok/s/user = 1000 / ITL; headroom = sustainable rate / "
-                                  "rate")
+                                  "rate's); TTFT p90; tok/s/user = 1000 / ITL, under it the headroom "
+                                  "(sustainable rate / rate)")
     for col, just, width in (("setup", "left", _SERVED_SETUP_WIDTH), ("plan", "left", 8), ("format", "left", 8),
                              ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
-                             ("$/1M out", "right", 11), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10),
-                             ("headroom", "right", 8)):
+                             ("$/1M out", "right", 11), ("TTFT p90", "right", 8), ("tok/s/user", "right", 10)):
         table.add_column(col, justify=just, overflow="fold", max_width=width,
                          min_width=width if col == "setup" else None)  # the instance type keeps its width
     for r in result["setups"]:
@@ -800,8 +801,8 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
                       _two(r["provider"], _regions(r, 13)), _capacity(r),
                       _two(_money(r["price_per_hour"]), _day(r["verified_at"])),
                       _two(_money(s.get("usdPerMillionOutputTokens")), _span(span)),
-                      f"{s['ttftMsP90']:,.0f} ms" if s else "-", _num(s.get("tokensPerSPerUser")),
-                      f"{room:.1f}x" if room is not None else "-")
+                      f"{s['ttftMsP90']:,.0f} ms" if s else "-",
+                      _two(_num(s.get("tokensPerSPerUser")), f"{room:.1f}x room" if room is not None else "-"))
     if result.get("note"):
         say(f"note: {result['note']}", console)
     _show(console, table)
@@ -841,19 +842,22 @@ def print_setups(result: dict[str, Any], console: _RichConsole | None = None) ->
                                   "elsewhere, unless --engine); $/1M tok = output tokens at this load, under it "
                                   "the range with the plan kept full (req requests); tok/s = "
                                   f"decode per request with {load} running; req = requests of {result['context']:,} "
-                                  "tokens the plan holds; verified = last seen at the source")
+                                  "tokens the plan holds; seen = the day the offer was last seen at the source")
     wide = console.width >= 140  # a wide terminal: names in full (100 columns: folded onto more lines)
-    for col, just, width in (("setup", "left", 22), ("plan", "left", 8), ("format", "left", 8),
-                             ("provider", "left", 13), ("cap", "left", 3), ("$/h", "right", 7),
-                             ("$/1M tok", "right", 13), ("tok/s", "right", 6), ("req", "right", 5),
-                             ("verified", "left", 8)):
-        table.add_column(col, justify=just, overflow="fold", max_width=None if wide else width)
+    # the widths add up to 100 columns with the gaps: rich would otherwise narrow the widest column and fold
+    # the instance type its middle-shortening had fitted
+    for col, just, width in (("setup", "left", _SETUP_WIDTH), ("plan", "left", 8), ("format", "left", 8),
+                             ("provider", "left", 12), ("cap", "left", 3), ("$/h", "right", 6),
+                             ("$/1M tok", "right", 13), ("tok/s", "right", 5), ("req", "right", 4),
+                             ("seen", "left", 6)):
+        table.add_column(col, justify=just, overflow="fold", max_width=None if wide else width,
+                         min_width=None if wide or col != "setup" else width)
     for r in result["setups"]:
         low, high = r.get("usd_per_million_tokens_batched_low"), r.get("usd_per_million_tokens_batched_high")
         table.add_row(_two(f"{r['instances']}x{r['gpus_per_instance']} {r['gpu_id']}",
-                           r["instance_type"] if wide else _middle(r["instance_type"], 22)),
+                           r["instance_type"] if wide else _middle(r["instance_type"], _SETUP_WIDTH)),
                       _two(f"{r['tensor_parallel']}x{r['pipeline_parallel']}", _fabric(r)), f"{r['format']}",
-                      _two(r["provider"], _regions(r, 40 if wide else 13)), _capacity(r),
+                      _two(r["provider"], _regions(r, 40 if wide else 12)), _capacity(r),
                       _money(r["price_per_hour"]),
                       _two(_money(r.get("usd_per_million_tokens_at_load")),
                            f"{_money(low)}-{_money(high)}" if low is not None and high is not None else "-"),
