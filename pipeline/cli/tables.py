@@ -510,9 +510,9 @@ def print_offers_table(rows: list[dict[str, Any]], snapshot: str, per_kind: bool
     shown = rows[:limit] if limit else rows
     what = "spot/marketplace" if spot else "on-demand"
     title = (f"Cheapest {what} offer per GPU" if per_kind else
-             f"Cheapest {what} offer per provider and GPU ({len(rows)} rows, "
-             f"{sum(r['offer_count'] for r in rows)} offers)" if per_provider else
-             f"{len(rows)} {what} offers") + ", cheapest $/GPU-h first"
+             f"Cheapest {what} offer per provider and GPU ({counted(len(rows), 'row')}, "
+             f"{counted(sum(r['offer_count'] for r in rows), 'offer')})" if per_provider else
+             f"{counted(len(rows), what + ' offer')}") + ", cheapest $/GPU-h first"
     more = f"; {len(rows) - len(shown)} more with --all" if len(rows) > len(shown) else ""
     every = "; every offer with --offers" if per_provider else ""
     unstated = "; form ? = the source does not say (SXM or PCIe)" if any(_form(r).startswith("?") for r in shown) \
@@ -597,7 +597,7 @@ def _providers_by_day(console: _RichConsole, title: str, days: list[dict[str, An
     for i, d in enumerate(days):
         change = " ".join([f"+{p}" for p in d["added"]] + [f"-{p}" for p in d["removed"]])
         apart = (date.fromisoformat(d["day"]) - date.fromisoformat(days[i - 1]["day"])).days if i else 1
-        gap = f" (after {apart - 1} days without a price)" if apart > 1 else ""
+        gap = f" (after {counted(apart - 1, 'day')} without a price)" if apart > 1 else ""
         per_day.add_row(d["day"], str(d["providers"]), f"${d['cheapest']:,.2f}{unit} ({d['provider']})",
                         ", ".join(d["providerList"]) if i == 0 else (change or "same providers") + gap)
     _show(console, per_day)
@@ -625,7 +625,7 @@ def print_cost_history(model: str, context: int, concurrency: int, rows: list[di
     `cheapest` planned on its offers)."""
     console = console or Console()
     load = f"{concurrency} x {context:,} tokens"
-    table = _table(f"{model} at {load}: cheapest on-demand setup per day and provider ({len(days)} days)",
+    table = _table(f"{model} at {load}: cheapest on-demand setup per day and provider ({counted(len(days), 'day')})",
                    caption=f"snapshot {snapshot}; * = the day's cheapest; setup shapes (GPU, GPUs per instance, "
                            "instances, format) are those of the snapshot's "
                            + ("published cheapest setups" if published else "cheapest setups as `cheapest` plans "
@@ -660,7 +660,7 @@ def print_sources(rows: list[dict[str, Any]], live: bool, console: _RichConsole 
 
 def print_offers(offers: list[dict[str, Any]], rejected: list[str], console: _RichConsole | None = None) -> None:
     console = console or Console()
-    table = _table(f"{len(offers)} offers")
+    table = _table(counted(len(offers), "offer"))
     for col in ("instance", "region", "GPU", "QTY", "allocation", "$/h", "$/GPU-h"):
         table.add_column(col, justify="right" if col.startswith("$") or col == "QTY" else "left", overflow="fold")
     for o in offers:
