@@ -677,3 +677,22 @@ def test_more_rows_than_the_snapshot_publishes_are_planned_not_cut(data: Path) -
     # each configuration once, in the most faithful format it runs among those listed for it
     prices = [s["price_per_hour"] for s in twenty["setups"]]
     assert prices == sorted(prices)
+
+
+def test_models_serving_a_load_at_the_floor_come_first(data: Path) -> None:
+    """`vramlab models --fits l40s --rate 1 ...`: the models whose figures meet the default interactive floor at
+    the load (TTFT p90 <= 2 s, >= 10 tokens/s per user, not saturated) are listed before those that only hold in
+    memory; the title counts them."""
+    load = ("--rate", "1", "--input-tokens", "1000", "--output-tokens", "200")
+    got = ask(data, "models", "--fits", "l40s", *load)
+    runs = [m for m in got["models"] if m["fits"]]
+
+    def meets(m: dict) -> bool:  # by hand from the row's own figures
+        s = m["serving"]
+        return s is not None and not s["saturated"] and s["ttftMsP90"] <= 2000 and s["tokensPerSPerUser"] >= 10
+
+    flags = [meets(m) for m in runs]
+    assert True in flags and False in flags
+    assert flags == sorted(flags, reverse=True)  # every meeting one before every other
+    text = " ".join(table(data, "models", "--fits", "l40s", *load).split())
+    assert f"{sum(flags)} of them at the default interactive floor" in text

@@ -107,7 +107,8 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
               snapshot: Any) -> dict[str, Any]:  # noqa: ANN401 - a Snapshot or None
     """``vramlab models --fits GPU[:N] --json``: every tracked and bundled model on at most ``max_gpus`` x ``gpu``,
     each in the most faithful format that fits (``formats``: every format that does, most faithful first), those
-    that run first (most faithful format first, then the largest), then those that do not with the reason."""
+    that run first (at a load those meeting the default interactive floor before the others; most faithful
+    format first, then the largest), then those that do not with the reason."""
     from pipeline.cli.catalog import model_names
     from pipeline.cli.models import load_ref, model_repo
     from pipeline.cli.resolve import ResolveError, resolve_model
@@ -144,7 +145,10 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
             "formats": [{"format": r["format"], "gpus": r["gpus"], "memoryPerGpuGiB": r["memoryPerGpuGiB"]["total"],
                          "decodeTokensPerS": (r["throughput"] or {}).get("decodeTokensPerS")} for r, _ in good]})
     order = {f: i for i, f in enumerate(FIDELITY)}
-    runs.sort(key=lambda m: (order.get(m["format"], len(order)), -(m["parameters"] or 0), m["id"]))
+    # at a load, the models serving it at the default interactive floor first (a saturated one holds in memory
+    # but does not serve the load)
+    runs.sort(key=lambda m: (q.load is not None and not (m.get("serving") or {}).get("meetsDefaultFloor"),
+                             order.get(m["format"], len(order)), -(m["parameters"] or 0), m["id"]))
     return {"gpu": gpu.id, "gpuName": gpu.name, "maxGpus": max_gpus, "context": q.context,
             "concurrency": q.asked_concurrency, "load": load_json(q), "engine": q.engine, "format": fmt,
             "snapshot": snapshot.id if snapshot else None, "fits": len(runs), "models": runs + rest}

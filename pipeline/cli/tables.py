@@ -424,19 +424,21 @@ def print_models_on(result: dict[str, Any], console: _RichConsole | None = None)
     asked = _load_words(load) if load else f"{result['concurrency']} request(s) of {result['context']:,} tokens"
     runs = [m for m in result["models"] if m["fits"]]
     fmt = f" in {result['format']}" if result.get("format") else ""
+    floor = (f"; {sum(1 for m in runs if (m.get('serving') or {}).get('meetsDefaultFloor'))} of them at the default "
+             "interactive floor (TTFT p90 <= 2 s, >= 10 tok/s per user), listed first" if load else "")
     table = _table(f"{len(runs)} of {len(result['models'])} models run on at most {result['maxGpus']} x "
-                   f"{result['gpuName']}{fmt}, {asked}",
+                   f"{result['gpuName']}{fmt}, {asked}{floor}",
                    caption=f"snapshot {result['snapshot'] or '- (no prices: `vramlab run`)'}; B = billions of "
                            "parameters; format = the most faithful that fits (4-bit and above), most faithful first, "
                            "then the largest; plan = TP x PP and engine; $/h = the cheapest current on-demand offer "
                            "running the plan; "
-                           + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; headroom = "
-                              "sustainable rate / rate (sat. = saturated)" if load else
+                           + ("$/1M out = output tokens at the load; TTFT p90; tok/s/user = 1000 / ITL; room = "
+                              "headroom, sustainable rate / rate (sat. = saturated)" if load else
                               "GiB = per GPU; tok/s = decode, one request; $/1M tok = output tokens, one request; "
                               "also = the other formats that fit"))
     cols = (("model", "left"), ("B", "right"), ("format", "left"), ("GPUs", "right"), ("plan", "left"))
     cols += ((("$/h", "right"), ("$/1M out", "right"), ("TTFT p90", "right"), ("tok/s/user", "right"),
-              ("headroom", "right")) if load else
+              ("room", "right")) if load else
              (("GiB", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"), ("also", "left")))
     for col, just in cols:
         table.add_column(col, justify=just, overflow="fold", max_width=13 if col == "also" else None,
