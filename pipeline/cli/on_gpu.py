@@ -137,7 +137,9 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
         if not good:
             fewest = min((r["gpus"] for r, _ in found if r["fits"]), default=None)
             rest.append(entry | {"fits": False, "formats": [], "fewestGpus": fewest, "reason": (
-                f"needs at least {fewest} x {gpu.name} (in any format)" if fewest else
+                f"needs at least {fewest} x {gpu.name} (" + (f"in {fmt}" if fmt else "in any format of 4 bits and "
+                                                             "above; `fit` also answers q3_k_m and q2_k") + ")"
+                if fewest else
                 next((r["reason"] for r, _ in reversed(found) if r["reason"]), "no deployment"))})
             continue
         best, serving = good[0]

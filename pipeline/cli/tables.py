@@ -455,7 +455,7 @@ def print_models_on(result: dict[str, Any], console: _RichConsole | None = None)
     rest = [m for m in result["models"] if not m["fits"]]
     if rest:
         say(f"do not run on {result['maxGpus']} x {result['gpuName']} (in brackets: the fewest that hold it, in "
-            "any format): " + ", ".join(f"{m['id']} ({m['fewestGpus']})" if m.get("fewestGpus") else
+            "any format of 4 bits and above): " + ", ".join(f"{m['id']} ({m['fewestGpus']})" if m.get("fewestGpus") else
                                                   f"{m['id']} ({m['reason']})" for m in rest), console)
 
 
