@@ -409,6 +409,14 @@ def test_models_lists_ids_repos_and_facts(tmp_path: Path) -> None:
     # Qwen3-8B config: max_position_embeddings 40,960, torch_dtype bfloat16
     assert q["repo"] == "Qwen/Qwen3-8B" and q["maxContext"] == 40960 and q["nativeFormat"] == "bf16"
     assert 8.0 < q["parameters"] < 8.4
+    # the configs the project ships are listed too, once each, by the name `size` and `fit` take
+    shipped = [p.stem.replace("__", "/", 1) for folder in ("pipeline/replay/hub/configs",
+                                                           "sizing_core/data/calibration/configs")
+               for p in (ROOT / folder).glob("*.json") if not p.name.endswith(".hf_quant_config.json")]
+    listed = {(r["repo"] or "").lower() for r in rows.values()} | set(rows)
+    assert all(repo.lower() in listed or repo.split("/")[-1].lower() in listed for repo in shipped)
+    assert len(rows) == len(json.loads(out.stdout))  # ids are unique
+    assert rows["qwen3-32b"]["repo"] == "Qwen/Qwen3-32B" and rows["qwen3-32b"]["source"].startswith("bundled config")
     table = vramlab("models", "--data-dir", str(tmp_path)).stdout
     assert "qwen3-8b" in table and max(len(line) for line in table.splitlines()) <= 100
 

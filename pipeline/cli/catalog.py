@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cli.models import load_ref
-from pipeline.cli.resolve import ResolveError, registry_ids, resolve_model, watchlist_entries
+from pipeline.cli.resolve import (
+    CALIBRATION_CONFIGS,
+    REPLAY_CONFIGS,
+    ResolveError,
+    norm,
+    registry_ids,
+    resolve_model,
+    watchlist_entries,
+)
 from sizing_core import SizingError
 from sizing_core.parameters import count_parameters
 
@@ -20,10 +28,28 @@ def model_names(data_dir: Path) -> list[tuple[str, str | None, str, str]]:
     return refs + [(rid, None, rid, "") for rid in registry_ids() if rid not in listed]
 
 
+def shipped_configs(known: set[str]) -> list[tuple[str, str | None, str, str]]:
+    """(id, repo, name, lab) of the Hub configs the project ships (the replay's, the calibration set's) whose repo
+    is not among ``known`` (normalized ids and repos already listed): answered offline by repo id or name."""
+    out: dict[str, tuple[str, str | None, str, str]] = {}
+    for folder in (REPLAY_CONFIGS, CALIBRATION_CONFIGS):
+        for path in sorted(folder.glob("*.json")):
+            if path.name.endswith(".hf_quant_config.json"):
+                continue
+            repo = path.stem.replace("__", "/", 1)
+            name = repo.split("/")[-1]
+            if not ({norm(repo), norm(name)} & known) and norm(repo) not in out:
+                out[norm(repo)] = (name.lower(), repo, name, repo.split("/")[0])
+    return list(out.values())
+
+
 def model_rows(data_dir: Path) -> list[dict[str, Any]]:
-    """Every tracked model (watchlist order), then bundled registry specs not on the watchlist."""
+    """Every tracked model (watchlist order), then bundled registry specs not on the watchlist, then the Hub
+    configs the project ships that neither lists (``source``: where each is read from)."""
     rows = []
-    for model_id, repo, name, lab in model_names(data_dir):
+    names = model_names(data_dir)
+    known = {norm(k) for model_id, repo, _, _ in names for k in (model_id, repo) if k}
+    for model_id, repo, name, lab in names + shipped_configs(known):
         row: dict[str, Any] = {"id": model_id, "repo": repo, "name": name, "lab": lab, "parameters": None,
                                "activeParameters": None, "maxContext": None, "nativeFormat": None, "source": None,
                                "error": None}

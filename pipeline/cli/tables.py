@@ -380,7 +380,9 @@ def print_finetune(result: dict[str, Any], console: _RichConsole | None = None) 
 
 def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:
     console = console or Console()
-    table = _table(f"{len(rows)} models: use the id or the repo with size, fit and cheapest")
+    table = _table(f"{len(rows)} models: use the id or the repo with size, fit and cheapest",
+                   caption="the tracked models (the watchlist) first, then the bundled registry, then the Hub "
+                           "configs the project ships; any other Hub repo id is looked up")
     for col, just in (("id", "left"), ("repo", "left"), ("params B", "right"), ("active B", "right"),
                       ("max ctx", "right"), ("native", "left")):
         table.add_column(col, justify=just, overflow="fold")
