@@ -188,7 +188,9 @@ def test_fit_json_serving_contract() -> None:
     serving = json.loads(out.stdout)["serving"]
     # the contract's keys, and the user's view `compare` and `cheapest` give (keys are added, never renamed)
     assert set(serving) == KEYS | {"tokensPerSPerUser", "headroom", "usdPerMillionOutputTokens",
-                                   "usdPerMillionOutputTokensRange", "meetsLevel", "meetsDefaultFloor", "shortfall"}
+                                   "usdPerMillionOutputTokensRange", "meetsLevel", "meetsDefaultFloor", "shortfall",
+                                   "prefillComputeKnown"}
+    assert serving["prefillComputeKnown"] is True  # the H100 has its tensor-core rate
     assert serving["tokensPerSPerUser"] == pytest.approx(1000 / serving["itlMs"])
     assert serving["rate"] == 4 and serving["concurrency"] is None and serving["saturated"] is False
     for key in ("ttft", "itl", "e2e"):
@@ -350,3 +352,25 @@ def test_at_load_acceptance_on_the_calibration_set() -> None:
     assert median_ape("itl") <= 0.12
     steps = [abs(c.step_predicted_ms / c.step_measured_ms - 1) <= 0.15 for c in cases if c.step_predicted_ms]
     assert len(steps) >= 100 and sum(steps) >= 0.7 * len(steps)
+
+
+def test_a_gpu_without_a_tensor_rate_meets_no_ttft_level() -> None:
+    """Without the GPU's tensor-core rate the prompt's compute has no term, so the TTFT counts only the bytes
+    streamed (an A30 once served 1,000-token prompts of an 8B model in a predicted 68 ms, 16.4 TFLOP at least
+    ~99 ms at its peak): the serving says so and no TTFT level is met; with a rate it is counted."""
+    from sizing_core.serving.service_level import DEFAULT_FLOOR, ServiceLevel, serve_layout
+
+    arch = case_arch("meta-llama__Llama-3.1-8B")
+    load = Workload(input_tokens=1000, output_tokens=200, rate=1.0)
+    engine = get_engine("llama.cpp")
+    unknown, known = get_gpu("rtx-4000-ada"), get_gpu("rtx-4090")
+    assert unknown.fp16_tflops_dense is None and unknown.fp8_tflops_dense is None and known.fp16_tflops_dense
+    blind = serve_layout(arch, unknown, engine, "q4_k_m", 1, 1, 1, load, 8192)
+    seen = serve_layout(arch, known, engine, "q4_k_m", 1, 1, 1, load, 8192)
+    assert blind is not None and seen is not None
+    assert blind.prefill_compute is False and seen.prefill_compute is True
+    assert blind.to_json()["prefillComputeKnown"] is False
+    assert any(m.startswith("TTFT unknown") for m in DEFAULT_FLOOR.shortfall(blind))
+    assert not any(m.startswith("TTFT unknown") for m in DEFAULT_FLOOR.shortfall(seen))
+    # a level without a TTFT bound still judges it: the decode rate is known from the bandwidth
+    assert not any(m.startswith("TTFT") for m in ServiceLevel(min_tokens_per_s=1.0).shortfall(blind))

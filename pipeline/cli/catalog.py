@@ -73,4 +73,6 @@ def gpu_rows() -> list[dict[str, Any]]:
 
     return [{"id": g.id, "aliases": list(g.aliases), "name": g.name, "kind": g.kind, "memory_gb": g.memory_gb,
              "usable_memory_gib": round(g.memory_bytes / 2**30, 1), "bandwidth_gbs": g.bandwidth_gbs,
-             "tdp_w": g.tdp_w, "launch_msrp_usd": g.launch_msrp_usd} for g in catalog().values()]
+             "tdp_w": g.tdp_w, "launch_msrp_usd": g.launch_msrp_usd, "fp16_tflops_dense": g.fp16_tflops_dense,
+             "fp8_tflops_dense": g.fp8_tflops_dense, "fp4_tflops_dense": g.fp4_tflops_dense}
+            for g in catalog().values()]

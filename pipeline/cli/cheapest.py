@@ -19,6 +19,8 @@ from typing import Any
 from pipeline.cli.load import load_of
 from pipeline.cli.resolve import ResolveError, did_you_mean, norm, resolve_format
 
+#: candidates (setup x format) `cheapest` serves at most at a load, looking for ``--top`` meeting the level
+SEARCH_LIMIT = 2000
 #: what `cheapest` answered before it took a load: the question cheapestSetups publishes
 PUBLISHED_CONTEXT = 8192
 SORTS = {"price": "price", "per-token": "per_token", "per_token": "per_token", "pertoken": "per_token"}
@@ -215,10 +217,11 @@ def nothing_matches(args: argparse.Namespace, model_id: str, fmt: str | None, sn
              f"in regions {args.region}*" if args.region else "",
              f"at most ${args.max_price:g}/h" if args.max_price else "",
              "on one machine" if args.single_machine else "",
-             "across several machines" if multi_machine(args) else "",
+             ("across several machines" + (f" over {args.fabric}" if args.fabric else "")) if multi_machine(args)
+             else "",
              f"on at most {args.max_gpus} GPU(s)" if args.max_gpus else "",
              "with stated capacity" if args.available else "",
-             f"across machines only over {args.fabric}" if args.fabric else ""]
+             f"across machines only over {args.fabric}" if args.fabric and not multi_machine(args) else ""]
     what = "spot/marketplace" if list_name == "spot" else "on-demand"
     return (f"no {what} setup of {model_id}{f' in {fmt}' if fmt else ''} for {args.concurrency} request(s) of "
             f"{args.context:,} tokens "
@@ -291,9 +294,11 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
     if published is not None:
         kept, judged = at_service_level(server, lambda k: published, level, args.top, args.allow_rpc,
                                         limit=len(published))
-        if not kept:
-            judged_note = ("the snapshot publishes no setup meeting the level at this load among its cheapest "
-                           "candidates: planned from the snapshot's offers, deeper")
+        if len(kept) < args.top:  # the published lists hold a configuration's most faithful format only
+            judged_note = (f"the snapshot publishes {len(kept) or 'no'} setup(s) meeting the level at this load "
+                           f"among its cheapest candidates, fewer than --top {args.top}: planned from the "
+                           "snapshot's offers, deeper and in every format")
+            kept = []
     if not kept:
         origin = "planned from the snapshot's offers"
         allocations = SPOT_LIKE if args.spot else ON_DEMAND
@@ -311,15 +316,24 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
             # first; the level keeps its most faithful meeting one (``once``)
             found = [s for f in formats for s in kept_setups(practical_setups(
                 arch, f, grouped, context=args.context, concurrency=memory, top=10_000 if whole else k,
-                allocations=allocations, planner=planners[f], sort="price", allow_rpc=True), args)]
+                allocations=allocations, planner=planners[f], sort="price", allow_rpc=True,
+                by_region=args.by_region), args)]
             return sorted(found, key=lambda s: (rank_value(s), FIDELITY.index(s.format) if s.format in FIDELITY
                                                 else len(FIDELITY), s.rank_key))[:k]
 
-        kept, judged = at_service_level(server, candidates, level, args.top, args.allow_rpc,
+        kept, judged = at_service_level(server, candidates, level, args.top, args.allow_rpc, limit=SEARCH_LIMIT,
                                         once=lambda s: (s.provider, s.instance_type, s.instances, s.price_per_hour,
                                                         s.region if args.by_region else None))
+        if level is not None and len(kept) < args.top and judged >= SEARCH_LIMIT:
+            judged_note = "; ".join(filter(None, [judged_note, (
+                f"searched the {SEARCH_LIMIT:,} cheapest candidates (setup x format): a dearer setup may meet the "
+                "level too (`--gpu`, `--provider` or `--max-price` narrow the search)")]))
     if sort == "per_token":
         kept = sorted(kept, key=lambda j: j.to_json(level)["usdPerMillionOutputTokens"] or float("inf"))
+    if not kept and level is None:
+        raise _Error(f"no setup of {model_id} serves this load in snapshot {snap.id}: "
+                     + ("no offer matches the filters" if judged == 0 else f"none of {judged} candidates serves a "
+                        "request of it") + "; try a lighter load, another format or fewer filters")
     if not kept:
         raise _Error(f"no setup of {model_id} meets the service level at this load in snapshot {snap.id}"
                      f" ({why_none([], level) if judged == 0 else 'served ' + str(judged) + ' candidates'}); "

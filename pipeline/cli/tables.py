@@ -232,6 +232,10 @@ def serving_lines(serving: dict[str, Any] | None) -> list[str | Text]:
              f"E2E ~{_ms(serving['e2eMs'])} ({span('e2eMsRange')}), p90 ~{_ms(serving['e2eMsP90'])}; "
              f"{serving['outputTokensPerS']:,.0f} output tok/s, {serving['requestsPerS']:,.2f} req/s, mean batch "
              f"{serving['meanBatch']:,.1f}"]
+    if not serving.get("prefillComputeKnown", True):
+        lines.insert(1, styled(("TTFT unknown", "yellow"), ": this GPU has no tensor-core rate in the catalog, so "
+                               "the figures above count the weights and cache streamed but not the prompt's "
+                               "compute (too low); a TTFT level cannot be judged here"))
     outside = [name for name, value, key in (("TTFT", serving["ttftMs"], "ttftMsRange"),
                                                ("ITL", serving["itlMs"], "itlMsRange"),
                                                ("E2E", serving["e2eMs"], "e2eMsRange"))
@@ -385,7 +389,7 @@ def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None
                            "configs the project ships; any other Hub repo id is looked up")
     for col, just in (("id", "left"), ("repo", "left"), ("params B", "right"), ("active B", "right"),
                       ("max ctx", "right"), ("native", "left")):
-        table.add_column(col, justify=just, overflow="fold")
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col == "id")  # an id is copied whole
     for r in rows:
         if r["error"]:
             table.add_row(r["id"], r["repo"] or "-", "-", "-", "-", styled((r["error"][:40], "red")))
@@ -410,11 +414,21 @@ def _load_words(load: dict[str, Any]) -> str:
         f" of {load['inputTokens']:,} in / {load['outputTokens']:,} out tokens")
 
 
+def _ttft_p90(serving: dict[str, Any]) -> str:
+    """A serving's TTFT p90 cell: ``n/a`` where the GPU has no tensor-core rate (the prompt's compute unknown)."""
+    if not serving:
+        return "-"
+    if not serving.get("prefillComputeKnown", True):
+        return "n/a"
+    value = serving["ttftMsP90"]
+    return f"{value / 1000:,.0f} s" if value >= 100_000 else _ms(value)  # at most 8 characters: never folded
+
+
 def _served_cells(r: dict[str, Any]) -> tuple[str, ...]:
     """$/1M out, TTFT p90, tok/s per user and headroom of an answer at a load (``-`` where there is none)."""
     s = r.get("serving") or {}
     room = s.get("headroom")
-    return (_money(s.get("usdPerMillionOutputTokens")), _ms(s["ttftMsP90"]) if s else "-",
+    return (_money(s.get("usdPerMillionOutputTokens")), _ttft_p90(s),
             _num(s.get("tokensPerSPerUser")),
             ("sat." if s.get("saturated") else f"{room:.1f}x") if room is not None else "-")
 
@@ -444,7 +458,7 @@ def print_models_on(result: dict[str, Any], console: _RichConsole | None = None)
              (("GiB", "right"), ("tok/s", "right"), ("$/h", "right"), ("$/1M tok", "right"), ("also", "left")))
     for col, just in cols:
         table.add_column(col, justify=just, overflow="fold", max_width=13 if col == "also" else None,
-                         no_wrap=col not in ("model", "also"))
+                         no_wrap=col != "also")  # a model id is copied whole
     for m in runs:
         head = (m["id"], _num(m["parameters"]), m["format"], str(m["gpus"]),
                 f"{m['tensorParallel']}x{m['pipelineParallel']} {m['engine']}")
@@ -559,13 +573,16 @@ def _form(r: dict[str, Any]) -> str:
 
 def print_gpu_catalog(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:
     console = console or Console()
-    table = _table(f"{len(rows)} GPUs in the catalog (ids and aliases work in any case)")
+    table = _table(f"{len(rows)} GPUs in the catalog (ids and aliases work in any case)",
+                   caption="GB/s = memory bandwidth; FP16 TF = dense FP16/BF16 tensor TFLOPS (- : not known: the "
+                           "prefill then has no compute term and TTFT at a load is unknown); TDP and launch price "
+                           "in `--json`")
     for col, just in (("id", "left"), ("aliases", "left"), ("name", "left"), ("kind", "left"), ("GB", "right"),
-                      ("usable GiB", "right"), ("TDP W", "right"), ("launch $", "right")):
-        table.add_column(col, justify=just, overflow="fold")
+                      ("usable GiB", "right"), ("GB/s", "right"), ("FP16 TF", "right")):
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col == "id")  # an id is copied whole
     for r in rows:
         table.add_row(r["id"], ", ".join(r["aliases"]) or "-", r["name"], r["kind"], f"{r['memory_gb']:g}",
-                      _num(r["usable_memory_gib"]), _num(r["tdp_w"], 0), _money(r["launch_msrp_usd"], 0))
+                      _num(r["usable_memory_gib"]), _num(r["bandwidth_gbs"], 0), _num(r["fp16_tflops_dense"], 0))
     _show(console, table)
 
 
@@ -805,7 +822,7 @@ def print_served_setups(result: dict[str, Any], console: _RichConsole | None = N
                       _two(r["provider"], _regions(r, 13)), _capacity(r),
                       _two(_money(r["price_per_hour"]), _day(r["verified_at"])),
                       _two(_money(s.get("usdPerMillionOutputTokens")), _span(span)),
-                      f"{s['ttftMsP90']:,.0f} ms" if s else "-",
+                      _ttft_p90(s),
                       _two(_num(s.get("tokensPerSPerUser")), f"{room:.1f}x room" if room is not None else "-"))
     if result.get("note"):
         say(f"note: {result['note']}", console)

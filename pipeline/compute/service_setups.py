@@ -185,7 +185,7 @@ class SetupServer:
 
 
 def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup]], level: ServiceLevel | None,
-                     top: int, allow_rpc: bool = False, limit: int = 2000, screen: bool = True,
+                     top: int, allow_rpc: bool = False, *, limit: int, screen: bool = True,
                      once: Callable[[Setup], Any] | None = None) -> tuple[list[Served], int]:
     """The ``top`` cheapest setups meeting ``level`` (None: every setup, the pure ranking), in the candidates'
     order with RPC chains after every other setup unless ``allow_rpc``. ``candidates(k)``: the ``k`` cheapest

@@ -360,6 +360,8 @@ class SetupServing(_Strict):
     ttftMsRange: list[float] = d("TTFT range from the at-load residual bands", unit="ms")
     itlMsRange: list[float] = d("ITL range from the at-load residual bands", unit="ms")
     e2eMsRange: list[float] = d("E2E range from the at-load residual bands", unit="ms")
+    prefillComputeKnown: bool = d("the GPU's tensor-core rate is known, so TTFT counts the prompt's compute "
+                                  "(false: TTFT counts only the bytes streamed, too low; no TTFT level is met)")
     tokensPerSPerUser: float = d("decode rate one user sees while its answer streams: 1000 / itlMs",
                                  unit="tokens/s")
     headroom: float | None = d("maxRate over the rate served (null: unbounded)")

@@ -48,6 +48,9 @@ class Serving:
     itl_ms_range: Range
     e2e_ms_range: Range
     max_running: int = 0  # requests the scheduler runs at once (vLLM max_num_seqs, llama.cpp slots)
+    #: the GPU's tensor-core rate is known, so TTFT counts the prompt's compute (without one it counts only
+    #: the weights and cache streamed: too low, and a TTFT level cannot be judged)
+    prefill_compute: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """The ``serving`` object of ``vramlab fit --json`` (keys are a contract: docs/cli.md)."""
@@ -56,7 +59,8 @@ class Serving:
                 "e2eMsP90": self.e2e_ms_p90, "outputTokensPerS": self.output_tokens_per_s,
                 "requestsPerS": self.requests_per_s, "meanBatch": self.mean_batch, "saturated": self.saturated,
                 "maxRate": self.max_rate, "ttftMsRange": list(self.ttft_ms_range),
-                "itlMsRange": list(self.itl_ms_range), "e2eMsRange": list(self.e2e_ms_range)}
+                "itlMsRange": list(self.itl_ms_range), "e2eMsRange": list(self.e2e_ms_range),
+                "prefillComputeKnown": self.prefill_compute}
 
 
 def _band(quantity: str, group: str) -> tuple[float, float]:
@@ -117,7 +121,8 @@ def _burst(solver: Solver, workload: Workload, max_rate: float) -> Serving:
                    mean_batch=state.batch + x * state.prefill_ms / 1000, saturated=total > solver.running_cap(),
                    max_rate=max_rate, ttft_ms_range=_range(ttft, "ttft", group),
                    itl_ms_range=_range(itl, "itl", group), e2e_ms_range=_range(e2e, "e2e", group),
-                   max_running=int(solver.limits.max_running))
+                   max_running=int(solver.limits.max_running),
+                   prefill_compute=solver.model.flops is not None)
 
 
 def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: int, workload: Workload,
@@ -182,4 +187,5 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
                    output_tokens_per_s=requests * workload.output_tokens, requests_per_s=requests,
                    mean_batch=mean_batch, saturated=saturated, max_rate=max_rate,
                    ttft_ms_range=_range(ttft, "ttft", group), itl_ms_range=_range(itl, "itl", group),
-                   e2e_ms_range=_range(e2e, "e2e", group), max_running=int(solver.limits.max_running))
+                   e2e_ms_range=_range(e2e, "e2e", group), max_running=int(solver.limits.max_running),
+                   prefill_compute=solver.model.flops is not None)

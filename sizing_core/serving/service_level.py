@@ -35,7 +35,9 @@ class ServiceLevel:
         out = []
         if s.saturated:
             out.append(f"saturated: sustains at most {s.max_rate:.3g} req/s")
-        if self.ttft_ms_p90 is not None and s.ttft_ms_p90 > self.ttft_ms_p90:
+        if self.ttft_ms_p90 is not None and not s.prefill_compute:
+            out.append("TTFT unknown: no tensor-core rate for this GPU, so the prompt's compute is not counted")
+        elif self.ttft_ms_p90 is not None and s.ttft_ms_p90 > self.ttft_ms_p90:
             out.append(f"TTFT p90 {s.ttft_ms_p90:,.0f} ms > {self.ttft_ms_p90:,.0f} ms")
         if self.min_tokens_per_s is not None and tokens_per_s_per_user(s) < self.min_tokens_per_s:
             out.append(f"{tokens_per_s_per_user(s):.1f} tokens/s per user < {self.min_tokens_per_s:g}")
