@@ -11,6 +11,7 @@ import pytest
 from test_cli_newcomer import write_snapshot
 from test_cli_size import vramlab
 
+from pipeline.compute.answers import FIDELITY  # most to least faithful, 4-bit and above
 from sizing_core.serving.service_level import DEFAULT_FLOOR
 
 OFFERS = [
@@ -52,9 +53,6 @@ def misses_floor(serving: dict) -> bool:
             or 1000 / serving["itlMs"] < DEFAULT_FLOOR.min_tokens_per_s)
 
 
-#: most to least faithful, 4-bit and above: the formats `cheapest` answers in (docs/cli.md)
-FIDELITY = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "q4_k_m", "mxfp4",
-            "iq4_xs")
 
 
 def expected_at_level(data_dir: Path, meets: object, top: int = 10) -> list[tuple]:

@@ -519,8 +519,10 @@ def test_q13_what_did_running_qwen3_8b_cost_per_day(data: Path) -> None:
             "AND context = 8192 AND concurrency = 1 AND list = 'on_demand'",
             [str(snap / "cheapest_setups.parquet")]).fetchall():
         listed.setdefault((g, k, n), set()).add(f)
-    order = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4", "nvfp4", "q4_k_m", "mxfp4",
-             "iq4_xs")  # most to least faithful (docs/cli.md, `fit`: the formats `cheapest` answers in)
+    from pipeline.compute.answers import (
+        FIDELITY as order,  # most to least faithful, the vocabulary `cheapest` uses
+    )
+
     for shape in got["shapes"]:
         formats = listed[shape["gpuId"], shape["gpusPerInstance"], shape["instances"]]
         assert shape["format"] == min(formats, key=lambda f: order.index(f) if f in order else len(order))

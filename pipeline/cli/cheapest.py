@@ -275,7 +275,7 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
     """``cheapest`` at a serving load: the cheapest setups (price order) meeting the service level, each served
     at the load by ``sizing_core.serving`` (the call ``fit --rate`` makes)."""
     from pipeline.cli.models import load_ref
-    from pipeline.compute.answers import FIDELITY, rank_value
+    from pipeline.compute.answers import FIDELITY, configuration, fidelity_rank, rank_value
     from pipeline.compute.service_setups import SetupServer, at_service_level, practical_setups, why_none
     from pipeline.compute.setups import ON_DEMAND, SPOT_LIKE, OfferGroups, Planner
     from pipeline.exports.snapshot_offers import current_offers
@@ -318,12 +318,10 @@ def _at_load(args: argparse.Namespace, snap: Any, ref: Any, entry: dict[str, Any
                 arch, f, grouped, context=args.context, concurrency=memory, top=10_000 if whole else k,
                 allocations=allocations, planner=planners[f], sort="price", allow_rpc=True,
                 by_region=args.by_region), args)]
-            return sorted(found, key=lambda s: (rank_value(s), FIDELITY.index(s.format) if s.format in FIDELITY
-                                                else len(FIDELITY), s.rank_key))[:k]
+            return sorted(found, key=lambda s: (rank_value(s), fidelity_rank(s.format), s.rank_key))[:k]
 
         kept, judged = at_service_level(server, candidates, level, args.top, args.allow_rpc, limit=SEARCH_LIMIT,
-                                        once=lambda s: (s.provider, s.instance_type, s.instances, s.price_per_hour,
-                                                        s.region if args.by_region else None))
+                                        once=lambda s: configuration(s, args.by_region))
         if level is not None and len(kept) < args.top and judged >= SEARCH_LIMIT:
             judged_note = "; ".join(filter(None, [judged_note, (
                 f"searched the {SEARCH_LIMIT:,} cheapest candidates (setup x format): a dearer setup may meet the "

@@ -112,7 +112,7 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
     from pipeline.cli.catalog import model_names
     from pipeline.cli.models import load_ref, model_repo
     from pipeline.cli.resolve import ResolveError, resolve_model
-    from pipeline.compute.answers import FIDELITY
+    from pipeline.compute.answers import fidelity_rank
     from sizing_core import SizingError
     from sizing_core.parameters import count_parameters
 
@@ -146,11 +146,10 @@ def models_on(data_dir: Any, gpu: GPU, max_gpus: int, q: Question, fmt: str | No
         runs.append(entry | row(best, serving, offers, q.load) | {
             "formats": [{"format": r["format"], "gpus": r["gpus"], "memoryPerGpuGiB": r["memoryPerGpuGiB"]["total"],
                          "decodeTokensPerS": (r["throughput"] or {}).get("decodeTokensPerS")} for r, _ in good]})
-    order = {f: i for i, f in enumerate(FIDELITY)}
     # at a load, the models serving it at the default interactive floor first (a saturated one holds in memory
     # but does not serve the load)
     runs.sort(key=lambda m: (q.load is not None and not (m.get("serving") or {}).get("meetsDefaultFloor"),
-                             order.get(m["format"], len(order)), -(m["parameters"] or 0), m["id"]))
+                             fidelity_rank(m["format"]), -(m["parameters"] or 0), m["id"]))
     return {"gpu": gpu.id, "gpuName": gpu.name, "maxGpus": max_gpus, "context": q.context,
             "concurrency": q.asked_concurrency, "load": load_json(q), "engine": q.engine, "format": fmt,
             "snapshot": snapshot.id if snapshot else None, "fits": len(runs), "models": runs + rest}

@@ -66,6 +66,17 @@ FIDELITY = ("native", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "awq_int4
             "iq4_xs")
 
 
+def fidelity_rank(fmt: str) -> int:
+    """A format's place from most to least faithful (:data:`FIDELITY`); the 2- and 3-bit mixes after them all."""
+    return FIDELITY.index(fmt) if fmt in FIDELITY else len(FIDELITY)
+
+
+def configuration(s: Setup, by_region: bool = False) -> tuple:
+    """What is rented, whatever the format it runs: provider x instance type x instances x price (with
+    ``by_region`` each region apart)."""
+    return (s.provider, s.instance_type, s.instances, s.price_per_hour) + ((s.region,) if by_region else ())
+
+
 def overall(setups: list[Setup], top: int = 5, sort: str = "price", by_region: bool = False,
             allow_rpc: bool = False) -> list[Setup]:
     """For each rented configuration (provider x instance type x instances x price; with ``by_region`` each region
@@ -77,12 +88,12 @@ def overall(setups: list[Setup], top: int = 5, sort: str = "price", by_region: b
     for s in setups:
         if s.format not in FIDELITY or (sort == "per_token" and s.usd_per_million_tokens_at_load is None):
             continue
-        key = (s.provider, s.instance_type, s.instances, s.price_per_hour) + ((s.region,) if by_region else ())
-        if key not in best or (FIDELITY.index(s.format), s.rank_key) < (FIDELITY.index(best[key].format),
-                                                                          best[key].rank_key):
+        key = configuration(s, by_region)
+        if key not in best or (fidelity_rank(s.format), s.rank_key) < (fidelity_rank(best[key].format),
+                                                                        best[key].rank_key):
             best[key] = s
     return sorted(best.values(), key=lambda x: (not allow_rpc and x.deployment == "llama.cpp-rpc",
-                                                rank_value(x, sort), FIDELITY.index(x.format), x.rank_key))[:top]
+                                                rank_value(x, sort), fidelity_rank(x.format), x.rank_key))[:top]
 
 
 def rank_value(s: Setup, sort: str = "price") -> float:
