@@ -38,8 +38,8 @@ PARAMS = [(step, "MEMORY_KIND_FACTOR", k) for k in ("HBM2", "HBM2e", "HBM3", "HB
     (step, "OVERLAP", None), (step, "SEQ_US", None), (step, "MFU_FACTOR", None), (step, "MFU_GENERATION", "Ampere"),
     (step, "ROUTE_US", None), (step, "ROUTE_GENERATION", "Ampere"), (step, "NODE_HOP_MS", None),
     (steady_state, "QUEUE_FACTOR", None)] + [(steady_state, "FLOOR_FACTOR", k) for k in ("vllm", "sglang")] + [
-    (steady_state, "FRONT_MS", None)]
-FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "ROUTE_US": 0.05, "NODE_HOP_MS": 0.5}  # start of a constant that is zero (log space)
+    (steady_state, "FRONT_MS", k) for k in ("vllm", "sglang")] + [(steady_state, "FRONT_TOKEN_US", None)]
+FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "FRONT_TOKEN_US": 0.1, "ROUTE_US": 0.05, "NODE_HOP_MS": 0.5}  # start of a constant that is zero (log space)
 BANDS_PY = ROOT / "sizing_core" / "serving" / "bands.py"
 DOC = ROOT / "docs" / "calibration.md"
 BAND_QUANTILES = (0.05, 0.95)
@@ -224,7 +224,8 @@ def doc_tables(cs: list, fig: dict, table: dict, held: tuple[int, int]) -> str:
              f"| serving.step.NODE_HOP_MS | {step.NODE_HOP_MS:.4g} |",
              f"| serving.steady_state.QUEUE_FACTOR | {steady_state.QUEUE_FACTOR:.4g} |",
              f"| serving.steady_state.FLOOR_FACTOR | {steady_state.FLOOR_FACTOR} |",
-             f"| serving.steady_state.FRONT_MS | {steady_state.FRONT_MS:.4g} |"]
+             f"| serving.steady_state.FRONT_MS | {steady_state.FRONT_MS} |",
+             f"| serving.steady_state.FRONT_TOKEN_US | {steady_state.FRONT_TOKEN_US:.4g} |"]
     rows += ["", "| case | engine | GPU | model class | load | TTFT ms meas / pred | ITL ms meas / pred | "
              "E2E ms meas / pred | out tok/s meas / pred | step at measured batch (B) | source |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

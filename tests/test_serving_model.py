@@ -374,3 +374,61 @@ def test_a_gpu_without_a_tensor_rate_meets_no_ttft_level() -> None:
     assert not any(m.startswith("TTFT unknown") for m in DEFAULT_FLOOR.shortfall(seen))
     # a level without a TTFT bound still judges it: the decode rate is known from the bandwidth
     assert not any(m.startswith("TTFT") for m in ServiceLevel(min_tokens_per_s=1.0).shortfall(blind))
+
+
+def test_clients_of_exactly_equal_lengths_come_back_as_one_wave() -> None:
+    """A closed loop whose wave of prompts takes several steps' budget: with exactly equal lengths (a benchmark's
+    fixed random lengths) every wave is a burst, so the mean first token waits for about half the wave's prefill
+    steps; with the same lengths given as means the clients drift apart and each finds a step's room."""
+    from sizing_core.serving.scheduler import scheduler_for
+    from sizing_core.serving.steady_state import Solver
+
+    arch, gpu, engine, start = _setup()
+    clients, prompt = 32, 1024  # 32,768 prompt tokens a wave: 4 steps of vLLM's 8,192-token H100 budget
+    means = Workload(input_tokens=prompt, output_tokens=128, concurrency=clients)
+    fixed = Workload(input_tokens=prompt, output_tokens=128, concurrency=clients, fixed_lengths=True)
+    solver = Solver(StepModel(arch, gpu, engine, "bf16", 1, 1), scheduler_for(engine, gpu, start), fixed)
+    budget = solver.limits.token_budget
+    assert clients * prompt >= 4 * budget
+    steps = clients * prompt / budget
+    full_step = StepModel(arch, gpu, engine, "bf16", 1, 1).step(0.0, prompt, budget, prompt).total_ms
+    # a burst's prompts queue for the wave's steps one behind the other: half of them on average (the queue taken
+    # as fluid; each step at least a full prefill step, the decodes beside it only add)
+    lower = steps / 2 * full_step
+    a, b = serve(arch, gpu, engine, "bf16", 1, 1, fixed, start), serve(arch, gpu, engine, "bf16", 1, 1, means, start)
+    assert a.ttft_ms >= lower
+    assert b.ttft_ms < lower
+
+
+def test_inferencex_rows_state_the_harness_lengths() -> None:
+    """The InferenceX rows of the at-load set state the lengths the harness drew (SemiAnalysisAI/InferenceX@962bd4c:
+    --random-range-ratio 0.8 on 1,024 nominal tokens, np.random.randint(int(0.8 * 1024), 1024 + 1), 10 x K
+    prompts): the mean (819 + 1024) / 2 = 921.5 and the uniform spread's squared CV
+    (1 - 0.8)^2 / (3 (1 + 0.8)^2) = 0.04 / 9.72."""
+    from sizing_core.serving import calibration
+
+    rows = [r for r in calibration.read_csv("serving.csv") if "InferenceX harness" in r["note"]]
+    assert len(rows) >= 10
+    for row in rows:
+        assert float(row["input_tokens"]) == float(row["output_tokens"]) == (819 + 1024) / 2
+        assert int(row["num_prompts"]) == 10 * int(row["concurrency"])
+        assert calibration.output_cv2(row) == pytest.approx(0.04 / 9.72)
+        assert calibration.workload(row).fixed_lengths is False
+
+
+def test_a_burst_queues_at_the_api_server_per_engine() -> None:
+    """Each prompt of a burst takes its turn at the API server (per engine, plus tokenising per prompt token): a
+    burst of N has N x that / 2 of it on average, so doubling N beyond what the prefill queue adds costs it again."""
+    from sizing_core.serving.scheduler import scheduler_for
+    from sizing_core.serving.steady_state import FRONT_MS, FRONT_TOKEN_US, Solver
+
+    arch, gpu, _, _ = _setup()
+    for engine_id in ("vllm", "sglang"):
+        engine = get_engine(engine_id)
+        start = startup_for_layout(arch, gpu, engine, "bf16", 1, 1, 8192, "bf16", 1)
+        load = Workload(input_tokens=2000, output_tokens=100, concurrency=1, kind="burst")
+        solver = Solver(StepModel(arch, gpu, engine, "bf16", 1, 1), scheduler_for(engine, gpu, start), load)
+        assert solver.front_ms == pytest.approx(FRONT_MS[engine_id] + 2000 * FRONT_TOKEN_US / 1000)
+        state = solver.closed_state(1)
+        # one prompt: its own prefill is the state's, so the extra is the API server's half turn alone
+        assert solver.burst_extra_ms(1, state) == pytest.approx(solver.front_ms / 2, rel=1e-6)

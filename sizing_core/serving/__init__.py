@@ -167,12 +167,13 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
         saturated = clients > solver.running_cap()
         e2e = clients / state.throughput * 1000
         ttft = e2e - decodes * state.step_ms
-        # the run starts with a burst of K prompts; with fixed output lengths and a wave the step budget prefills at
-        # once, the clients stay in lock-step (they start and finish in the same steps and send again together), so
-        # every wave is such a burst (a wave of several steps' prompts staggers: each then comes back as the one
-        # before it is done)
+        # the run starts with a burst of K prompts. Clients whose wave the step budget prefills at once finish in the
+        # same step and send again together (lock-step): every wave is such a burst. With exactly equal lengths a
+        # wave prefilled over several steps also finishes over as many consecutive steps and comes back as one
+        # (vLLM on an L4 at 16 clients of 256 + 128 tokens, two steps' prompts a wave: TTFT 104 ms against an ITL
+        # p50 of 6 ms, most steps carrying no prompt); lengths given as means drift apart instead
         lockstep = workload.output_cv2 == 0 and clients > 1 and (
-            clients * workload.input_tokens <= solver.limits.token_budget)
+            workload.fixed_lengths or clients * workload.input_tokens <= solver.limits.token_budget)
         waves = 1.0 if lockstep else (
             clients / workload.num_prompts if workload.num_prompts and workload.num_prompts >= clients else 0.0)
         extra = solver.burst_extra_ms(clients, state) * waves if waves else 0.0

@@ -34,14 +34,15 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.2588  # on the M/G/1 wait of the prefill queue
+QUEUE_FACTOR = 0.2899  # on the M/G/1 wait of the prefill queue
 #: request handling before the first forward pass at a load (HTTP, chat template, tokenising, handing the request to
 #: the scheduler process): engines.speed's TTFT_FLOOR_MS (fitted on batch-1 TTFT rows) times this, per engine (their
 #: API servers differ: SGLang's tokenizer manager, vLLM's API server process); ``*`` for the others
-FLOOR_FACTOR = {"vllm": 0.7683, "sglang": 1.091, "*": 1.413}
+FLOOR_FACTOR = {"vllm": 0.7695, "sglang": 1.074, "*": 1.413}
 #: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for
-#: N x this / 2 on average
-FRONT_MS = 6.281
+#: N x (this + the prompt's tokens x FRONT_TOKEN_US) / 2 on average; per engine, as their API servers differ
+FRONT_MS = {"vllm": 5.065, "sglang": 10.34, "*": 5.065}
+FRONT_TOKEN_US = 0.1184  # tokenising: per prompt token
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -68,6 +69,8 @@ class Solver:
         if model.dp_attention > 1:  # each DP-attention rank pages a pool of its own
             self.limits = replace(self.limits, kv_tokens=self.limits.kv_tokens * model.dp_attention)
         self.floor = TTFT_FLOOR_MS[model.family] * FLOOR_FACTOR.get(model.engine.id, FLOOR_FACTOR["*"])
+        self.front_ms = (FRONT_MS.get(model.engine.id, FRONT_MS["*"])
+                         + workload.input_tokens * FRONT_TOKEN_US / 1000)  # one prompt's turn at the API server
         self.held = workload.held_tokens
         self.window = scheduler.window_steps()  # steps per scheduling decision
         self.decodes = max(workload.output_tokens - 1, 0)
@@ -232,5 +235,6 @@ class Solver:
         else:
             total = n * self.w.input_tokens / self.limits.token_budget * self.model.prefill_ms(
                 self.limits.token_budget, self.w.input_tokens)
-        front = clients * FRONT_MS / 2  # the API server takes the prompts in one after the other
+        # the API server takes the prompts in one after the other
+        front = clients * self.front_ms / 2
         return max(0.0, total / 2 - state.prefill_ms - state.wait_ms) + front

@@ -20,6 +20,9 @@ class Workload:
     kind: str = ""  # one of LOAD_KINDS; "" = rate when a rate is given, else concurrency
     num_prompts: int | None = None  # a burst's size; a run's length (closed loops start with a burst of K)
     output_cv2: float = 0.0  # squared coefficient of variation of the output lengths (fixed 0, ShareGPT ~1)
+    #: every request has exactly these lengths (a benchmark's random dataset with --ignore-eos), not only these
+    #: means: closed-loop clients then stay in lock-step however many steps a wave's prompts take
+    fixed_lengths: bool = False
 
     def __post_init__(self) -> None:
         if self.input_tokens < 1 or self.output_tokens < 1:
