@@ -419,6 +419,14 @@ def test_models_lists_ids_repos_and_facts(tmp_path: Path) -> None:
     assert rows["qwen3-32b"]["repo"] == "Qwen/Qwen3-32B" and rows["qwen3-32b"]["source"].startswith("bundled config")
     table = vramlab("models", "--data-dir", str(tmp_path)).stdout
     assert "qwen3-8b" in table and max(len(line) for line in table.splitlines()) <= 100
+    # ids and repos are copied whole: at 100 columns the longest repos do not fit beside the longest id, so the
+    # table leaves the repo column to a wider terminal (and says how wide) rather than fold them
+    longest = max(len(r["id"]) for r in rows.values()) + max(len(r["repo"] or "-") for r in rows.values())
+    assert longest + 57 > 100 and f"repos in a terminal of {longest + 57} columns" in " ".join(table.split())
+    lines = table.splitlines()
+    assert all(any(line.startswith(f" {i} ") for line in lines) for i in rows)  # every id on one line
+    wide = vramlab("models", "--data-dir", str(tmp_path), env={"COLUMNS": str(longest + 57)}).stdout
+    assert all(any(f" {r['repo']} " in line for line in wide.splitlines()) for r in rows.values() if r["repo"])
 
 
 def test_a_saturated_answer_at_a_load_prints_its_words_not_markup(tmp_path: Path) -> None:

@@ -384,17 +384,26 @@ def print_finetune(result: dict[str, Any], console: _RichConsole | None = None) 
 
 def print_models(rows: list[dict[str, Any]], console: _RichConsole | None = None) -> None:
     console = console or Console()
-    table = _table(f"{len(rows)} models: use the id or the repo with size, fit and cheapest",
-                   caption="the tracked models (the watchlist) first, then the bundled registry, then the Hub "
-                           "configs the project ships; any other Hub repo id is looked up")
-    for col, just in (("id", "left"), ("repo", "left"), ("params B", "right"), ("active B", "right"),
-                      ("max ctx", "right"), ("native", "left")):
-        table.add_column(col, justify=just, overflow="fold", no_wrap=col == "id")  # an id is copied whole
+    # ids and repos are copied whole: the repo column is shown where both fit unfolded beside the figures (each
+    # column's text, its two padding spaces and a rule), else left to a wider terminal and --json
+    widths = [max([len(r[key] or "-") for r in rows] + [len(head)]) for key, head in (("id", "id"), ("repo", "repo"))]
+    needed = sum(widths) + len("params B  active B  max ctx  fp8_block") + 3 * 6 + 1
+    with_repo = needed <= console.width
+    caption = ("the tracked models (the watchlist) first, then the bundled registry, then the Hub configs the "
+               "project ships; any other Hub repo id is looked up")
+    if not with_repo:
+        caption += f"; repos in a terminal of {needed} columns or with --json"
+    table = _table(f"{len(rows)} models: use the id or the repo with size, fit and cheapest", caption=caption)
+    columns = [("id", "left"), ("repo", "left"), ("params B", "right"), ("active B", "right"), ("max ctx", "right"),
+               ("native", "left")]
+    for col, just in columns if with_repo else [c for c in columns if c[0] != "repo"]:
+        table.add_column(col, justify=just, overflow="fold", no_wrap=col in ("id", "repo"))
     for r in rows:
+        repo = [r["repo"] or "-"] if with_repo else []
         if r["error"]:
-            table.add_row(r["id"], r["repo"] or "-", "-", "-", "-", styled((r["error"][:40], "red")))
+            table.add_row(r["id"], *repo, "-", "-", "-", styled((r["error"][:40], "red")))
             continue
-        table.add_row(r["id"], r["repo"] or "-", _num(r["parameters"]), _num(r["activeParameters"]),
+        table.add_row(r["id"], *repo, _num(r["parameters"]), _num(r["activeParameters"]),
                       _ctx(r["maxContext"]) if r["maxContext"] else "-", r["nativeFormat"] or "-")
     _show(console, table)
 
