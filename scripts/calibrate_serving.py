@@ -2,8 +2,8 @@
 """Calibration of the serving model at a load: predicted vs measured on serving.csv, the fit of the few
 at-load constants, residual bands, and the at-load section of docs/calibration.md.
 
-    python scripts/calibrate_serving.py --fit   # fit the at-load constants (prints them: paste into step.py and
-                                                # steady_state.py), with 5-fold held-out figures
+    python scripts/calibrate_serving.py --fit   # fit the at-load constants (prints them: paste into step.py,
+                                                # scheduler.py and steady_state.py), with 5-fold held-out figures
     python scripts/calibrate_serving.py         # figures of the current constants: writes
                                                 # sizing_core/serving/bands.py and the tables of docs/calibration.md
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from calibrate import nelder_mead  # noqa: E402
 
-from sizing_core.serving import calibration, steady_state, step  # noqa: E402
+from sizing_core.serving import calibration, scheduler, steady_state, step  # noqa: E402
 
 QUANTITIES = ("ttft", "itl", "e2e", "tput")
 WEIGHTS = {"ttft": 1.0, "itl": 1.0, "e2e": 1.0, "tput": 0.5}
@@ -37,7 +37,8 @@ STEP_WEIGHT = 1.0  # the measured ITL against the step at the batch Little's law
 PARAMS = [(step, "MEMORY_KIND_FACTOR", k) for k in ("HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X")] + [
     (step, "OVERLAP", None), (step, "SEQ_US", None), (step, "MFU_FACTOR", None), (step, "MFU_GENERATION", "Ampere"),
     (step, "ROUTE_US", None), (step, "ROUTE_GENERATION", "Ampere"), (step, "NODE_HOP_MS", None),
-    (steady_state, "QUEUE_FACTOR", None)] + [(steady_state, "FLOOR_FACTOR", k) for k in ("vllm", "sglang")] + [
+    (scheduler.Scheduler, "queue_factor", None), (scheduler.SGLang, "queue_factor", None)] + [
+    (steady_state, "FLOOR_FACTOR", k) for k in ("vllm", "sglang")] + [
     (steady_state, "FRONT_MS", k) for k in ("vllm", "sglang")] + [(steady_state, "FRONT_TOKEN_US", None)]
 FLOOR = {"OVERLAP": 0.01, "SEQ_US": 0.5, "EXPERT_US": 0.1, "FRONT_MS": 1.0, "FRONT_TOKEN_US": 0.1, "ROUTE_US": 0.05, "NODE_HOP_MS": 0.5}  # start of a constant that is zero (log space)
 BANDS_PY = ROOT / "sizing_core" / "serving" / "bands.py"
@@ -222,7 +223,8 @@ def doc_tables(cs: list, fig: dict, table: dict, held: tuple[int, int]) -> str:
              f"| serving.step.ROUTE_US | {step.ROUTE_US:.4g} |",
              f"| serving.step.ROUTE_GENERATION | {step.ROUTE_GENERATION} |",
              f"| serving.step.NODE_HOP_MS | {step.NODE_HOP_MS:.4g} |",
-             f"| serving.steady_state.QUEUE_FACTOR | {steady_state.QUEUE_FACTOR:.4g} |",
+             f"| serving.scheduler.Scheduler.queue_factor (vLLM, llama.cpp) | {scheduler.Scheduler.queue_factor:.4g} |",
+             f"| serving.scheduler.SGLang.queue_factor | {scheduler.SGLang.queue_factor:.4g} |",
              f"| serving.steady_state.FLOOR_FACTOR | {steady_state.FLOOR_FACTOR} |",
              f"| serving.steady_state.FRONT_MS | {steady_state.FRONT_MS} |",
              f"| serving.steady_state.FRONT_TOKEN_US | {steady_state.FRONT_TOKEN_US:.4g} |"]
@@ -269,7 +271,8 @@ def main() -> int:
     if args.fit:
         report(figures(calibration.cases()))
         values = fit()
-        for (_, name, key), v in zip(PARAMS, values, strict=True):
+        for (owner, name, key), v in zip(PARAMS, values, strict=True):
+            name = f"{owner.__name__}.{name}" if isinstance(owner, type) else name  # a scheduler class's own
             print(f"{name}[{key!r}] = {v:.4g}" if key else f"{name} = {v:.4g}")
         report(figures(calibration.cases()))
         if not args.held_out:

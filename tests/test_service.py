@@ -5,6 +5,7 @@ webserver's GraphQL, as the UI does."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -65,11 +66,13 @@ def test_serve_runs_the_schedule_and_publishes(tmp_path: Path) -> None:
             assert not any(r["status"] == "FAILURE" for r in runs), runs
             time.sleep(5)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # vramlab serve stops its daemon and webserver
+        with contextlib.suppress(ProcessLookupError):  # already gone: the assertion above says why
+            os.killpg(proc.pid, signal.SIGTERM)  # vramlab serve stops its daemon and webserver
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert state and state["scheduleState"]["status"] == "RUNNING", state  # on by default under vramlab serve
     assert state["cronSchedule"] == "* * * * *"

@@ -432,3 +432,28 @@ def test_a_burst_queues_at_the_api_server_per_engine() -> None:
         state = solver.closed_state(1)
         # one prompt: its own prefill is the state's, so the extra is the API server's half turn alone
         assert solver.burst_extra_ms(1, state) == pytest.approx(solver.front_ms / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("engine_id", ["vllm", "sglang", "llama.cpp"])
+def test_the_prefill_wait_is_pollaczek_khinchine_times_the_schedulers_factor(engine_id: str) -> None:
+    """The open-loop wait for prefill capacity: ``Q rho / (1 - rho) x S x (c_a^2 + c_s^2) / 2`` (Poisson arrivals
+    c_a^2 = 1, fixed lengths c_s^2 = 0), with ``Q`` the scheduler class's own factor (SGLang's prefill batches pause
+    the decodes: a larger one than the mixed steps of vLLM and llama.cpp's server)."""
+    from sizing_core.serving.scheduler import SGLang as SGLangScheduler
+    from sizing_core.serving.scheduler import VllmV1, scheduler_for
+    from sizing_core.serving.steady_state import Solver
+
+    arch, gpu = case_arch("meta-llama__Llama-3.1-8B"), get_gpu("h100")
+    engine = get_engine(engine_id)
+    fmt = "bf16" if engine_id != "llama.cpp" else "q8_0"
+    start = startup_for_layout(arch, gpu, engine, fmt, 1, 1, 8192, "bf16", 1)
+    load = Workload(input_tokens=1000, output_tokens=200, rate=2.0)
+    sched = scheduler_for(engine, gpu, start)
+    solver = Solver(StepModel(arch, gpu, engine, fmt, 1, 1), sched, load)
+    state = solver.open_state(2.0)
+    assert state is not None and 0.05 < state.rho < 0.9
+    work = solver.work_ms(state.batch)
+    assert state.rho == pytest.approx(2.0 * work / 1000)
+    expected = type(sched).queue_factor * state.rho / (1 - state.rho) * work * (1 + 0) / 2
+    assert state.wait_ms == pytest.approx(expected)
+    assert SGLangScheduler.queue_factor > VllmV1.queue_factor

@@ -39,6 +39,9 @@ class Scheduler:
 
     engine_type: type[Engine] = Engine
     mixed = True
+    #: on the M/G/1 wait of the prefill queue (fitted at a load, scripts/calibrate_serving.py --fit): an arriving
+    #: prompt joins the next mixed step's chunk beside the decodes, so it seldom waits a whole prompt's share
+    queue_factor = 0.1723
     #: the launch command states how many requests run at once (vLLM's --max-num-seqs): at a load it is the
     #: scheduler's running count, not the memory plan's one request
     launch_states_running = False
@@ -121,6 +124,8 @@ def _sglang_chunk(gpu: GPU) -> int:
 class SGLang(Scheduler):
     engine_type = SGLangEngine
     mixed = False
+    #: a prompt waits for the prefill batches ahead of it, each pausing the decodes (fitted: 3.7x the M/G/1 wait)
+    queue_factor = 3.74
 
     def limits(self, workload: Workload) -> Limits:
         budget = self.engine.max_num_batched_tokens or _sglang_chunk(self.gpu)

@@ -13,7 +13,9 @@ is above what the setup sustains: ``saturated``, and :func:`max_rate` is the lar
   it arrives (``N T / 2`` while the engine is busy: one step, or vLLM V0's ``--num-scheduler-steps N``) + the wait for prefill capacity + its own prefill (chunks of what the step
   budget leaves beside the decodes, or SGLang's prefill batches). The wait is M/G/1 (Pollaczek-Khinchine with
   Kingman's arrival term): ``W = Q x rho / (1 - rho) x S x (c_a^2 + c_s^2) / 2``, ``rho`` the share of the prefill
-  capacity in use, ``S`` one prompt's prefill; its 90th percentile from the exponential tail,
+  capacity in use, ``S`` one prompt's prefill, ``Q`` the scheduler's fitted ``queue_factor`` (a prompt joining
+  vLLM's next mixed step seldom waits a whole share; SGLang's waits for the prefill batches ahead, each pausing the
+  decodes: fitted at 3.7x the M/G/1 wait); its 90th percentile from the exponential tail,
   ``W90 = W ln(10 rho) / rho``;
 - E2E = TTFT + (O - 1) ITL.
 
@@ -34,15 +36,14 @@ from .step import StepModel
 from .workload import Workload
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit) --------------------------------------------------------
-QUEUE_FACTOR = 0.2899  # on the M/G/1 wait of the prefill queue
 #: request handling before the first forward pass at a load (HTTP, chat template, tokenising, handing the request to
 #: the scheduler process): engines.speed's TTFT_FLOOR_MS (fitted on batch-1 TTFT rows) times this, per engine (their
 #: API servers differ: SGLang's tokenizer manager, vLLM's API server process); ``*`` for the others
-FLOOR_FACTOR = {"vllm": 0.7695, "sglang": 1.074, "*": 1.413}
+FLOOR_FACTOR = {"vllm": 0.7804, "sglang": 1.055, "*": 1.413}
 #: the API server takes requests in one at a time (HTTP, chat template, tokenising): a burst of N queues for
 #: N x (this + the prompt's tokens x FRONT_TOKEN_US) / 2 on average; per engine, as their API servers differ
-FRONT_MS = {"vllm": 5.065, "sglang": 10.34, "*": 5.065}
-FRONT_TOKEN_US = 0.1184  # tokenising: per prompt token
+FRONT_MS = {"vllm": 4.721, "sglang": 9.262, "*": 5.065}
+FRONT_TOKEN_US = 0.29  # tokenising: per prompt token
 SERVICE_CV2 = 0.0  # squared coefficient of variation of one prompt's prefill time (fixed lengths)
 # ------------------------------------------------------------------------------------------------------------------
 DEFAULT_NUM_PROMPTS = 1000  # benchmark_serving's default run length, for the backlog of a saturated run
@@ -97,7 +98,7 @@ class Solver:
         service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, self.limits)
         work = self.work_ms(batch)
         rho = min(max(rate * work / 1000, 0.0), RHO_CAP)
-        wait = QUEUE_FACTOR * rho / (1 - rho) * work * (cv2a + SERVICE_CV2) / 2
+        wait = self.sched.queue_factor * rho / (1 - rho) * work * (cv2a + SERVICE_CV2) / 2
         wait90 = wait * math.log(10 * rho) / rho if rho > 0.1 else 0.0
         return service, rho, wait, wait90
 

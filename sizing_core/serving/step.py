@@ -46,33 +46,33 @@ from ..units import GB, GIB
 # (token, expert) pick and MoE layer (1.8x that on Ampere), its matrix work at 1.02x the batch-1 prefill MFU (1.3x
 # that on Ampere); a pipeline hop between machines costs 1.5 ms a step
 #: vLLM/SGLang batched steps stream at engines.speed's batch-1 efficiency times this, per memory kind
-MEMORY_KIND_FACTOR = {"HBM2": 1.073, "HBM2e": 1.524, "HBM3": 1.398, "HBM3e": 1.63, "GDDR6": 0.6315, "GDDR6X": 0.7491,
+MEMORY_KIND_FACTOR = {"HBM2": 1.066, "HBM2e": 1.472, "HBM3": 1.368, "HBM3e": 1.63, "GDDR6": 0.6322, "GDDR6X": 0.7425,
                       "GDDR7": 1.0, "LPDDR": 1.0}
 #: share of the smaller of bandwidth and compute time a kernel (the matrix products, attention) does not hide under
 #: the larger one
-OVERLAP = 0.4691
+OVERLAP = 0.4671
 #: per running request and step (vLLM/SGLang): scheduling, sampling, detokenising, attention metadata
-SEQ_US = 36.82
+SEQ_US = 34.13
 #: per distinct routed expert a MoE layer runs in a step (a grouped-GEMM tile set of its own); fitted at 2.7 us it
 #: made small-batch MoE steps twice too slow (DeepSeek, Qwen3-Coder-480B, MiniMax at 4-64 clients): left at zero
 EXPERT_US = 0.0
 #: a step's matrix work at a load (decode batch and prompt chunks) runs at engines.speed's prefill MFU times this
-MFU_FACTOR = 1.015
+MFU_FACTOR = 1.006
 #: and times this on a GPU generation whose tensor cores the engines' kernels bring nearer to (or further from)
 #: their peak than the batch-1 MFU says: Ampere's dense peak is reached with plain MMA tiles, Hopper's needs
 #: warp-group MMA and TMA pipelines that not every kernel of a step uses
-MFU_GENERATION = {"Ampere": 1.295}
+MFU_GENERATION = {"Ampere": 1.299}
 #: per token and routed expert it picks, per MoE layer and step (vLLM/SGLang fused MoE): the router's top-k, the
 #: permute/unpermute of the token's hidden state to its experts and the weighted sum back, on every rank of the TP
 #: group (each rank runs every token's experts, sharded; with expert parallelism a rank runs its share). It is what
 #: makes a MoE step at a batch of hundreds (and a MoE prompt) slower than its bytes and FLOPs
-ROUTE_US = 0.08875
+ROUTE_US = 0.09841
 #: and times this on a GPU generation whose SMs run those small kernels slower (Ampere: fewer SMs at a lower clock
 #: than Hopper, no TMA for the gathers)
-ROUTE_GENERATION = {"Ampere": 1.823}
+ROUTE_GENERATION = {"Ampere": 1.606}
 #: per pipeline hop between machines and step (vLLM's pipeline stages on two machines over Ray: the activations'
 #: send and each remote stage's own step dispatch); hops inside one machine cost what engines.speed's HOP_MS says
-NODE_HOP_MS = 1.534
+NODE_HOP_MS = 1.047
 # ------------------------------------------------------------------------------------------------------------------
 MAX_EFFICIENCY = 0.95  # no kernel streams more than this share of the spec bandwidth
 PCIE_GBS = 25.0  # host-to-device streaming of --cpu-offload-gb weights (PCIe 4.0 x16 in practice; offload.py)
