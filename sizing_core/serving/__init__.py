@@ -153,7 +153,7 @@ def serve(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, tp: int, pp: i
             backlog, itl, batch = solver.overloaded_run(rate, n)
             # the prompts arrive at the rate asked and are prefilled beside the batch the run grew to: their wait
             # for prefill capacity is that queue's (the overload is the decodes', not the prefill's)
-            service, rho, wait, wait90 = solver._queue(batch, 0.0, itl, rate, workload.arrival_cv2)
+            service, rho, wait, wait90 = solver._queue(batch, rate, workload.arrival_cv2)
             state = replace(state, batch=batch, prefill_ms=service, wait_ms=wait, wait_p90_ms=wait90, rho=rho)
         busy = min(1.0, state.batch + state.throughput * state.prefill_ms / 1000)
         window = solver.window * state.step_ms  # the scheduling window a prompt arrives in

@@ -5,8 +5,8 @@ the call ``vramlab fit ... --rate R`` makes. Reading package data is the only I/
 Each row becomes a setup (config, GPU, engine with the settings the row states, TP x PP, DP replicas sharing the
 load) and a :class:`Workload` (the row's mean lengths, its rate, clients or burst size, its run length and how its
 output lengths spread: ShareGPT ~ exponential, the ``random`` dataset's range ratio ``r`` uniform from ``r`` to 1 of
-the maximum, else fixed: every request those very lengths). Measured: mean TTFT, ITL (or TPOT), E2E (medians where means are not given; a median E2E
-over ShareGPT's spread of output lengths is set against the median-length request's, ``ln 2`` of the mean output,
+the maximum, else fixed: every request those very lengths). Measured: mean TTFT, ITL (or TPOT), E2E (medians where
+means are not given; a median E2E over ShareGPT's spread of output lengths is set against the median-length request's, ``ln 2`` of the mean output,
 and a median TTFT against the median-length prompt's prefill, :func:`median_prompt_saving_ms`) and output tokens/s;
 an ITL more than twice what the row's own (E2E - TTFT) / (O - 1) gives is not counted (the client timed chunks of
 several tokens), nor a burst's TTFT below what its prompts take at the GPUs' peak FLOPs (:func:`prefill_bound_ms`:
@@ -86,9 +86,10 @@ def output_cv2(row: dict[str, str]) -> float:
 def workload(row: dict[str, str], replicas: int = 1) -> Workload:
     kind = row["load_kind"]
     prompts = _int(row.get("num_prompts"))
+    spread = output_cv2(row)
     common = dict(input_tokens=max(1, round(float(row["input_tokens"]))),
-                  output_tokens=max(1, round(float(row["output_tokens"]))), output_cv2=output_cv2(row),
-                  fixed_lengths=output_cv2(row) == 0.0)
+                  output_tokens=max(1, round(float(row["output_tokens"]))), output_cv2=spread,
+                  fixed_lengths=spread == 0.0)
     if kind in ("rate", "rate-constant"):
         return Workload(rate=float(row["request_rate"]) / replicas, kind=kind,
                         num_prompts=prompts // replicas if prompts else None, **common)

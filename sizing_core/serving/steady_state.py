@@ -92,7 +92,7 @@ class Solver:
             return prompt / room * self.step(batch, room)
         return prompt / limits.token_budget * self.model.prefill_ms(limits.token_budget, prompt)
 
-    def _queue(self, batch: float, prefill: float, step_ms: float, rate: float, cv2a: float) -> tuple:
+    def _queue(self, batch: float, rate: float, cv2a: float) -> tuple:
         """(S, rho, W, W90) of the prefill queue at this state, open loop: M/G/1 (Kingman) with the prompt's
         share of the prefill capacity as its service."""
         service = self.sched.prefill_service_ms(self.model, batch, self.held, self.w, self.limits)
@@ -164,7 +164,7 @@ class Solver:
         if t is None:
             return None
         batch, prefill = rate * self.decodes * t / 1000, rate * self.w.input_tokens * t / 1000
-        service, rho, wait, wait90 = self._queue(batch, prefill, t, rate, self.w.arrival_cv2)
+        service, rho, wait, wait90 = self._queue(batch, rate, self.w.arrival_cv2)
         return State(step_ms=t, batch=batch, prefill_tokens=prefill, prefill_ms=service, wait_ms=wait,
                      wait_p90_ms=wait90, rho=rho, throughput=rate)
 

@@ -39,12 +39,12 @@ from ..roofline import _active_params, _attention_flops_per_token, _cache_bytes_
 from ..units import GB, GIB
 
 # --- fitted at a load (scripts/calibrate_serving.py --fit; docs/calibration.md "At a load") ----------------------
-# on serving.csv (149 of 213 cases predicted): vLLM/SGLang stream at 0.89 of the spec bandwidth on HBM2e (A100
-# 80GB), 0.63 on HBM2 (A100 40GB), at the cap of 0.95 on HBM3e (H200, B200), 0.82 on HBM3 (H100, MI300X), 0.75 on
+# on serving.csv (149 of 213 cases predicted): vLLM/SGLang stream at 0.86 of the spec bandwidth on HBM2e (A100
+# 80GB), 0.63 on HBM2 (A100 40GB), at the cap of 0.95 on HBM3e (H200, B200), 0.80 on HBM3 (H100, MI300X), 0.74 on
 # GDDR6X (RTX 3090) and 0.63 on GDDR6 (L4, L40S); the matrix products and attention each hide 53% of the smaller of
-# their bandwidth and compute time (overlap 0.47); a step pays 37 us per running request and 0.089 us per routed
-# (token, expert) pick and MoE layer (1.8x that on Ampere), its matrix work at 1.02x the batch-1 prefill MFU (1.3x
-# that on Ampere); a pipeline hop between machines costs 1.5 ms a step
+# their bandwidth and compute time (overlap 0.47); a step pays 34 us per running request and 0.098 us per routed
+# (token, expert) pick and MoE layer (1.6x that on Ampere), its matrix work at 1.01x the batch-1 prefill MFU (1.3x
+# that on Ampere); a pipeline hop between machines costs 1.0 ms a step
 #: vLLM/SGLang batched steps stream at engines.speed's batch-1 efficiency times this, per memory kind
 MEMORY_KIND_FACTOR = {"HBM2": 1.066, "HBM2e": 1.472, "HBM3": 1.368, "HBM3e": 1.63, "GDDR6": 0.6322, "GDDR6X": 0.7425,
                       "GDDR7": 1.0, "LPDDR": 1.0}
