@@ -59,3 +59,19 @@ def test_the_cli_reads_the_hub_record_where_the_ingest_wrote_it(tmp_path: Path) 
     state.state["Qwen/Qwen3-8B"] = {"sha": "../../etc/passwd"}
     state.flush()
     assert hub_record(DataDir(tmp_path), "Qwen/Qwen3-8B") is None
+
+
+def test_move_aside_takes_the_wal_along_under_the_same_stamp(tmp_path: Path) -> None:
+    """A database killed mid-write leaves a WAL: it moves aside with the file, under the file's name plus ``.wal``."""
+    from datetime import UTC, datetime
+
+    from pipeline.ops.rebuild import move_aside
+
+    db = tmp_path / "vramlab.duckdb"
+    db.write_bytes(b"db")
+    (tmp_path / "vramlab.duckdb.wal").write_bytes(b"wal")
+    aside = move_aside(db, now=datetime(2026, 12, 7, 21, 30, 19, tzinfo=UTC))
+    assert aside == tmp_path / "vramlab.duckdb.aside-20261207T213019Z"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vramlab.duckdb.aside-20261207T213019Z",
+                                                         "vramlab.duckdb.aside-20261207T213019Z.wal"]
+    assert aside.read_bytes() == b"db" and move_aside(db) is None
