@@ -30,29 +30,30 @@ llama.cpp (``src/llama-kv-cache*.cpp``): ``n_ctx`` cells of every full-attention
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .architecture import Architecture
 from .cache_spec import CacheSpec, cdiv, pad
 from .kv_cache import cache_bytes
-from .memo import model_memo
+from .memo import model_memo, remembered
 
 BLOCK_SIZE = 16  # vLLM's default KV block (tokens per page)
 HYBRID_GROUP_SLACK = 1.25  # vLLM groups layers by the largest count when the counts differ by less than this
 
 def layer_specs(arch: Architecture, layers: range, kv_dtype: str, tp: int, context: int,
-                state_f32: bool = False) -> list[CacheSpec]:
+                state_f32: bool = False) -> tuple[CacheSpec, ...]:
     """The cache specs of ``layers`` on one GPU of a TP group, each from its layer class (``Kind.cache_specs``; a
     ParallelHybrid layer gives two); ``state_f32``: recurrent state kept in float32 whatever the checkpoint dtype
     (llama.cpp's r/s buffers). Memoised per model object and arguments (the same for every GPU kind; the serving
-    rule asks for each)."""
+    rule asks for each): the same tuple object each time, so the pools can memoise their paging by it."""
     key = (id(arch), layers.start, layers.stop, layers.step, kv_dtype, tp, context, state_f32)
     hit = _SPECS.get(key)
     if hit is None or hit[0] is not arch:
         if len(_SPECS) > 8192:
             _SPECS.clear()
         hit = _SPECS[key] = (arch, tuple(_layer_specs(arch, layers, kv_dtype, tp, context, state_f32)))
-    return list(hit[1])
+    return hit[1]
 
 
 _SPECS: dict[tuple, tuple[Architecture, tuple[CacheSpec, ...]]] = model_memo()
@@ -82,11 +83,50 @@ class Pool:
     note: str = ""
 
 
-def vllm_pool(specs: list[CacheSpec], pool_bytes: float, max_model_len: int, mnbt: int, *, state_pages: int = 1,
-              concurrency_tokens: bool = True, hybrid_manager: bool = True) -> Pool:
+@dataclass(frozen=True)
+class Paging:
+    """How vLLM pages one GPU's layers, whatever the pool's size: the page (bytes of one block of one group's
+    layer), layers per group, groups, the blocks one request of ``max_model_len`` takes in all groups, and the
+    smallest block (tokens)."""
+
+    page: float
+    group_size: int
+    groups: int
+    per_request: int
+    block_size: int
+    note: str
+
+
+def vllm_pool(specs: Sequence[CacheSpec], pool_bytes: float, max_model_len: int, mnbt: int, *,
+              state_pages: int = 1, concurrency_tokens: bool = True, hybrid_manager: bool = True) -> Pool:
     """vLLM V1's paging of ``pool_bytes`` for the layers of one GPU (see the module docstring)."""
     if not specs:
         return Pool(tokens=0, max_concurrency=math.inf, request_bytes=0.0, block_size=BLOCK_SIZE, groups=0)
+    paging = vllm_paging(specs, max_model_len, mnbt, state_pages, hybrid_manager)
+    page, group_size, groups, per_request = paging.page, paging.group_size, paging.groups, paging.per_request
+    num_blocks = max(int(pool_bytes // (page * group_size)), 0) if pool_bytes > 0 else 0
+    max_conc = num_blocks / per_request if per_request else math.inf
+    if concurrency_tokens or groups == 1:
+        tokens = int(max_conc * max_model_len) if groups > 1 else num_blocks * paging.block_size
+    else:
+        tokens = num_blocks // groups * paging.block_size
+    return Pool(tokens=tokens, max_concurrency=max_conc, request_bytes=per_request * page * group_size,
+                block_size=paging.block_size, groups=groups, note=paging.note)
+
+
+def vllm_paging(specs: Sequence[CacheSpec], max_model_len: int, mnbt: int, state_pages: int = 1,
+                hybrid_manager: bool = True) -> Paging:
+    """:class:`Paging` of ``specs`` (non-empty), memoised per specs object (:func:`layer_specs`' tuples; an entry
+    keeps its object) and arguments: the start-up figures of every GPU kind and layout of a model ask it again."""
+    return remembered(_PAGING, (id(specs), max_model_len, mnbt, state_pages, hybrid_manager), specs,
+                      lambda: _vllm_paging(specs, max_model_len, mnbt, state_pages, hybrid_manager))
+
+
+_PAGING: dict[tuple, tuple[Sequence[CacheSpec], Paging]] = model_memo()
+
+
+def _vllm_paging(specs: Sequence[CacheSpec], max_model_len: int, mnbt: int, state_pages: int,
+                 hybrid_manager: bool) -> Paging:
     if not hybrid_manager:  # every attention layer sized as full attention (older vLLM for some hybrids)
         specs = [s.as_full_attention() for s in specs]
     by_type: dict[tuple, list[CacheSpec]] = {}
@@ -109,22 +149,17 @@ def vllm_pool(specs: list[CacheSpec], pool_bytes: float, max_model_len: int, mnb
         group_size = max(counts)
     per_type_groups = {k: cdiv(len(v), group_size) for k, v in by_type.items()}
     groups = sum(per_type_groups.values())
-    num_blocks = max(int(pool_bytes // (page * group_size)), 0) if pool_bytes > 0 else 0
     per_request = 0
     for s in kinds:
         need = s.blocks_per_request(blocks_of.get(s.key, block), max_model_len, mnbt, state_pages)
         per_request += need * per_type_groups[s.key]
-    max_conc = num_blocks / per_request if per_request else math.inf
-    if concurrency_tokens or groups == 1:
-        tokens = int(max_conc * max_model_len) if groups > 1 else num_blocks * min(blocks_of.values(), default=block)
-    else:
-        tokens = num_blocks // groups * min(blocks_of.values(), default=block)
-    note = f"{groups} cache group(s) of {group_size} layers, {min(blocks_of.values(), default=block)}-token blocks"
-    return Pool(tokens=tokens, max_concurrency=max_conc, request_bytes=per_request * page * group_size,
-                block_size=min(blocks_of.values(), default=block), groups=groups, note=note)
+    smallest = min(blocks_of.values(), default=block)
+    note = f"{groups} cache group(s) of {group_size} layers, {smallest}-token blocks"
+    return Paging(page=page, group_size=group_size, groups=groups, per_request=per_request, block_size=smallest,
+                  note=note)
 
 
-def sglang_pool(specs: list[CacheSpec], pool_bytes: float, max_model_len: int, *, hybrid_swa: bool = True,
+def sglang_pool(specs: Sequence[CacheSpec], pool_bytes: float, max_model_len: int, *, hybrid_swa: bool = True,
                 swa_ratio: float = 0.8) -> Pool:
     """SGLang's token pool: full-attention (and MLA) layers share ``cell_size`` bytes per token; sliding layers a
     second pool of ``swa_ratio`` x as many tokens (or the same pool when the model turns hybrid SWA off); recurrent
@@ -146,11 +181,20 @@ def sglang_pool(specs: list[CacheSpec], pool_bytes: float, max_model_len: int, *
                 groups=1 + (swa > 0), note=f"cell {cell:,.0f} B per token" + (", hybrid SWA pool" if swa else ""))
 
 
-def llamacpp_pool(specs: list[CacheSpec], n_ctx: int, n_seq: int, n_ubatch: int, *, unified: bool = False,
+def llamacpp_pool(specs: Sequence[CacheSpec], n_ctx: int, n_seq: int, n_ubatch: int, *, unified: bool = False,
                   swa_full: bool = False) -> tuple[float, float]:
     """llama.cpp's KV buffer and recurrent-state buffer bytes for these layers (specs built with ``state_f32``):
     ``n_ctx`` cells in total (``n_ctx / n_seq`` per sequence), sliding layers capped per sequence, one recurrent
-    state per sequence."""
+    state per sequence. Memoised per specs object (:func:`layer_specs`' tuples) and arguments."""
+    return remembered(_LLAMACPP, (id(specs), n_ctx, n_seq, n_ubatch, unified, swa_full), specs,
+                      lambda: _llamacpp_pool(specs, n_ctx, n_seq, n_ubatch, unified, swa_full))
+
+
+_LLAMACPP: dict[tuple, tuple[Sequence[CacheSpec], tuple[float, float]]] = model_memo()
+
+
+def _llamacpp_pool(specs: Sequence[CacheSpec], n_ctx: int, n_seq: int, n_ubatch: int, unified: bool,
+                   swa_full: bool) -> tuple[float, float]:
     kv = 0.0
     for s in specs:
         kv += s.llamacpp_kv_bytes(n_ctx, n_seq, n_ubatch, unified=unified, swa_full=swa_full)
@@ -158,5 +202,5 @@ def llamacpp_pool(specs: list[CacheSpec], n_ctx: int, n_seq: int, n_ubatch: int,
     return kv, state
 
 
-__all__ = ["BLOCK_SIZE", "HYBRID_GROUP_SLACK", "Pool", "layer_specs", "llamacpp_pool", "pad", "sglang_pool",
-           "vllm_pool"]
+__all__ = ["BLOCK_SIZE", "HYBRID_GROUP_SLACK", "Paging", "Pool", "layer_specs", "llamacpp_pool", "pad",
+           "sglang_pool", "vllm_paging", "vllm_pool"]

@@ -154,41 +154,92 @@ def test_every_published_setup_serves_its_load_as_the_engine_would(published: di
     assert [r for r in rows if r[5] < r[2]] == []
 
 
+#: GPUs of each memory class and engine, for the step floors' checks
+FLOOR_GPUS = ("h100", "a100-80gb-pcie", "mi300x", "rtx-4090", "l40s", "mac-m3-ultra-512")
+
+
+def floor_cases():  # type: ignore[no-untyped-def]
+    """(model, format, its active weight bytes, GPU, engine) of every bundled config in four formats on
+    :data:`FLOOR_GPUS`, with the GPU's default engine and llama.cpp: what the step floors are checked on."""
+    from helpers import all_config_names
+
+    from pipeline.compute.rates import weight_bytes
+    from sizing_core.engines import ENGINES, default_engine
+    from sizing_core.gpus import catalog
+
+    gpus = [catalog()[g] for g in FLOOR_GPUS]
+    for name in all_config_names():
+        a = arch(name)
+        for fmt in ("native", "fp8", "q4_k_m", "mxfp4"):
+            active = weight_bytes(a, fmt)[1]
+            for gpu in gpus:
+                for engine in {default_engine(gpu), ENGINES["llama.cpp"]}:
+                    yield a, fmt, active, gpu, engine
+
+
+def layouts(a):  # type: ignore[no-untyped-def]
+    """(TP, PP, nodes) of every valid TP up to 8, PP 1-2, one and two machines."""
+    from sizing_core.placement.search import valid_tensor_parallel
+
+    for tp in (t for t in (1, 2, 4, 8) if valid_tensor_parallel(a, t)):
+        for pp, nodes in ((1, 1), (2, 1), (2, 2)):
+            yield tp, pp, nodes
+
+
 def test_no_layout_decodes_faster_than_the_step_floor_the_search_ranks_by() -> None:
     """The per-token pruning is exact only if every layout's decode step takes at least spread / TP + fixed
     (``engines.speed.decode_step_floor`` of the active weights, ``rates.weight_bytes``): checked on every bundled
     config at two loads, four formats, GPUs of each memory class and engine, every valid TP up to 8, PP 1-2, one and
     two nodes. And the floor is tight where nothing else costs: a dense model at one request on one GPU decodes no
     slower than the floor by more than its embedding row and compute (< 0.5 %)."""
-    from helpers import all_config_names
-
     from pipeline.compute.rates import weight_bytes
-    from sizing_core.engines import ENGINES, default_engine
+    from sizing_core.engines import ENGINES
     from sizing_core.engines.speed import decode_step, decode_step_floor
     from sizing_core.gpus import catalog
-    from sizing_core.placement.search import valid_tensor_parallel
 
-    gpus = [catalog()[g] for g in ("h100", "a100-80gb-pcie", "mi300x", "rtx-4090", "l40s", "mac-m3-ultra-512")]
     checked = 0
-    for name in all_config_names():
-        a = arch(name)
-        for fmt in ("native", "fp8", "q4_k_m", "mxfp4"):
-            active = weight_bytes(a, fmt)[1]
-            for context, batch in ((8192, 1), (32768, 8)):
-                for gpu in gpus:
-                    for engine in {default_engine(gpu), ENGINES["llama.cpp"]}:
-                        floor = decode_step_floor(a, gpu, engine, active, context, batch)
-                        assert floor is not None
-                        spread, fixed = floor
-                        for tp in (t for t in (1, 2, 4, 8) if valid_tensor_parallel(a, t)):
-                            for pp, nodes in ((1, 1), (2, 1), (2, 2)):
-                                step = decode_step(a, gpu, engine, fmt, tp, pp, context, batch, nodes=nodes)
-                                assert step is not None
-                                assert step.total_ms >= (spread / tp + fixed) * (1 - 1e-9), (name, fmt, gpu.id, tp)
-                                checked += 1
+    for a, fmt, active, gpu, engine in floor_cases():
+        for context, batch in ((8192, 1), (32768, 8)):
+            floor = decode_step_floor(a, gpu, engine, active, context, batch)
+            assert floor is not None
+            spread, fixed = floor
+            for tp, pp, nodes in layouts(a):
+                step = decode_step(a, gpu, engine, fmt, tp, pp, context, batch, nodes=nodes)
+                assert step is not None
+                assert step.total_ms >= (spread / tp + fixed) * (1 - 1e-9), (a.model_type, fmt, gpu.id, tp)
+                checked += 1
     assert checked > 5000
     llama = arch("meta-llama__Llama-3.1-8B")
     h100, vllm = catalog()["h100"], ENGINES["vllm"]
     spread, fixed = decode_step_floor(llama, h100, vllm, weight_bytes(llama, "bf16")[1], 8192, 1)
     step = decode_step(llama, h100, vllm, "bf16", 1, 1, 8192, 1)
     assert spread + fixed <= step.total_ms <= (spread + fixed) * 1.005
+
+
+def test_no_layout_steps_faster_at_a_load_than_the_floor_screen_says() -> None:
+    """The default floor's group screen (``service_setups.group_screen``) drops a group only if no layout of it
+    can decode fast enough per user, by ``serving.step.least_step_ms``: so no step at a load (``StepModel``, one
+    request or a batch, holding the prompt or more) may be faster than it, on any TP up to the instance's GPUs, PP
+    1-2, one or two machines, any format with at least the active weights given. Checked on every bundled config,
+    four formats, GPUs of each memory class, the GPU's engine and llama.cpp."""
+    from pipeline.compute.rates import weight_bytes
+    from sizing_core.engines import ENGINES
+    from sizing_core.gpus import catalog
+    from sizing_core.serving.step import StepModel, least_step_ms
+
+    checked = 0
+    for a, fmt, active, gpu, engine in floor_cases():
+        least = least_step_ms(a, gpu, engine, active, 7680, 8)
+        assert least is not None and least > 0
+        for tp, pp, nodes in layouts(a):
+            model = StepModel(a, gpu, engine, fmt, tp, pp, nodes=nodes)
+            for batch, held in ((1.0, 7680), (8.0, 8192)):
+                step = model.step(batch, held).total_ms
+                assert step >= least * (1 - 1e-9), (a.model_type, fmt, gpu.id, engine.id, tp, pp, batch)
+                checked += 1
+    assert checked > 10000
+    # and it is tight where nothing else costs: a dense model, one request, one GPU, no compute-bound part
+    llama, h100, vllm = arch("meta-llama__Llama-3.1-8B"), catalog()["h100"], ENGINES["vllm"]
+    step = StepModel(llama, h100, vllm, "bf16", 1, 1).step(1.0, 1024).total_ms
+    least = least_step_ms(llama, h100, vllm, weight_bytes(llama, "bf16")[1], 1024, 1)
+    assert least <= step <= least * 1.05

@@ -217,6 +217,40 @@ def at_service_level(server: SetupServer, candidates: Callable[[int], list[Setup
         k = min(limit, 4 * k)
 
 
+def group_screen(arch: Architecture, level: ServiceLevel, load: Workload, formats: Iterable[str],
+                 engine_of: Callable[[GPU], Any]) -> Callable[[GPU, int], bool]:  # noqa: ANN401 - an Engine
+    """For :func:`~pipeline.compute.setups.cheapest_setups`' ``screen``: False for a group (GPU kind, GPUs per
+    instance) none of whose setups can meet ``level`` at ``load`` in any of ``formats``, decided before anything
+    is placed. Such a group serves no request (no bandwidth figure), cannot have its TTFT judged (no tensor-core
+    rate: the level's TTFT bound is never met), or decodes slower per user than the level on its fastest layout
+    (:func:`~sizing_core.serving.step.least_step_ms` with TP at most one instance, the format with the fewest
+    active bytes; missed by more than :data:`SCREEN_MARGIN`). ``engine_of``: the search's engine per GPU kind."""
+    from pipeline.compute.rates import weight_bytes
+    from sizing_core.engines import effective_format
+    from sizing_core.engines.speed import _peak
+    from sizing_core.serving.step import least_step_ms
+
+    formats = tuple(formats)
+    weights = min(weight_bytes(arch, f)[1] for f in formats)
+    kept: dict[tuple[str, int], bool] = {}
+
+    def may_meet(gpu: GPU, per_instance: int) -> bool:
+        key = (gpu.id, per_instance)
+        if key not in kept:
+            engine = engine_of(gpu)
+            ok = gpu.bandwidth_gbs is not None
+            if ok and level.ttft_ms_p90 is not None:
+                ok = any(_peak(gpu, effective_format(arch, f), native, engine) for f in formats
+                         for native in (True, False))
+            if ok and level.min_tokens_per_s is not None:
+                least = least_step_ms(arch, gpu, engine, weights, load.input_tokens, per_instance)
+                ok = least is None or 1000.0 / least * SCREEN_MARGIN >= level.min_tokens_per_s
+            kept[key] = ok
+        return kept[key]
+
+    return may_meet
+
+
 def why_none(judged: Iterable[Served], level: ServiceLevel, searched: int | None = None) -> str:
     """One line saying why no setup meets ``level``: the nearest miss's shortfall among ``judged``
     (``searched``: how many of the cheapest setups were served looking for one)."""
@@ -241,18 +275,20 @@ def floor_setups(arch: Architecture, grouped: Any, context: int, concurrency: in
                  model: tuple[str, str] | None = None) -> list[Setup]:
     """The ``top`` cheapest setups (most faithful format per rented configuration, by price, RPC chains last)
     meeting :data:`DEFAULT_FLOOR` at the standard workload of ``concurrency`` requests of ``context`` tokens,
-    among the ``limit`` cheapest; ``planners``: one per format of :data:`~pipeline.compute.answers.FIDELITY` at
-    least (shared with the load's other lists); ``cache`` and ``model`` (id, revision): what earlier runs served
+    among the ``limit`` cheapest of the groups that may meet it (:func:`group_screen`: the groups that surely miss
+    it are neither placed nor counted); ``planners``: one per format of :data:`~pipeline.compute.answers.FIDELITY`
+    at least (shared with the load's other lists); ``cache`` and ``model`` (id, revision): what earlier runs served
     of this model's layouts at this load (:mod:`pipeline.compute.serving_cache`)."""
     from pipeline.compute.answers import FIDELITY, overall
 
-    server = SetupServer(arch, standard_workload(context, concurrency), context, cache=cache,
-                         model=model if cache is not None else None)
+    load = standard_workload(context, concurrency)
+    server = SetupServer(arch, load, context, cache=cache, model=model if cache is not None else None)
+    screen = group_screen(arch, DEFAULT_FLOOR, load, FIDELITY, planners[FIDELITY[0]].engine)
 
     def candidates(k: int) -> list[Setup]:
         found = practical_setups(arch, FIDELITY, grouped, context=context, concurrency=concurrency, top=k,
                                  allocations=grouped.allocations, planner={f: planners[f] for f in FIDELITY},
-                                 as_of=as_of, sort="price", allow_rpc=True)
+                                 as_of=as_of, sort="price", allow_rpc=True, screen=screen)
         return overall(found, top=k, allow_rpc=True)
 
     kept, _ = at_service_level(server, candidates, DEFAULT_FLOOR, top, limit=limit)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -331,7 +331,7 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
                     *, context: int = 8192, concurrency: int = 1, kv_cache_dtype: str = "bf16", top: int = 5,
                     allocations: tuple[str, ...] = ON_DEMAND, planner: Planner | dict[str, Planner] | None = None,
                     as_of: datetime | None = None, sort: Sort = "price", by_region: bool = False,
-                    rpc: bool = True) -> list[Setup]:
+                    rpc: bool = True, screen: Callable[[GPU, int], bool] | None = None) -> list[Setup]:
     """The ``top`` cheapest distinct setups (one per provider x instance type x price, the regions in ``regions``;
     ``by_region``: one per region) serving ``concurrency`` requests of ``context`` tokens, by price or by cost per
     output token at that load. ``fmt``: one format, or several from most to least faithful: each rented
@@ -339,7 +339,9 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
     ``planner`` (a dict: one per format) shares placements between calls, ``OfferGroups`` (built for
     ``allocations``) the grouping between models. With ``as_of``, a price converted with an ECB rate older than
     :data:`FX_STALE_AFTER_DAYS` is marked and flagged (the rate's date travels with the price as ``fx_date``).
-    ``rpc=False``: no llama.cpp RPC chain (``pipeline/compute/service_setups.practical_setups`` ranks them last)."""
+    ``rpc=False``: no llama.cpp RPC chain (``pipeline/compute/service_setups.practical_setups`` ranks them last).
+    ``screen(gpu, gpus_per_instance)`` False: no setup of that group is wanted (it surely misses a service level),
+    so the group is neither placed nor counted: the answer is the ``top`` cheapest of the groups it keeps."""
     gpus = catalog()
     formats = (fmt,) if isinstance(fmt, str) else tuple(fmt)
     given = planner if isinstance(planner, dict) else {formats[0]: planner} if planner is not None else {}
@@ -381,6 +383,8 @@ def cheapest_setups(arch: Architecture, fmt: str | tuple[str, ...], offers: Iter
             break
         gpu = gpus[gpu_id]
         if not exact:
+            if screen is not None and not screen(gpu, per_instance):
+                continue
             need = held.gpus_floor(gpu)
             if need > per_instance and not held.engine(gpu).splits_layers:
                 continue  # one instance is too small and the engine cannot span machines: no setup

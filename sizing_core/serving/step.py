@@ -29,6 +29,7 @@ from ..engines.speed import (
     PREFILL_MFU,
     _peak,
     bandwidth_efficiency,
+    decode_step_floor,
     family,
     fixed_ms,
 )
@@ -105,6 +106,30 @@ def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
     return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
 
 
+def step_efficiency(engine: Engine, gpu: GPU) -> float:
+    """The share of the spec bandwidth a step at a load streams at: engines.speed's batch-1 efficiency, for
+    vLLM/SGLang times :data:`MEMORY_KIND_FACTOR` (at most :data:`MAX_EFFICIENCY`)."""
+    eff = bandwidth_efficiency(engine, gpu)
+    if family(engine) == "server":
+        eff = min(MAX_EFFICIENCY, eff * MEMORY_KIND_FACTOR.get(memory_kind(gpu), 1.0))
+    return eff
+
+
+def least_step_ms(arch: Architecture, gpu: GPU, engine: Engine, weights: float, held: float, max_tp: int,
+                  kv_cache_dtype: str = "bf16") -> float | None:
+    """A lower bound of one request's step (:meth:`StepModel.step` at batch 1 holding ``held`` tokens) on every
+    layout of at most ``max_tp`` GPUs per TP group, any pipeline stages, machines and support, in any format whose
+    active weights are at least ``weights`` bytes: engines.speed's :func:`decode_step_floor` (the bytes over the
+    bandwidth, the fixed costs every layout pays) at the step's own bandwidth efficiency. The ITL of any load on
+    such a layout is at least this (a step only grows with the batch, the tokens held and the prompt chunks).
+    None without a bandwidth figure."""
+    floor = decode_step_floor(arch, gpu, engine, weights, max(1, round(held)), 1, kv_cache_dtype)
+    if floor is None:
+        return None
+    spread, fixed = floor
+    return spread * bandwidth_efficiency(engine, gpu) / step_efficiency(engine, gpu) / max(1, max_tp) + fixed
+
+
 @dataclass(frozen=True)
 class Step:
     bandwidth_ms: float
@@ -146,10 +171,7 @@ class StepModel:
         self.moe_layers = tuple((e, k, n) for (e, k), n in groups.items())
         self.routed = sum(k * n for _, k, n in self.moe_layers)  # routed (token, expert) picks per token
         self.dense, self.row = dense, row
-        eff = bandwidth_efficiency(engine, gpu)
-        if self.family == "server":
-            eff = min(MAX_EFFICIENCY, eff * MEMORY_KIND_FACTOR.get(memory_kind(gpu), 1.0))
-        self.efficiency = eff
+        eff = self.efficiency = step_efficiency(engine, gpu)
         self.bandwidth = (gpu.bandwidth_gbs or 0.0) * GB * eff  # bytes/s one GPU streams
         self.server = self.family == "server"
         self.route_us = ROUTE_US * ROUTE_GENERATION.get(gpu.generation, 1.0)  # per routed pick and MoE layer
