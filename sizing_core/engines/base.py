@@ -31,7 +31,7 @@ class UnknownEngineError(SizingError):
     pass
 
 
-@record
+@record(many=True)
 class Support(Record):
     """Whether ``engine`` runs a weight format on a GPU, natively or through a fallback kernel."""
 

@@ -162,7 +162,7 @@ def mxfp4_pad_factor(gpu: GPU, intermediate: int, hidden: int, tp: int) -> float
     return padded / (per_rank * hidden)
 
 
-@record
+@record(many=True)
 class EngineStartup(CamelRecord):
     """What the engine would log at start-up, per GPU (the tightest pipeline stage when stages differ)."""
 
