@@ -398,7 +398,8 @@ class LoadAnswer(_Strict):
                                       "each prompt context - 512 tokens, each answer 512", default=None)
     defaultFloor: ServiceFloor | None = d("the default interactive floor (docs/decisions.md)", default=None)
     atDefaultFloor: list[LoadSetupItem] = d("the cheapest setups meeting the default floor at the workload, "
-                                            "searched in price order among up to 320 candidates (most faithful "
+                                            "searched in price order among up to 320 candidates of the GPU kinds "
+                                            "and instance sizes that may meet it (most faithful "
                                             "format per rented configuration, multi-machine at 1.25x, llama.cpp "
                                             "RPC chains last): what `vramlab cheapest --concurrency K "
                                             "--input-tokens I --output-tokens O` answers", default=[])
