@@ -243,3 +243,28 @@ def test_no_layout_steps_faster_at_a_load_than_the_floor_screen_says() -> None:
     step = StepModel(llama, h100, vllm, "bf16", 1, 1).step(1.0, 1024).total_ms
     least = least_step_ms(llama, h100, vllm, weight_bytes(llama, "bf16")[1], 1024, 1)
     assert least <= step <= least * 1.05
+
+
+def test_the_floor_screen_drops_only_groups_that_cannot_meet_it() -> None:
+    """``service_setups.group_screen`` at the default floor (TTFT p90 2 s, 10 tokens/s per user) on the standard 8K
+    x 1 workload. By hand, whatever the bandwidth efficiency (at most 1): Llama-3.1-70B in BF16 reads 2 bytes x ~70
+    B active parameters = ~140 GB a step; one L4 (300 GB/s) takes at least 140 / 300 = 0.47 s a token (2 tokens/s):
+    dropped. Llama-3.1-8B (~16 GB) on one H100 (3,350 GB/s): a step of ~5 ms at full bandwidth, so even at a fifth
+    of it 50 tokens/s: kept. An RTX 3060 has a bandwidth figure but no tensor-core rate, so its TTFT cannot be
+    judged against the floor's bound: dropped; under a level without a TTFT bound it is kept for the 8B model
+    (16 GB / 360 GB/s = 44 ms: well under the 100 ms a token the level allows, at any efficiency above a half)."""
+    from pipeline.compute.rates import weight_bytes
+    from pipeline.compute.service_setups import group_screen
+    from sizing_core.engines import default_engine
+    from sizing_core.gpus import catalog
+    from sizing_core.serving.service_level import DEFAULT_FLOOR, ServiceLevel, standard_workload
+
+    g = catalog()
+    load = standard_workload(8192, 1)
+    big, small = arch("meta-llama__Llama-3.1-70B"), arch("meta-llama__Llama-3.1-8B")
+    assert weight_bytes(big, "bf16")[1] > 130e9 and weight_bytes(small, "bf16")[1] < 17e9  # the sizes used above
+    assert not group_screen(big, DEFAULT_FLOOR, load, ("bf16",), default_engine)(g["l4"], 1)
+    assert group_screen(small, DEFAULT_FLOOR, load, ("bf16",), default_engine)(g["h100"], 1)
+    assert not group_screen(small, DEFAULT_FLOOR, load, ("bf16",), default_engine)(g["rtx-3060-12gb"], 1)
+    rate_only = ServiceLevel(min_tokens_per_s=10.0)
+    assert group_screen(small, rate_only, load, ("bf16",), default_engine)(g["rtx-3060-12gb"], 1)

@@ -38,6 +38,12 @@ RPC = "llama.cpp-rpc"
 SCREEN_MARGIN = 1.1
 
 
+def surely_slower(step_ms: float, level: ServiceLevel) -> bool:
+    """A lower bound ``step_ms`` of a setup's ITL misses ``level``'s per-user decode rate by more than
+    :data:`SCREEN_MARGIN`."""
+    return level.min_tokens_per_s is not None and 1000.0 / step_ms * SCREEN_MARGIN < level.min_tokens_per_s
+
+
 def is_rpc(s: Setup) -> bool:
     return s.deployment == RPC
 
@@ -146,7 +152,7 @@ class SetupServer:
         out = []
         if level.min_tokens_per_s is not None:
             itl = model.step(1.0, prompt).total_ms
-            if 1000.0 / itl * SCREEN_MARGIN < level.min_tokens_per_s:
+            if surely_slower(itl, level):
                 out.append(f"under {1000.0 / itl:.1f} tokens/s per user < {level.min_tokens_per_s:g} (one "
                            "request's decode step)")
         if level.ttft_ms_p90 is not None:
@@ -226,9 +232,7 @@ def group_screen(arch: Architecture, level: ServiceLevel, load: Workload, format
     (:func:`~sizing_core.serving.step.least_step_ms` with TP at most one instance, the format with the fewest
     active bytes; missed by more than :data:`SCREEN_MARGIN`). ``engine_of``: the search's engine per GPU kind."""
     from pipeline.compute.rates import weight_bytes
-    from sizing_core.engines import effective_format
-    from sizing_core.engines.speed import _peak
-    from sizing_core.serving.step import least_step_ms
+    from sizing_core.serving.step import least_step_ms, tensor_rate
 
     formats = tuple(formats)
     weights = min(weight_bytes(arch, f)[1] for f in formats)
@@ -240,11 +244,10 @@ def group_screen(arch: Architecture, level: ServiceLevel, load: Workload, format
             engine = engine_of(gpu)
             ok = gpu.bandwidth_gbs is not None
             if ok and level.ttft_ms_p90 is not None:
-                ok = any(_peak(gpu, effective_format(arch, f), native, engine) for f in formats
-                         for native in (True, False))
+                ok = any(tensor_rate(arch, gpu, engine, f, native) for f in formats for native in (True, False))
             if ok and level.min_tokens_per_s is not None:
                 least = least_step_ms(arch, gpu, engine, weights, load.input_tokens, per_instance)
-                ok = least is None or 1000.0 / least * SCREEN_MARGIN >= level.min_tokens_per_s
+                ok = least is None or not surely_slower(least, level)
             kept[key] = ok
         return kept[key]
 

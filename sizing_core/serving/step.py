@@ -115,6 +115,12 @@ def step_efficiency(engine: Engine, gpu: GPU) -> float:
     return eff
 
 
+def tensor_rate(arch: Architecture, gpu: GPU, engine: Engine, fmt: str, native: bool) -> float | None:
+    """Dense tensor FLOPS the engine's kernels reach for ``arch`` in ``fmt`` on ``gpu`` (None: the catalog has no
+    tensor-core rate for it, so a step's compute, and a prompt's, is not known)."""
+    return _peak(gpu, effective_format(arch, fmt), native, engine)
+
+
 def least_step_ms(arch: Architecture, gpu: GPU, engine: Engine, weights: float, held: float, max_tp: int,
                   kv_cache_dtype: str = "bf16") -> float | None:
     """A lower bound of one request's step (:meth:`StepModel.step` at batch 1 holding ``held`` tokens) on every
@@ -177,7 +183,7 @@ class StepModel:
         self.route_us = ROUTE_US * ROUTE_GENERATION.get(gpu.generation, 1.0)  # per routed pick and MoE layer
         #: the at-load MFU over engines.speed's prefill MFU (vLLM/SGLang; the others as at batch 1)
         self.mfu_factor = MFU_FACTOR * MFU_GENERATION.get(gpu.generation, 1.0) if self.server else 1.0
-        flops = _peak(gpu, effective_format(arch, fmt), native, engine)
+        flops = tensor_rate(arch, gpu, engine, fmt, native)
         self.flops = flops * PREFILL_MFU[self.family] * self.mfu_factor if flops else None
         self.active = _active_params(arch)
         self.fixed = fixed_ms(arch, gpu, engine, tp, pp, nodes)
